@@ -1,0 +1,127 @@
+// `npm test [-- vitest args]`:
+//   1. type check (npx tsc -p tsconfig.json --noEmit); skipped with TRELLIS_SKIP_TYPECHECK=1
+//   2. start a throw-away PostgreSQL cluster (scripts/pg-cluster.mjs) when the
+//      "postgres" backend is selected; failing to start it fails the run
+//   3. npx vitest run <args> with TRELLIS_TEST_PG_URL and TRELLIS_TEST_BACKENDS
+//   4. stop the cluster, print a summary, exit with vitest's exit code
+//
+// Environment:
+//   TRELLIS_TEST_BACKENDS   comma list, default "pglite,postgres"
+//   TRELLIS_TEST_PG_URL     use this existing server instead of starting a cluster
+//   TRELLIS_SKIP_TYPECHECK  "1" skips step 1
+
+import { spawn } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startCluster } from './pg-cluster.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const say = (msg) => process.stderr.write(`[test] ${msg}\n`);
+
+/** Exit code of a finished child: its code, or 128 + signal number. */
+function exitCodeOf(code, signal) {
+  if (code !== null && code !== undefined) return code;
+  return 128 + (osConstants.signals[signal] ?? 1);
+}
+
+let current = null; // running child, for signal forwarding
+let interrupted = null;
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    interrupted = sig;
+    if (current && current.exitCode === null) current.kill(sig);
+  });
+}
+
+function run(cmd, cmdArgs, env = process.env) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, cmdArgs, { cwd: root, env, stdio: 'inherit' });
+    current = child;
+    child.on('error', (err) => {
+      say(`could not run ${cmd}: ${err.message}`);
+      current = null;
+      resolve(127);
+    });
+    child.on('exit', (code, signal) => {
+      current = null;
+      resolve(exitCodeOf(code, signal));
+    });
+  });
+}
+
+const started = Date.now();
+const seconds = (ms) => `${(ms / 1000).toFixed(1)}s`;
+
+// 1. type check
+let typecheck = 'skipped (TRELLIS_SKIP_TYPECHECK=1)';
+if (process.env.TRELLIS_SKIP_TYPECHECK === '1') {
+  say('type check skipped (TRELLIS_SKIP_TYPECHECK=1)');
+} else {
+  const t = Date.now();
+  say('type check: npx tsc -p tsconfig.json --noEmit');
+  const code = await run('npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']);
+  if (code !== 0) {
+    say(`type check failed (exit code ${code}); not running tests`);
+    process.exit(code || 1);
+  }
+  typecheck = `ok (${seconds(Date.now() - t)})`;
+}
+if (interrupted) process.exit(130);
+
+// 2. PostgreSQL
+const backends = (process.env.TRELLIS_TEST_BACKENDS ?? 'pglite,postgres')
+  .split(',')
+  .map((b) => b.trim())
+  .filter(Boolean);
+let cluster = null;
+let pgUrl = null;
+let pgDesc = '';
+if (backends.includes('postgres')) {
+  if (process.env.TRELLIS_TEST_PG_URL) {
+    pgUrl = process.env.TRELLIS_TEST_PG_URL;
+    const u = new URL(pgUrl);
+    pgDesc = `external server at ${u.hostname}:${u.port || 5432}`;
+    say(`using existing PostgreSQL from TRELLIS_TEST_PG_URL (${u.hostname}:${u.port || 5432})`);
+  } else {
+    try {
+      cluster = await startCluster({ log: (m) => say(m) });
+    } catch (err) {
+      say('FAILED to start PostgreSQL for the "postgres" test backend:');
+      process.stderr.write(`${err?.stack ?? err}\n`);
+      say('(set TRELLIS_TEST_BACKENDS=pglite to run without a PostgreSQL server)');
+      process.exit(1);
+    }
+    pgUrl = cluster.url;
+    pgDesc = `PostgreSQL ${cluster.version} at ${cluster.host}:${cluster.port}, started in ${seconds(cluster.startMs)}`;
+  }
+}
+
+// 3. vitest
+let code;
+try {
+  if (interrupted) {
+    code = 130;
+  } else {
+    const env = { ...process.env, TRELLIS_TEST_BACKENDS: backends.join(',') };
+    if (pgUrl) env.TRELLIS_TEST_PG_URL = pgUrl;
+    else delete env.TRELLIS_TEST_PG_URL;
+    code = await run('npx', ['vitest', 'run', ...args], env);
+  }
+} finally {
+  // 4. always stop the cluster
+  if (cluster) {
+    try {
+      await cluster.stop();
+    } catch (err) {
+      say(`stopping PostgreSQL failed: ${err?.message ?? err}`);
+    }
+  }
+}
+
+let summary = `backends: ${backends.join(', ') || '(none)'}`;
+if (pgDesc) summary += ` (${pgDesc})`;
+console.log(`\n${summary}`);
+console.log(`typecheck: ${typecheck}; vitest exit code ${code}${interrupted ? ` (interrupted by ${interrupted})` : ''}; total ${seconds(Date.now() - started)}`);
+process.exit(code);
