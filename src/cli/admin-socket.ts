@@ -1,0 +1,100 @@
+// PGlite allows one process per data directory. While the embedded server runs, CLI commands are handed to it over
+// a unix socket inside DATA_DIR (mode 0600, so only the owner of the data can use it) and run in the server with
+// its database. Protocol: newline-delimited JSON. Client: {command, args, interactive}, later {answer}.
+// Server: {out} | {err} | {confirm} | {exit}.
+import { chmod, rm } from 'node:fs/promises';
+import { createConnection, createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import type { Services } from '../services.js';
+import type { CommandIO } from './io.js';
+import { dbCommands } from './commands/index.js';
+
+export const adminSocketPath = (dataDir: string) => join(dataDir, 'admin.sock');
+
+function send(socket: Socket, message: object) {
+  socket.write(`${JSON.stringify(message)}\n`);
+}
+
+export async function startAdminSocket(config: Config, services: Services, logger: Logger) {
+  const path = adminSocketPath(config.runtime.dataDir);
+  await rm(path, { force: true });
+  const server = createServer((socket) => {
+    const lines = createInterface({ input: socket });
+    let pendingAnswer: ((answer: boolean) => void) | null = null;
+    let started = false;
+    lines.on('line', (line) => {
+      let message: { command?: string; args?: string[]; interactive?: boolean; answer?: boolean };
+      try {
+        message = JSON.parse(line);
+      } catch {
+        return socket.destroy();
+      }
+      if (pendingAnswer && typeof message.answer === 'boolean') {
+        const resolve = pendingAnswer;
+        pendingAnswer = null;
+        return resolve(message.answer);
+      }
+      if (started) return;
+      started = true;
+      const command = dbCommands[message.command ?? ''];
+      if (!command) {
+        send(socket, { err: `unknown command ${message.command}` });
+        return send(socket, { exit: 2 });
+      }
+      const io: CommandIO = {
+        out: (text) => send(socket, { out: text }),
+        err: (text) => send(socket, { err: text }),
+        interactive: message.interactive === true,
+        confirm: (question) =>
+          new Promise<boolean>((resolve) => {
+            if (message.interactive !== true) return resolve(false);
+            pendingAnswer = resolve;
+            send(socket, { confirm: question });
+          }),
+      };
+      command({ config, services }, message.args ?? [], io)
+        .then((code) => send(socket, { exit: code }))
+        .catch((error: Error) => {
+          logger.error({ err: error, command: message.command }, 'admin command failed');
+          send(socket, { err: error.message });
+          send(socket, { exit: 1 });
+        });
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => resolve());
+  });
+  await chmod(path, 0o600);
+  return {
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Runs a command inside the server that owns DATA_DIR. Resolves with the exit code. */
+export function runViaServer(dataDir: string, command: string, args: string[], io: CommandIO): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(adminSocketPath(dataDir));
+    let exited = false;
+    socket.on('error', reject);
+    socket.on('connect', () => send(socket, { command, args, interactive: io.interactive }));
+    createInterface({ input: socket }).on('line', (line) => {
+      const message = JSON.parse(line) as { out?: string; err?: string; confirm?: string; exit?: number };
+      if (message.out !== undefined) io.out(message.out);
+      if (message.err !== undefined) io.err(message.err);
+      if (message.confirm !== undefined) void io.confirm(message.confirm).then((answer) => send(socket, { answer }));
+      if (message.exit !== undefined) {
+        exited = true;
+        socket.end();
+        resolve(message.exit);
+      }
+    });
+    socket.on('close', () => {
+      if (!exited) reject(new Error('the server closed the admin connection before the command finished'));
+    });
+  });
+}

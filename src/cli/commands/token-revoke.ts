@@ -1,0 +1,80 @@
+// token:revoke: revokes the active tokens matching the filters (the reference implementation's flags).
+import { parseArgs } from 'node:util';
+import { isUuid, isoTime } from '../../domain/values.js';
+import { activeTokens, revokeTokens, type TokenFilter } from '../../storage/queries/accounts.js';
+import type { DbCommand } from '../io.js';
+
+/** "YYYY-MM-DD HH:MM" (UTC) or "YYYY-MM-DD". */
+function parseDate(value: string): Date | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}))?$/.exec(value.trim());
+  if (!m) return null;
+  const date = new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +(m[4] ?? 0), +(m[5] ?? 0)));
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
+  const { values } = parseArgs({
+    args,
+    options: {
+      force: { type: 'boolean', short: 'f' },
+      'dry-run': { type: 'boolean' },
+      'list-all-affected-tokens': { type: 'boolean', short: 'l' },
+      user: { type: 'string', short: 'u' },
+      group: { type: 'string', short: 'g' },
+      'issued-before': { type: 'string', short: 'b' },
+      'issued-after': { type: 'string', short: 'a' },
+      'issued-with-expiration-date': { type: 'boolean' },
+      'issued-without-expiration-date': { type: 'boolean' },
+    },
+  });
+  const filter: TokenFilter = {};
+  if (values.user !== undefined) {
+    const id = await services.accounts.findUser(values.user);
+    if (!id) {
+      io.err(`no user ${values.user}`);
+      return 1;
+    }
+    filter.userIds = [id];
+  }
+  if (values.group !== undefined) {
+    if (!isUuid(values.group)) {
+      io.err('--group must be a UUID');
+      return 2;
+    }
+    filter.groupId = values.group.toLowerCase();
+  }
+  for (const [flag, key] of [['issued-before', 'issuedBefore'], ['issued-after', 'issuedAfter']] as const) {
+    const raw = values[flag];
+    if (raw === undefined) continue;
+    const date = parseDate(raw);
+    if (!date) {
+      io.err(`--${flag} must be "YYYY-MM-DD HH:MM" (UTC)`);
+      return 2;
+    }
+    filter[key] = date;
+  }
+  if (values['issued-with-expiration-date'] && values['issued-without-expiration-date']) {
+    io.err('--issued-with-expiration-date and --issued-without-expiration-date exclude each other');
+    return 2;
+  }
+  filter.withExpirationDate = values['issued-with-expiration-date'];
+  filter.withoutExpirationDate = values['issued-without-expiration-date'];
+
+  const tokens = await activeTokens(services.db, filter);
+  io.out(`${tokens.length} active token(s) match.`);
+  if (values['list-all-affected-tokens'] || values['dry-run'])
+    for (const t of tokens)
+      io.out(`  ${t.id}  user ${t.identifier} (${t.user_id})  issued ${isoTime(t.issued)}  expires ${t.expires ? isoTime(t.expires) : 'never'}`);
+  if (values['dry-run']) {
+    io.out('Dry run: nothing was revoked.');
+    return 0;
+  }
+  if (tokens.length === 0) return 0;
+  if (!values.force && io.interactive && !(await io.confirm(`Revoke ${tokens.length} token(s)?`))) {
+    io.out('Aborted: nothing was revoked.');
+    return 1;
+  }
+  const revoked = await services.db.transaction((tx) => revokeTokens(tx, tokens.map((t) => t.id), services.clock.now()));
+  io.out(`Revoked ${revoked} token(s).`);
+  return 0;
+};

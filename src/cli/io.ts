@@ -1,0 +1,39 @@
+// What a CLI command may do with its terminal: print, and ask a yes/no question. The same command runs in the CLI
+// process or, beside a running embedded server, inside the server with this IO carried over the admin socket.
+import { createInterface } from 'node:readline/promises';
+import type { Config } from '../config/schema.js';
+import type { Services } from '../services.js';
+
+export interface CommandIO {
+  out(line: string): void;
+  err(line: string): void;
+  /** Asks a yes/no question; false when there is no terminal to ask. */
+  confirm(question: string): Promise<boolean>;
+  readonly interactive: boolean;
+}
+
+export interface CommandContext {
+  config: Config;
+  services: Services;
+}
+
+/** A command that needs the database. Returns the process exit code. */
+export type DbCommand = (ctx: CommandContext, args: string[], io: CommandIO) => Promise<number>;
+
+export function processIO(): CommandIO {
+  const interactive = !!process.stdin.isTTY && !!process.stdout.isTTY;
+  return {
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+    interactive,
+    async confirm(question) {
+      if (!interactive) return false;
+      const rl = createInterface({ input: process.stdin, output: process.stdout });
+      try {
+        return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
+      } finally {
+        rl.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// `trellis <command>`: serve, config:check, and the database commands (src/cli/commands).
+import { systemClock } from '../clock.js';
+import { ConfigError, loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { startServer } from '../server.js';
+import { createServices } from '../services.js';
+import { acquireDataDirLock, DataDirBusyError, lockHolder } from '../storage/datadir-lock.js';
+import { openDatabase } from '../storage/open.js';
+import { runViaServer } from './admin-socket.js';
+import { dbCommands } from './commands/index.js';
+import { processIO, type CommandIO } from './io.js';
+
+const USAGE = `usage: trellis <command>
+  serve                                      run the HTTP service (what npm start runs)
+  config:check                               validate the configuration and print it
+  user:create <identifier> <password> [--id UUID] [--name NAME]
+  token:revoke [-f] [--dry-run] [-l] [-u USER] [-g GROUP] [-b "YYYY-MM-DD HH:MM"] [-a "YYYY-MM-DD HH:MM"]
+               [--issued-with-expiration-date] [--issued-without-expiration-date]`;
+
+async function runDbCommand(config: Config, name: string, args: string[], io: CommandIO): Promise<number> {
+  const command = dbCommands[name]!;
+  if (config.runtime.databaseUrl === null && lockHolder(config.runtime.dataDir) !== null)
+    return runViaServer(config.runtime.dataDir, name, args, io);
+  const release = config.runtime.databaseUrl === null ? acquireDataDirLock(config.runtime.dataDir) : () => {};
+  try {
+    const db = await openDatabase(config.runtime);
+    try {
+      return await command({ config, services: createServices(config, db, systemClock) }, args, io);
+    } finally {
+      await db.close();
+    }
+  } finally {
+    release();
+  }
+}
+
+function waitForSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+}
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO = processIO()): Promise<number> {
+  const [name, ...args] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    (name ? io.out : io.err)(USAGE);
+    return name ? 0 : 2;
+  }
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      io.err(`trellis: ${error.message}`);
+      return 78; // EX_CONFIG
+    }
+    throw error;
+  }
+  try {
+    if (name === 'config:check') {
+      io.out(JSON.stringify({ ...config.settings, runtime: { ...config.runtime, databaseUrl: config.runtime.databaseUrl ? '(set)' : null } }, null, 2));
+      io.out('configuration is valid');
+      return 0;
+    }
+    if (name === 'serve') {
+      const server = await startServer(config);
+      const signal = await waitForSignal();
+      io.err(`trellis: ${signal} received, shutting down`);
+      await server.close();
+      return 0;
+    }
+    if (name in dbCommands) return await runDbCommand(config, name, args, io);
+    io.err(`trellis: unknown command ${name}\n${USAGE}`);
+    return 2;
+  } catch (error) {
+    if (error instanceof DataDirBusyError) {
+      io.err(`trellis: ${error.message}`);
+      return 75; // EX_TEMPFAIL
+    }
+    throw error;
+  }
+}

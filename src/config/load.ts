@@ -1,0 +1,129 @@
+// Reads and validates the configuration once, at start-up. The result is passed in to everything that needs it;
+// this is the only module that looks at the environment.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import Value from 'typebox/value';
+import { SettingsSchema, STORAGE_CEILING_BYTES, type Config, type Runtime, type Settings } from './schema.js';
+
+export class ConfigError extends Error {
+  constructor(
+    readonly key: string,
+    reason: string,
+  ) {
+    super(`invalid configuration: ${key}: ${reason}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** The security.txt shipped with Trellis (assets/ at the package root, two levels above src/config or dist/config). */
+export const DEFAULT_SECURITY_TXT = fileURLToPath(new URL('../../assets/security.txt', import.meta.url));
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function keyOf(instancePath: string): string {
+  return instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)';
+}
+
+/** Validates a settings object (as parsed from YAML), fills defaults and checks the cross-key rules. */
+export function validateSettings(input: unknown): Settings {
+  const raw = input === null || input === undefined ? {} : input;
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError('(root)', 'must be a mapping of keys');
+  const value = Value.Default(SettingsSchema, Value.Clone(raw)) as Record<string, unknown>;
+  // Absent means the shipped default file; an explicit null means "serve none" (404).
+  if (!('securityTxt' in (raw as object))) value.securityTxt = DEFAULT_SECURITY_TXT;
+  const errors = Value.Errors(SettingsSchema, value);
+  if (errors.length > 0) {
+    const first = errors[0]!;
+    if (first.keyword === 'additionalProperties') {
+      const extra = (first.params as { additionalProperties: string[] }).additionalProperties[0];
+      const prefix = keyOf(first.instancePath);
+      throw new ConfigError(prefix === '(root)' ? String(extra) : `${prefix}.${extra}`, 'unknown key');
+    }
+    throw new ConfigError(keyOf(first.instancePath), first.message);
+  }
+  const settings = value as Settings;
+  const f = settings.file;
+  if (f.maxFileSizeInBytes > STORAGE_CEILING_BYTES)
+    throw new ConfigError('file.maxFileSizeInBytes', `exceeds the storage ceiling of ${STORAGE_CEILING_BYTES} bytes (5 TiB)`);
+  if (f.uploadMaxChunkSizeInBytes > f.maxFileSizeInBytes)
+    throw new ConfigError('file.uploadMaxChunkSizeInBytes', 'must not exceed file.maxFileSizeInBytes');
+  if (f.uploadMinChunkSizeInBytes > f.uploadMaxChunkSizeInBytes)
+    throw new ConfigError('file.uploadMinChunkSizeInBytes', 'must not exceed file.uploadMaxChunkSizeInBytes');
+  const p = settings.pageSize;
+  if (p.min > p.max) throw new ConfigError('pageSize.min', 'must not exceed pageSize.max');
+  if (p.default < p.min || p.default > p.max) throw new ConfigError('pageSize.default', 'must lie between pageSize.min and pageSize.max');
+  const t = settings.token;
+  if (t.minLifetimeInSeconds > t.maxLifetimeInSeconds)
+    throw new ConfigError('token.minLifetimeInSeconds', 'must not exceed token.maxLifetimeInSeconds');
+  if (t.defaultLifetimeInSeconds < t.minLifetimeInSeconds || t.defaultLifetimeInSeconds > t.maxLifetimeInSeconds)
+    throw new ConfigError('token.defaultLifetimeInSeconds', 'must lie between the minimum and maximum lifetime');
+  if (settings.register.uniqueIdentifierRegex !== false) {
+    try {
+      new RegExp(settings.register.uniqueIdentifierRegex, 'u');
+    } catch (error) {
+      throw new ConfigError('register.uniqueIdentifierRegex', `not a valid regular expression: ${(error as Error).message}`);
+    }
+  }
+  if (settings.securityTxt !== null) {
+    try {
+      readFileSync(settings.securityTxt, 'utf8');
+    } catch (error) {
+      throw new ConfigError('securityTxt', `cannot read ${settings.securityTxt}: ${(error as Error).message}`);
+    }
+  }
+  if (settings.baseUrl !== null) settings.baseUrl = settings.baseUrl.replace(/\/+$/, '');
+  return settings;
+}
+
+export function readSettingsFile(path: string): Settings {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError('TRELLIS_CONFIG', `cannot read ${path}: ${(error as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    throw new ConfigError('TRELLIS_CONFIG', `${path} is not valid YAML: ${(error as Error).message}`);
+  }
+  return validateSettings(parsed);
+}
+
+function integerEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max)
+    throw new ConfigError(name, `must be an integer between ${min} and ${max}`);
+  return Number(raw);
+}
+
+export function readRuntime(env: NodeJS.ProcessEnv): Runtime {
+  const anonymous = env.ANONYMOUS_USER_UUID || null;
+  if (anonymous !== null && !UUID.test(anonymous)) throw new ConfigError('ANONYMOUS_USER_UUID', 'must be a UUID');
+  const databaseUrl = env.DATABASE_URL || null;
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl))
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel))
+    throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');
+  return {
+    port: integerEnv(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST || '127.0.0.1',
+    dataDir: resolve(env.DATA_DIR || './data'),
+    databaseUrl,
+    anonymousUserId: anonymous?.toLowerCase() ?? null,
+    logLevel,
+    configPath: env.TRELLIS_CONFIG || null,
+  };
+}
+
+/** The whole configuration from the environment; throws ConfigError naming the offending key. */
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  const runtime = readRuntime(env);
+  const settings = runtime.configPath ? readSettingsFile(runtime.configPath) : validateSettings({});
+  return { settings, runtime };
+}

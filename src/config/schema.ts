@@ -1,0 +1,61 @@
+// The operator configuration (TRELLIS_CONFIG YAML file): one TypeBox schema that validates it, fills its
+// defaults and gives its type. Key names follow the spec and DESIGN.md section 2.
+import Type, { type Static } from 'typebox';
+
+export const MiB = 1024 * 1024;
+export const GiB = 1024 * MiB;
+/** The storage ceiling of the spec: no configured file size may exceed it. */
+export const STORAGE_CEILING_BYTES = 5 * 1024 * GiB;
+
+const int = (defaultValue: number, minimum = 0) => Type.Integer({ minimum, default: defaultValue });
+const obj = <T extends Type.TProperties>(properties: T) =>
+  Type.Object(properties, { additionalProperties: false, default: {} });
+
+export const SettingsSchema = Type.Object(
+  {
+    baseUrl: Type.Union([Type.String({ pattern: '^https?://[^\\s]+$' }), Type.Null()], { default: null }),
+    file: obj({
+      maxFileSizeInBytes: int(10 * GiB),
+      uploadMinChunkSizeInBytes: int(5 * MiB),
+      uploadMaxChunkSizeInBytes: int(101 * MiB, 1),
+      uploadChunkDigitsLength: Type.Integer({ minimum: 1, maximum: 12, default: 4 }),
+      uploadExpiresInSecondsAfterFirstRequest: int(10800, 1),
+      expiredUploadCanBeDeletedAfterExpirationInSeconds: int(3600),
+    }),
+    pageSize: obj({ min: int(5, 1), default: int(25, 1), max: int(100, 1) }),
+    register: obj({
+      enabled: Type.Boolean({ default: true }),
+      uniqueIdentifier: Type.String({ pattern: '^[A-Za-z][A-Za-z0-9]{0,63}$', default: 'email' }),
+      uniqueIdentifierRegex: Type.Union([Type.String({ minLength: 1 }), Type.Literal(false)], { default: false }),
+    }),
+    token: obj({
+      minLifetimeInSeconds: int(1800, 1),
+      defaultLifetimeInSeconds: int(10800, 1),
+      maxLifetimeInSeconds: int(34214400, 1),
+      deleteExpiredTokensAutomaticallyInSeconds: int(1209600),
+    }),
+    expression: obj({ enabled: Type.Boolean({ default: true }), maxLength: int(10240, 1) }),
+    instanceConfiguration: obj({ enabled: Type.Boolean({ default: true }), showVersion: Type.Boolean({ default: true }) }),
+    cache: obj({ etagUpperLimitInCollectionEndpoints: int(100) }),
+    securityTxt: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
+  },
+  { additionalProperties: false },
+);
+
+export type Settings = Static<typeof SettingsSchema>;
+
+/** Process-level settings from the environment (DESIGN.md section 2). */
+export interface Runtime {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | null;
+  anonymousUserId: string | null;
+  logLevel: string;
+  configPath: string | null;
+}
+
+export interface Config {
+  settings: Settings;
+  runtime: Runtime;
+}

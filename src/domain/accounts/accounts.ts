@@ -1,0 +1,168 @@
+// Registration, tokens and passwords (spec "User endpoints", "Authentication"; DESIGN.md section 3).
+import type { Clock } from '../../clock.js';
+import type { Settings } from '../../config/schema.js';
+import { Problem } from '../../errors.js';
+import type { Db, Queryable } from '../../storage/db.js';
+import * as sql from '../../storage/queries/accounts.js';
+import type { Caller } from '../../storage/queries/accounts.js';
+import { elementById, insertElement } from '../../storage/queries/elements.js';
+import { checkProperties, reservedProperties } from '../properties.js';
+import { renderElement } from '../representation.js';
+import { isPlainObject, isUuid, isoTime, newId } from '../values.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { generateToken, hashToken, TOKEN_PATTERN } from './tokens.js';
+
+export type { Caller };
+
+const UNIQUE_VIOLATION = '23505';
+
+function requireString(body: Record<string, unknown>, key: string): string {
+  const value = body[key];
+  if (value === undefined || value === null) throw new Problem('missing-property', `The property '${key}' is required.`);
+  if (typeof value !== 'string' || value.length === 0) throw new Problem('bad-content', `The property '${key}' must be a non-empty string.`);
+  return value;
+}
+
+function requireType(body: unknown, expected: string): Record<string, unknown> {
+  if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
+  if (body.type === undefined) throw new Problem('missing-property', "The property 'type' is required.");
+  if (body.type !== expected) throw new Problem('bad-content', `The property 'type' must be '${expected}'.`);
+  return body;
+}
+
+export class Accounts {
+  constructor(
+    private readonly db: Db,
+    private readonly settings: Settings,
+    private readonly clock: Clock,
+    private readonly anonymousUserId: string | null,
+  ) {}
+
+  /** Resolves the Authorization header (spec "Authentication" rule 3). Throws 401. */
+  async authenticate(authorization: string | undefined, q: Queryable = this.db): Promise<Caller> {
+    if (authorization === undefined) {
+      if (this.anonymousUserId && (await sql.userExists(q, this.anonymousUserId))) return { userId: this.anonymousUserId, tokenId: null };
+      throw new Problem('unauthorized', 'No Authorization header was sent and no anonymous user is configured.');
+    }
+    const hash = this.tokenHashOf(authorization);
+    const caller = await sql.callerByTokenHash(q, hash, this.clock.now());
+    if (!caller) throw new Problem('unauthorized', 'The token is unknown, expired or revoked.');
+    return caller;
+  }
+
+  /** The SHA3-256 hash of a well-formed `Bearer secret-token:...` header; 401 for anything else. */
+  tokenHashOf(authorization: string): string {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match || !TOKEN_PATTERN.test(match[1]!))
+      throw new Problem('unauthorized', "The Authorization header must be 'Bearer secret-token:<token>'.");
+    return hashToken(match[1]!);
+  }
+
+  isAnonymous(caller: Caller): boolean {
+    return caller.tokenId === null;
+  }
+
+  async register(body: unknown): Promise<string> {
+    if (!this.settings.register.enabled) throw new Problem('forbidden', 'Registration is disabled on this instance.');
+    const input = requireType(body, 'User');
+    const identifier = requireString(input, 'uniqueUserIdentifier');
+    const password = requireString(input, 'password');
+    const key = this.settings.register.uniqueIdentifier;
+    const data = checkProperties(input.data, reservedProperties('User', key));
+    const pattern = this.settings.register.uniqueIdentifierRegex;
+    if (pattern !== false && !new RegExp(pattern, 'u').test(identifier))
+      throw new Problem('bad-content', `The identifier does not match the pattern this instance requires.`);
+    return this.createUser(identifier, password, data);
+  }
+
+  /** Creates a User node (also used by `user:create`). 400 reserved-identifier when the identifier is taken. */
+  async createUser(identifier: string, password: string, data: Record<string, unknown> = {}, id: string = newId()): Promise<string> {
+    const passwordHash = await hashPassword(password);
+    const key = this.settings.register.uniqueIdentifier;
+    try {
+      await this.db.transaction(async (tx) => {
+        if (!(await insertElement(tx, { id, type: 'User', data: { ...data, [key]: identifier }, at: this.clock.now() })))
+          throw new Problem('reserved-identifier', `The id ${id} is already in use.`);
+        await sql.insertUser(tx, id, identifier, passwordHash);
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code === UNIQUE_VIOLATION)
+        throw new Problem('reserved-identifier', 'The identifier is already in use.');
+      throw error;
+    }
+    return id;
+  }
+
+  async createToken(body: unknown): Promise<{ token: string; id: string }> {
+    const input = requireType(body, 'Token');
+    const identifier = requireString(input, 'uniqueUserIdentifier');
+    const password = requireString(input, 'password');
+    const data = checkProperties(input.data, reservedProperties('Token', this.settings.register.uniqueIdentifier));
+    const t = this.settings.token;
+    let lifetime = t.defaultLifetimeInSeconds;
+    if (input.lifetimeInSeconds !== undefined && input.lifetimeInSeconds !== null) {
+      if (!Number.isInteger(input.lifetimeInSeconds)) throw new Problem('bad-content', "'lifetimeInSeconds' must be an integer.");
+      lifetime = Math.min(t.maxLifetimeInSeconds, Math.max(t.minLifetimeInSeconds, input.lifetimeInSeconds as number));
+    }
+    const user = await sql.userByIdentifier(this.db, identifier);
+    if (!(await verifyPassword(user?.password_hash, password)) || !user)
+      throw new Problem('unauthorized', 'The identifier or the password is wrong.');
+    const token = generateToken();
+    const id = newId();
+    const now = this.clock.now();
+    const expires = new Date(now.getTime() + lifetime * 1000);
+    await this.db.transaction(async (tx) => {
+      await insertElement(tx, { id, type: 'Token', data: { ...data, state: 'ACTIVE', expirationDate: isoTime(expires) }, at: now });
+      await sql.insertToken(tx, { id, hash: hashToken(token), userId: user.id, state: 'ACTIVE', issued: now, expires });
+      await insertElement(tx, { id: newId(), type: 'OWNS', start: user.id, end: id, data: {}, at: now });
+    });
+    return { token, id };
+  }
+
+  private requireTokenCaller(caller: Caller): string {
+    if (caller.tokenId === null) throw new Problem('forbidden', 'The anonymous user has no token.');
+    return caller.tokenId;
+  }
+
+  async currentToken(caller: Caller): Promise<{ body: string; etag: string }> {
+    const row = await elementById(this.db, this.requireTokenCaller(caller));
+    if (!row) throw new Problem('unauthorized', 'The token no longer exists.');
+    return renderElement(row);
+  }
+
+  async deleteCurrentToken(caller: Caller): Promise<void> {
+    const id = this.requireTokenCaller(caller);
+    await this.db.query('DELETE FROM elements WHERE id = $1', [id]);
+  }
+
+  async changePassword(caller: Caller, body: unknown): Promise<void> {
+    if (this.isAnonymous(caller)) throw new Problem('forbidden', 'The anonymous user cannot change a password.');
+    const input = requireType(body, 'ActionChangePassword');
+    const identifier = requireString(input, 'uniqueUserIdentifier');
+    const current = requireString(input, 'currentPassword');
+    const next = requireString(input, 'newPassword');
+    const user = await sql.userByIdentifier(this.db, identifier);
+    if (!(await verifyPassword(user?.password_hash, current)) || !user || user.id !== caller.userId)
+      throw new Problem('unauthorized', 'The identifier or the current password is wrong.');
+    if (next === current) throw new Problem('bad-content', 'The new password must differ from the current one.');
+    await sql.setPasswordHash(this.db, user.id, await hashPassword(next));
+  }
+
+  async me(caller: Caller): Promise<{ body: string; etag: string }> {
+    const row = await elementById(this.db, caller.userId);
+    if (!row) throw new Problem('unauthorized', 'The user no longer exists.');
+    return renderElement(row);
+  }
+
+  /** Background job: deletes tokens that expired longer ago than the configured grace. */
+  async deleteExpiredTokens(): Promise<number> {
+    const cutoff = new Date(this.clock.now().getTime() - this.settings.token.deleteExpiredTokensAutomaticallyInSeconds * 1000);
+    return sql.deleteExpiredTokens(this.db, cutoff);
+  }
+
+  /** Resolves a user given by id or by identifier (token:revoke --user). */
+  async findUser(idOrIdentifier: string): Promise<string | null> {
+    if (isUuid(idOrIdentifier) && (await sql.userExists(this.db, idOrIdentifier.toLowerCase()))) return idOrIdentifier.toLowerCase();
+    return (await sql.userByIdentifier(this.db, idOrIdentifier))?.id ?? null;
+  }
+}

@@ -1,0 +1,143 @@
+// Element CRUD (spec "Element endpoints"; DESIGN.md section 3). Every operation checks the permission it needs
+// through the access module; denied and missing are the same 404.
+import type { Clock } from '../clock.js';
+import type { Settings } from '../config/schema.js';
+import { notFound, Problem } from '../errors.js';
+import type { BlobStore } from '../blob/blob-store.js';
+import type { Db, Queryable } from '../storage/db.js';
+import { isPermitted, owns, type Permission } from '../storage/queries/access.js';
+import type { Caller } from '../storage/queries/accounts.js';
+import * as sql from '../storage/queries/elements.js';
+import { checkWritePreconditions, ifNoneMatchHits, type Conditions } from './conditions.js';
+import { checkNewType, checkProperties, reservedProperties } from './properties.js';
+import { renderElement } from './representation.js';
+import { isPlainObject, isUuid, newId } from './values.js';
+
+const ACCESS_GRANTING = /^(OWNS|IS_IN_GROUP|HAS_(READ|SEARCH|CREATE|UPDATE|DELETE)_ACCESS)$/;
+const PRINCIPAL_TYPES = new Set(['User', 'Group']);
+
+export type Rendered = { body: string; etag: string };
+
+export class Elements {
+  constructor(
+    private readonly db: Db,
+    private readonly settings: Settings,
+    private readonly clock: Clock,
+    private readonly blobs: BlobStore,
+  ) {}
+
+  private reserved(type: string) {
+    return reservedProperties(type, this.settings.register.uniqueIdentifier);
+  }
+
+  /** The element if the caller may do `permission` on it, else 404 (the same answer as a missing element). */
+  async require(q: Queryable, caller: Caller, id: string, permission: Permission, lock = false): Promise<sql.ElementRow> {
+    if (!isUuid(id)) throw notFound();
+    const row = await sql.elementById(q, id.toLowerCase(), lock);
+    if (!row || !(await isPermitted(q, caller.userId, permission, row.id))) throw notFound();
+    return row;
+  }
+
+  /** GET /<id>: null when If-None-Match matched (304). */
+  async read(caller: Caller, id: string, conditions: Conditions = {}): Promise<{ rendered: Rendered; notModified: boolean }> {
+    const rendered = renderElement(await this.require(this.db, caller, id, 'READ'));
+    return { rendered, notModified: ifNoneMatchHits(conditions.ifNoneMatch, rendered.etag) };
+  }
+
+  /** POST / (parentId undefined) or POST /<parentId>. Returns the new id. */
+  async create(caller: Caller, body: unknown, parentId?: string): Promise<string> {
+    if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
+    const type = checkNewType(body.type);
+    const data = checkProperties(body.data, this.reserved(type));
+    const id = body.id === undefined || body.id === null ? newId() : body.id;
+    if (!isUuid(id)) throw new Problem('bad-content', "The property 'id' must be a UUID.");
+    const hasStart = body.start !== undefined && body.start !== null;
+    const hasEnd = body.end !== undefined && body.end !== null;
+    if (hasStart !== hasEnd)
+      throw new Problem('incomplete-mutual-dependency', "A relation needs both 'start' and 'end'; only one of them was given.");
+    if (hasStart && parentId !== undefined)
+      throw new Problem('bad-content', 'Relations are created with POST /, not as children of an element.');
+    if (hasStart && (!isUuid(body.start) || !isUuid(body.end)))
+      throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
+    if (type === 'CREATED') throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
+    const now = this.clock.now();
+    const newIdLower = id.toLowerCase();
+    await this.db.transaction(async (tx) => {
+      if (hasStart) {
+        await this.checkRelationCreate(tx, caller, type, (body.start as string).toLowerCase(), (body.end as string).toLowerCase());
+        await this.insertOrReserved(tx, { id: newIdLower, type, start: (body.start as string).toLowerCase(), end: (body.end as string).toLowerCase(), data, at: now });
+        return;
+      }
+      let owner = caller.userId;
+      if (parentId !== undefined) owner = (await this.require(tx, caller, parentId, 'CREATE')).id;
+      await this.insertOrReserved(tx, { id: newIdLower, type, data, at: now });
+      await sql.insertElement(tx, { id: newId(), type: 'OWNS', start: owner, end: newIdLower, data: {}, at: now });
+      await sql.insertElement(tx, { id: newId(), type: 'CREATED', start: caller.userId, end: newIdLower, data: {}, at: now });
+    });
+    return newIdLower;
+  }
+
+  private async insertOrReserved(tx: Queryable, element: sql.NewElement) {
+    if (!(await sql.insertElement(tx, element))) throw new Problem('reserved-identifier', `The id ${element.id} is already in use.`);
+  }
+
+  /**
+   * Relation rules of DESIGN.md: an access-granting relation needs ownership of its end, and its start must be a
+   * User or Group (sharing by id) or an element the caller owns (moving within its own tree). Nobody can grant
+   * what they do not own. Any other relation needs CREATE on its start and READ on its end.
+   */
+  private async checkRelationCreate(tx: Queryable, caller: Caller, type: string, start: string, end: string) {
+    if (ACCESS_GRANTING.test(type)) {
+      const endRow = await this.require(tx, caller, end, 'READ');
+      if (!(await owns(tx, caller.userId, endRow.id))) throw notFound();
+      const startRow = await sql.elementById(tx, start);
+      if (!startRow) throw notFound();
+      if (type === 'IS_IN_GROUP' && (startRow.type === 'Token' || endRow.type !== 'Group' || !PRINCIPAL_TYPES.has(startRow.type)))
+        throw new Problem('bad-content', "'IS_IN_GROUP' leads from a User or Group to a Group.");
+      if (!PRINCIPAL_TYPES.has(startRow.type) && !(await owns(tx, caller.userId, start))) throw notFound();
+      return;
+    }
+    await this.require(tx, caller, start, 'CREATE');
+    await this.require(tx, caller, end, 'READ');
+  }
+
+  /** PUT (replace all client properties) or PATCH (merge; null removes). */
+  async update(caller: Caller, id: string, body: unknown, mode: 'replace' | 'merge', conditions: Conditions = {}): Promise<void> {
+    if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object of properties.');
+    await this.db.transaction(async (tx) => {
+      // The row lock makes If-Match a compare-and-set: concurrent writers queue here and see each other's change.
+      const row = await this.require(tx, caller, id, 'UPDATE', true);
+      checkWritePreconditions(conditions, renderElement(row).etag);
+      const props = checkProperties(body, this.reserved(row.type), 'body');
+      let data: Record<string, unknown>;
+      if (mode === 'replace') {
+        data = Object.fromEntries(Object.entries(props).filter(([, v]) => v !== null));
+        // Properties the client cannot see or set survive a replace (e.g. a User's identifier).
+        for (const key of this.reserved(row.type)) if (key in row.data) data[key] = row.data[key];
+      } else {
+        data = { ...row.data };
+        for (const [key, value] of Object.entries(props)) {
+          if (value === null) delete data[key];
+          else data[key] = value;
+        }
+      }
+      await sql.replaceData(tx, row.id, data, this.clock.now());
+    });
+  }
+
+  async delete(caller: Caller, id: string, conditions: Conditions = {}): Promise<void> {
+    const withFiles = await this.db.transaction(async (tx) => {
+      const row = await this.require(tx, caller, id, 'DELETE', true);
+      if (row.type === 'User') throw new Problem('forbidden', 'User nodes cannot be deleted through this endpoint.');
+      checkWritePreconditions(conditions, renderElement(row).etag);
+      return sql.deleteElement(tx, row.id);
+    });
+    // The rows are gone for good (committed); the bytes follow. A crash here leaves orphan blobs that the startup
+    // sweep removes, never an element pointing at missing bytes.
+    await Promise.all(withFiles.map((fileId) => this.blobs.delete(fileId)));
+  }
+
+  async graphStructure() {
+    return sql.elementTypes(this.db);
+  }
+}

@@ -1,0 +1,61 @@
+// Builds the Fastify application from configuration and services that are passed in (nothing is read globally).
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from '../config/schema.js';
+import { Problem } from '../errors.js';
+import type { Services } from '../services.js';
+import { COMMON_HEADERS } from './headers.js';
+import { sendProblem, toProblem } from './problems.js';
+import type { App } from './types.js';
+import systemRoutes from './routes/system.js';
+import accountRoutes from './routes/accounts.js';
+import elementRoutes from './routes/elements.js';
+
+export interface AppDeps {
+  config: Config;
+  services: Services;
+  /** A pino logger; none means silent. */
+  logger?: FastifyBaseLogger;
+}
+
+export const JSON_BODY_LIMIT = 8 * 1024 * 1024;
+
+export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
+  const app = Fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    bodyLimit: JSON_BODY_LIMIT,
+    exposeHeadRoutes: true,
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+
+  const baseUrl = config.settings.baseUrl;
+
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(COMMON_HEADERS);
+  });
+  // Fastify logs each request (method, url) and its completion (status, response time); its serialisers log no
+  // headers, so Authorization never reaches the log.
+
+  app.setErrorHandler((error, request, reply) => {
+    const { problem, unexpected } = toProblem(error);
+    if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'unexpected error');
+    return sendProblem(request, reply, problem, baseUrl);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(request, reply, new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`), baseUrl),
+  );
+
+  // CORS preflight (and any OPTIONS): 204 with the common headers, whatever the path.
+  app.options('*', async (_request, reply) => reply.code(204).send());
+
+  const deps = { config, services };
+  await app.register(systemRoutes, deps);
+  await app.register(accountRoutes, deps);
+  await app.register(elementRoutes, deps);
+  return app;
+}
+
+export type RouteDeps = Pick<AppDeps, 'config' | 'services'>;

@@ -1,0 +1,36 @@
+// User endpoints: /register, /token, /change-password, /me. Each translates HTTP into one Accounts call.
+import type { RouteDeps } from '../app.js';
+import { caller, created, JSON_TYPE, noContent, sendJson } from '../reply.js';
+import { resource } from '../resource.js';
+import type { App } from '../types.js';
+
+export default async function accountRoutes(app: App, { services }: RouteDeps) {
+  const { accounts } = services;
+
+  resource(app, '/register', {
+    POST: async (request, reply) => created(reply, `/${await accounts.register(request.body)}`),
+  });
+
+  resource(app, '/token', {
+    POST: async (request, reply) => {
+      const { token, id } = await accounts.createToken(request.body);
+      return reply.code(201).header('location', `/${id}`).type(JSON_TYPE).send(JSON.stringify({ type: '_TokenResponse', token }));
+    },
+    GET: async (request, reply) => sendJson(reply, await accounts.currentToken(await caller(services, request))),
+    DELETE: async (request, reply) => {
+      await accounts.deleteCurrentToken(await caller(services, request));
+      return noContent(reply);
+    },
+  });
+
+  resource(app, '/change-password', {
+    POST: async (request, reply) => {
+      await accounts.changePassword(await caller(services, request), request.body);
+      return noContent(reply);
+    },
+  });
+
+  resource(app, '/me', {
+    GET: async (request, reply) => sendJson(reply, await accounts.me(await caller(services, request))),
+  });
+}

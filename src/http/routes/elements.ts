@@ -1,0 +1,65 @@
+// Element endpoints and collections. Each handler authenticates and makes one call into the domain.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isUuid } from '../../domain/values.js';
+import { Problem } from '../../errors.js';
+import type { PageRequest } from '../../domain/collections.js';
+import type { CollectionKind } from '../../storage/queries/collections.js';
+import type { RouteDeps } from '../app.js';
+import { caller, conditionsOf, created, noContent, sendJson } from '../reply.js';
+import { resource } from '../resource.js';
+import type { App } from '../types.js';
+
+type WithId = FastifyRequest<{ Params: { id: string }; Querystring: PageRequest }>;
+
+export default async function elementRoutes(app: App, { services }: RouteDeps) {
+  const { elements, collections } = services;
+
+  // A path segment that is not a UUID names no element: 404 before anything else (no authentication needed).
+  app.addHook('onRequest', async (request) => {
+    const id = (request.params as { id?: string }).id;
+    if (id !== undefined && !isUuid(id)) throw new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`);
+  });
+
+  const list = (kind: CollectionKind) => async (request: FastifyRequest, reply: FastifyReply) => {
+    const r = request as WithId;
+    const path = r.url.split('?')[0]!;
+    const anchor = kind === 'index' ? null : r.params.id;
+    return sendJson(reply, await collections.list(await caller(services, r), kind, anchor, path, r.query, r.url, conditionsOf(r)));
+  };
+
+  resource(app, '/', {
+    GET: list('index'),
+    POST: async (request, reply) => created(reply, `/${await elements.create(await caller(services, request), request.body)}`),
+  });
+
+  resource(app, '/:id', {
+    GET: async (request, reply) => {
+      const r = request as WithId;
+      const { rendered, notModified } = await elements.read(await caller(services, r), r.params.id, conditionsOf(r));
+      return sendJson(reply, { ...rendered, notModified });
+    },
+    POST: async (request, reply) => {
+      const r = request as WithId;
+      return created(reply, `/${await elements.create(await caller(services, r), r.body, r.params.id)}`);
+    },
+    PUT: async (request, reply) => {
+      const r = request as WithId;
+      await elements.update(await caller(services, r), r.params.id, r.body, 'replace', conditionsOf(r));
+      return noContent(reply);
+    },
+    PATCH: async (request, reply) => {
+      const r = request as WithId;
+      await elements.update(await caller(services, r), r.params.id, r.body, 'merge', conditionsOf(r));
+      return noContent(reply);
+    },
+    DELETE: async (request, reply) => {
+      const r = request as WithId;
+      await elements.delete(await caller(services, r), r.params.id, conditionsOf(r));
+      return noContent(reply);
+    },
+  });
+
+  resource(app, '/:id/parents', { GET: list('parents') });
+  resource(app, '/:id/children', { GET: list('children') });
+  resource(app, '/:id/related', { GET: list('related') });
+}

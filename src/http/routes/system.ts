@@ -1,0 +1,59 @@
+// Error documents, security.txt, instance configuration and graph structure.
+import { readFileSync } from 'node:fs';
+import { PROBLEMS, Problem, problemBody, type ProblemSlug } from '../../errors.js';
+import type { RouteDeps } from '../app.js';
+import { baseUrlOf } from '../headers.js';
+import { PROBLEM_CONTENT_TYPE } from '../problems.js';
+import { JSON_TYPE } from '../reply.js';
+import { resource } from '../resource.js';
+import type { App } from '../types.js';
+
+export const INTERFACE_VERSION = 'dev';
+
+export default async function systemRoutes(app: App, { config, services }: RouteDeps) {
+  const { settings } = config;
+
+  for (const slug of Object.keys(PROBLEMS) as ProblemSlug[]) {
+    const { status } = PROBLEMS[slug];
+    resource(app, `/error/${status}/${slug}`, {
+      GET: async (request, reply) =>
+        reply.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(baseUrlOf(request, settings.baseUrl), slug))),
+    });
+  }
+
+  // Read once at start-up (config validation already checked that it is readable).
+  const securityTxt = settings.securityTxt === null ? null : readFileSync(settings.securityTxt, 'utf8');
+  resource(app, '/.well-known/security.txt', {
+    GET: async (_request, reply) => {
+      if (securityTxt === null) throw new Problem('not-found', 'This instance publishes no security.txt.');
+      return reply.type('text/plain; charset=utf-8').send(securityTxt);
+    },
+  });
+
+  resource(app, '/instance-configuration', {
+    GET: async (_request, reply) => {
+      if (!settings.instanceConfiguration.enabled) throw new Problem('forbidden', 'The instance configuration is not published.');
+      const { file } = settings;
+      return reply.type(JSON_TYPE).send(
+        JSON.stringify({
+          version: settings.instanceConfiguration.showVersion ? INTERFACE_VERSION : null,
+          pageSize: settings.pageSize,
+          register: settings.register,
+          expression: settings.expression,
+          file: {
+            maxFileSizeInBytes: file.maxFileSizeInBytes,
+            uploadMinChunkSizeInBytes: file.uploadMinChunkSizeInBytes,
+            uploadMaxChunkSizeInBytes: file.uploadMaxChunkSizeInBytes,
+            uploadChunkDigitsLength: file.uploadChunkDigitsLength,
+            uploadExpiresInSecondsAfterFirstRequest: file.uploadExpiresInSecondsAfterFirstRequest,
+            expiredUploadCanBeDeletedAfterExpirationInSeconds: file.expiredUploadCanBeDeletedAfterExpirationInSeconds,
+          },
+        }),
+      );
+    },
+  });
+
+  resource(app, '/graph-structure', {
+    GET: async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(await services.elements.graphStructure())),
+  });
+}

@@ -1,0 +1,28 @@
+// The composition root: builds every domain service from configuration, the database, the clock and the blob
+// store, once, and hands them to the HTTP layer and the CLI.
+import { join } from 'node:path';
+import { FsBlobStore } from './blob/blob-store.js';
+import type { Clock } from './clock.js';
+import type { Config } from './config/schema.js';
+import { Accounts } from './domain/accounts/accounts.js';
+import { Collections } from './domain/collections.js';
+import { Elements } from './domain/elements.js';
+import type { Db } from './storage/db.js';
+
+export interface Services {
+  db: Db;
+  clock: Clock;
+  blobs: FsBlobStore;
+  accounts: Accounts;
+  elements: Elements;
+  collections: Collections;
+}
+
+export function createServices(config: Config, db: Db, clock: Clock): Services {
+  const { settings, runtime } = config;
+  const blobs = new FsBlobStore(join(runtime.dataDir, 'files'));
+  const accounts = new Accounts(db, settings, clock, runtime.anonymousUserId);
+  const elements = new Elements(db, settings, clock, blobs);
+  const collections = new Collections(db, settings, elements);
+  return { db, clock, blobs, accounts, elements, collections };
+}

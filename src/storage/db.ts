@@ -1,0 +1,69 @@
+// The database behind a small interface: parameterised queries and transactions. Both backends (a PostgreSQL
+// server through a `pg` pool, and embedded PGlite through PGlite's node-postgres adapter) are `pg` pools, so the
+// same SQL, prepared statements included, runs on both.
+import pg from 'pg';
+
+// Rows are typed by the caller; interfaces (without index signatures) are fine.
+export type Row = object;
+
+export interface QueryResult<R extends Row = Row> {
+  rows: R[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  /** Runs one parameterised statement. A `name` makes it a prepared statement, parsed once per connection. */
+  query<R extends Row = Row>(text: string, values?: readonly unknown[], name?: string): Promise<QueryResult<R>>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+  /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+type PgRunner = Pick<pg.PoolClient, 'query'>;
+
+function runner(target: PgRunner): Queryable {
+  return {
+    async query<R extends Row>(text: string, values: readonly unknown[] = [], name?: string) {
+      const result = await target.query<R>(name ? { name, text, values: values as unknown[] } : { text, values: values as unknown[] });
+      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+    },
+  };
+}
+
+export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<void> = async () => {}): Db {
+  const direct = runner(pool);
+  return {
+    kind,
+    query: direct.query,
+    async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        const result = await work(runner(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async close() {
+      await pool.end();
+      await onClose();
+    },
+  };
+}
+
+/** Values of type `timestamptz` come back as JS Dates; int8 (counts) as numbers (they stay far below 2^53). */
+pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));

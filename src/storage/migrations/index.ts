@@ -1,0 +1,18 @@
+// Numbered migrations, applied in order, each once. Add a file, never edit an applied one.
+import elements from './001-elements.js';
+import accounts from './002-accounts.js';
+import uploads from './003-uploads.js';
+import access from './004-access.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: Migration[] = [
+  { version: 1, name: 'elements', sql: elements },
+  { version: 2, name: 'accounts', sql: accounts },
+  { version: 3, name: 'uploads', sql: uploads },
+  { version: 4, name: 'access', sql: access },
+];

@@ -1,0 +1,18 @@
+// Chooses the backend from the runtime configuration and brings its schema up to date.
+import { join } from 'node:path';
+import type { Runtime } from '../config/schema.js';
+import type { Db } from './db.js';
+import { migrate } from './migrate.js';
+import { openPglite } from './pglite.js';
+import { openPostgres } from './postgres.js';
+
+export async function openDatabase(runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>): Promise<Db> {
+  const db = runtime.databaseUrl ? await openPostgres(runtime.databaseUrl) : await openPglite(join(runtime.dataDir, 'db'));
+  try {
+    await migrate(db);
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  return db;
+}

@@ -1,0 +1,26 @@
+// The embedded backend: PGlite (PostgreSQL compiled to WASM, in-process), persisted in DATA_DIR/db.
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import pg from 'pg';
+import { poolDb, type Db } from './db.js';
+
+export const pgliteExtensions = { pg_trgm };
+
+/** Opens (creating when absent) a PGlite database in `dataDir`, or in memory when `dataDir` is undefined. */
+export async function createPglite(dataDir?: string): Promise<PGlite> {
+  return PGlite.create({ dataDir, extensions: pgliteExtensions });
+}
+
+/** Wraps a PGlite instance. `owned` instances are closed with the Db. */
+export function pgliteDb(instance: PGlite, owned = true): Db {
+  // PGlite runs one statement at a time; its adapter is a pool of one connection, so transactions serialise.
+  const pool = new pg.Pool(createPgConfig(instance) as unknown as pg.PoolConfig);
+  return poolDb('pglite', pool, async () => {
+    if (owned) await instance.close();
+  });
+}
+
+export async function openPglite(dataDir: string): Promise<Db> {
+  return pgliteDb(await createPglite(dataDir));
+}

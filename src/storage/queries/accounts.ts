@@ -1,0 +1,124 @@
+// SQL of users and tokens.
+import type { Queryable } from '../db.js';
+
+export interface Caller {
+  userId: string;
+  /** The token the request authenticated with; null for the anonymous user. */
+  tokenId: string | null;
+}
+
+export async function userByIdentifier(q: Queryable, identifier: string) {
+  const { rows } = await q.query<{ id: string; password_hash: string | null }>(
+    'SELECT id, password_hash FROM users WHERE identifier = $1',
+    [identifier],
+    'user_by_identifier',
+  );
+  return rows[0] ?? null;
+}
+
+export async function userExists(q: Queryable, id: string): Promise<boolean> {
+  const { rows } = await q.query('SELECT 1 FROM users WHERE id = $1', [id], 'user_exists');
+  return rows.length > 0;
+}
+
+export async function passwordHashOf(q: Queryable, id: string): Promise<string | null> {
+  const { rows } = await q.query<{ password_hash: string | null }>('SELECT password_hash FROM users WHERE id = $1', [id]);
+  return rows[0]?.password_hash ?? null;
+}
+
+export async function insertUser(q: Queryable, id: string, identifier: string, passwordHash: string | null): Promise<void> {
+  await q.query('INSERT INTO users (id, identifier, password_hash) VALUES ($1, $2, $3)', [id, identifier, passwordHash]);
+}
+
+export async function setPasswordHash(q: Queryable, id: string, passwordHash: string): Promise<void> {
+  await q.query('UPDATE users SET password_hash = $2 WHERE id = $1', [id, passwordHash]);
+}
+
+/** The active, unexpired token with this hash, or null. One indexed lookup. */
+export async function callerByTokenHash(q: Queryable, hash: string, now: Date): Promise<Caller | null> {
+  const { rows } = await q.query<{ id: string; user_id: string }>(
+    `SELECT id, user_id FROM tokens WHERE hash = $1 AND state = 'ACTIVE' AND (expires IS NULL OR expires > $2)`,
+    [hash, now],
+    'caller_by_token',
+  );
+  return rows[0] ? { userId: rows[0].user_id, tokenId: rows[0].id } : null;
+}
+
+export async function insertToken(
+  q: Queryable,
+  token: { id: string; hash: string; userId: string; state: 'ACTIVE' | 'REVOKED'; issued: Date; expires: Date | null },
+): Promise<void> {
+  await q.query('INSERT INTO tokens (id, hash, user_id, state, issued, expires) VALUES ($1, $2, $3, $4, $5, $6)', [
+    token.id,
+    token.hash,
+    token.userId,
+    token.state,
+    token.issued,
+    token.expires,
+  ]);
+}
+
+/** Deletes the Token elements (and so their token rows) that expired before `before`. Returns how many. */
+export async function deleteExpiredTokens(q: Queryable, before: Date): Promise<number> {
+  const { rowCount } = await q.query(
+    `DELETE FROM elements WHERE id IN (SELECT id FROM tokens WHERE expires IS NOT NULL AND expires < $1)`,
+    [before],
+  );
+  return rowCount;
+}
+
+export interface TokenFilter {
+  userIds?: string[];
+  groupId?: string;
+  issuedBefore?: Date;
+  issuedAfter?: Date;
+  withExpirationDate?: boolean;
+  withoutExpirationDate?: boolean;
+}
+
+export interface TokenListing {
+  id: string;
+  user_id: string;
+  identifier: string;
+  issued: Date;
+  expires: Date | null;
+}
+
+/** Active tokens matching the filter (token:revoke). Group members are found transitively through IS_IN_GROUP. */
+export async function activeTokens(q: Queryable, filter: TokenFilter): Promise<TokenListing[]> {
+  const where: string[] = [`t.state = 'ACTIVE'`];
+  const values: unknown[] = [];
+  const add = (sql: string, value: unknown) => {
+    values.push(value);
+    where.push(sql.replace('?', `$${values.length}`));
+  };
+  if (filter.userIds) add('t.user_id = ANY(?::uuid[])', filter.userIds);
+  if (filter.groupId)
+    add(
+      `t.user_id IN (WITH RECURSIVE members(id) AS (
+         SELECT ?::uuid
+         UNION
+         SELECT r.start_id FROM elements r JOIN members m ON r.end_id = m.id WHERE r.type = 'IS_IN_GROUP'
+       ) SELECT id FROM members)`,
+      filter.groupId,
+    );
+  if (filter.issuedBefore) add('t.issued < ?', filter.issuedBefore);
+  if (filter.issuedAfter) add('t.issued > ?', filter.issuedAfter);
+  if (filter.withExpirationDate) where.push('t.expires IS NOT NULL');
+  if (filter.withoutExpirationDate) where.push('t.expires IS NULL');
+  const { rows } = await q.query<TokenListing>(
+    `SELECT t.id, t.user_id, u.identifier, t.issued, t.expires FROM tokens t JOIN users u ON u.id = t.user_id
+     WHERE ${where.join(' AND ')} ORDER BY t.issued, t.id`,
+    values,
+  );
+  return rows;
+}
+
+export async function revokeTokens(q: Queryable, ids: string[], now: Date): Promise<number> {
+  const { rowCount } = await q.query(`UPDATE tokens SET state = 'REVOKED' WHERE id = ANY($1::uuid[]) AND state = 'ACTIVE'`, [ids]);
+  await q.query(
+    `UPDATE elements SET data = data || '{"state":"REVOKED"}'::jsonb, updated = $2 WHERE id = ANY($1::uuid[])`,
+    [ids, now],
+  );
+  return rowCount;
+}

@@ -1,0 +1,102 @@
+// SQL of elements (nodes and relations).
+import type { Queryable } from '../db.js';
+
+export interface FileMeta {
+  contentLength: number;
+  extension: string;
+  mimeType: string;
+  hash: { sha256: string | null };
+}
+
+export interface ElementRow {
+  id: string;
+  type: string;
+  start_id: string | null;
+  end_id: string | null;
+  data: Record<string, unknown>;
+  file: FileMeta | null;
+  created: Date;
+  updated: Date;
+}
+
+export const ELEMENT_COLUMNS = 'e.id, e.type, e.start_id, e.end_id, e.data, e.file, e.created, e.updated';
+
+export interface NewElement {
+  id: string;
+  type: string;
+  start?: string | null;
+  end?: string | null;
+  data: Record<string, unknown>;
+  internal?: Record<string, unknown>;
+  at: Date;
+}
+
+/** Inserts elements; returns false (and inserts nothing of that row) when the id is taken. */
+export async function insertElement(q: Queryable, el: NewElement): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `INSERT INTO elements (id, type, start_id, end_id, data, internal, created, updated)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (id) DO NOTHING`,
+    [el.id, el.type, el.start ?? null, el.end ?? null, el.data, el.internal ?? {}, el.at],
+    'insert_element',
+  );
+  return rowCount === 1;
+}
+
+export async function elementById(q: Queryable, id: string, lock = false): Promise<ElementRow | null> {
+  const { rows } = await q.query<ElementRow>(
+    `SELECT ${ELEMENT_COLUMNS} FROM elements e WHERE e.id = $1${lock ? ' FOR UPDATE' : ''}`,
+    [id],
+    lock ? 'element_by_id_locked' : 'element_by_id',
+  );
+  return rows[0] ?? null;
+}
+
+export async function elementsByIds(q: Queryable, ids: readonly string[]): Promise<ElementRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await q.query<ElementRow>(`SELECT ${ELEMENT_COLUMNS} FROM elements e WHERE e.id = ANY($1::uuid[])`, [ids]);
+  return rows;
+}
+
+export async function replaceData(q: Queryable, id: string, data: Record<string, unknown>, at: Date): Promise<void> {
+  await q.query('UPDATE elements SET data = $2, updated = $3 WHERE id = $1', [id, data, at], 'replace_data');
+}
+
+export async function setFile(q: Queryable, id: string, file: FileMeta | null, at: Date): Promise<void> {
+  await q.query('UPDATE elements SET file = $2, updated = $3 WHERE id = $1', [id, file, at]);
+}
+
+/** Deletes an element; its relations go with it (cascade). Returns the ids of deleted elements that had files. */
+export async function deleteElement(q: Queryable, id: string): Promise<string[]> {
+  // Collect the files of the element and of every relation attached to it (transitively) before the cascade.
+  const { rows } = await q.query<{ id: string }>(
+    `WITH RECURSIVE gone(id) AS (
+       SELECT $1::uuid
+       UNION
+       SELECT r.id FROM elements r JOIN gone g ON r.start_id = g.id OR r.end_id = g.id
+     )
+     SELECT e.id FROM elements e JOIN gone g ON g.id = e.id WHERE e.file IS NOT NULL`,
+    [id],
+  );
+  await q.query('DELETE FROM elements WHERE id = $1', [id], 'delete_element');
+  return rows.map((r) => r.id);
+}
+
+export async function elementTypes(q: Queryable): Promise<{ nodeTypes: string[]; relationTypes: string[] }> {
+  // Loose index scan over (type, is-node): cost grows with the number of distinct types, not of elements.
+  const { rows } = await q.query<{ type: string; is_node: boolean }>(
+    `WITH RECURSIVE t(type, is_node) AS (
+       (SELECT type, start_id IS NULL FROM elements ORDER BY type, start_id IS NULL LIMIT 1)
+       UNION ALL
+       SELECT n.type, n.is_node FROM t, LATERAL (
+         SELECT e.type, e.start_id IS NULL AS is_node FROM elements e
+         WHERE (e.type, e.start_id IS NULL) > (t.type, t.is_node)
+         ORDER BY e.type, e.start_id IS NULL LIMIT 1) n
+     )
+     SELECT type, is_node FROM t`,
+  );
+  const visible = rows.filter((r) => !r.type.startsWith('_'));
+  return {
+    nodeTypes: visible.filter((r) => r.is_node).map((r) => r.type).sort(),
+    relationTypes: visible.filter((r) => !r.is_node).map((r) => r.type).sort(),
+  };
+}

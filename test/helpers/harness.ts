@@ -1,0 +1,191 @@
+// The shared integration-test harness: every suite declared with `describeBackends` runs once per backend
+// (PGlite and a real PostgreSQL server), each against a fresh migrated database, a fresh DATA_DIR on disk and the
+// real HTTP app listening on a real socket. Time comes from a ManualClock the tests can move.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, inject } from 'vitest';
+import type { PGlite } from '@electric-sql/pglite';
+import { ManualClock } from '../../src/clock.js';
+import { validateSettings } from '../../src/config/load.js';
+import type { Config, Settings } from '../../src/config/schema.js';
+import { buildApp } from '../../src/http/app.js';
+import { createServices, type Services } from '../../src/services.js';
+import type { Db } from '../../src/storage/db.js';
+import { migrate } from '../../src/storage/migrate.js';
+import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
+import { openPostgres } from '../../src/storage/postgres.js';
+import type { App } from '../../src/http/types.js';
+
+export type BackendName = 'pglite' | 'postgres';
+
+export function backendsUnderTest(): BackendName[] {
+  const provided = inject('backends') as string[] | undefined;
+  const list = provided && provided.length > 0 ? provided : ['pglite', 'postgres'];
+  return list.filter((b): b is BackendName => b === 'pglite' || b === 'postgres');
+}
+
+let pgliteTemplate: Promise<PGlite> | null = null;
+
+/** A fresh, migrated database on the given backend, and how to dispose of it. */
+export async function freshDatabase(backend: BackendName): Promise<{ db: Db; dispose(): Promise<void> }> {
+  if (backend === 'pglite') {
+    // Creating a PGlite database takes seconds; cloning a migrated template takes a fraction of one.
+    pgliteTemplate ??= (async () => {
+      const template = await createPglite();
+      await migrate(pgliteDb(template, false));
+      return template;
+    })();
+    const instance = (await (await pgliteTemplate).clone()) as PGlite;
+    const db = pgliteDb(instance, true);
+    return { db, dispose: () => db.close() };
+  }
+  const adminUrl = inject('pgUrl') as string | null;
+  if (!adminUrl) throw new Error('PostgreSQL backend requested but no server URL was provided (run the tests with npm test)');
+  const name = `trellis_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const db = await openPostgres(url.toString(), 5);
+  await migrate(db);
+  return {
+    db,
+    async dispose() {
+      await db.close();
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export interface TestOptions {
+  settings?: Record<string, unknown>;
+  anonymousUserId?: string | null;
+}
+
+export interface Harness {
+  backend: BackendName;
+  url: string;
+  db: Db;
+  app: App;
+  services: Services;
+  clock: ManualClock;
+  config: Config;
+  dataDir: string;
+  /** Sends a request over the socket. `body` objects are sent as JSON. */
+  request(method: string, path: string, init?: RequestOptions): Promise<TestResponse>;
+}
+
+export interface RequestOptions {
+  token?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  raw?: BodyInit;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export async function startHarness(backend: BackendName, options: TestOptions = {}): Promise<Harness & { stop(): Promise<void> }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'trellis-test-'));
+  const { db, dispose } = await freshDatabase(backend);
+  const settings: Settings = validateSettings(options.settings ?? {});
+  const config: Config = {
+    settings,
+    runtime: {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      databaseUrl: backend === 'postgres' ? 'postgres://test' : null,
+      anonymousUserId: options.anonymousUserId ?? null,
+      logLevel: 'silent',
+      configPath: null,
+    },
+  };
+  const clock = new ManualClock();
+  const services = createServices(config, db, clock);
+  const app = await buildApp({ config, services });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address() as { port: number };
+  const url = `http://127.0.0.1:${address.port}`;
+  const request = async (method: string, path: string, init: RequestOptions = {}): Promise<TestResponse> => {
+    const headers: Record<string, string> = { ...(init.headers ?? {}) };
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    let body: BodyInit | undefined = init.raw;
+    if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await fetch(url + path, { method, headers, body, redirect: 'manual' });
+    const text = await response.text();
+    let json: unknown = undefined;
+    if (text.length > 0 && /json/.test(response.headers.get('content-type') ?? '')) json = JSON.parse(text);
+    return { status: response.status, headers: response.headers, text, json };
+  };
+  return {
+    backend,
+    url,
+    db,
+    app,
+    services,
+    clock,
+    config,
+    dataDir,
+    request,
+    async stop() {
+      await app.close();
+      await dispose();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Declares a suite once per backend. The callback receives a getter for the harness, which is started before the
+ * suite's tests and stopped after them.
+ */
+export function describeBackends(title: string, body: (h: () => Harness) => void, options: TestOptions = {}): void {
+  for (const backend of backendsUnderTest()) {
+    describe(`${title} [${backend}]`, () => {
+      let harness: (Harness & { stop(): Promise<void> }) | null = null;
+      beforeAll(async () => {
+        harness = await startHarness(backend, options);
+      });
+      afterAll(async () => {
+        await harness?.stop();
+      });
+      body(() => {
+        if (!harness) throw new Error('harness not started');
+        return harness;
+      });
+    });
+  }
+}
+
+/** Registers a user and returns its id and a fresh token. */
+export async function userWithToken(h: Harness, identifier: string, password = 'correct horse battery staple') {
+  const reg = await h.request('POST', '/register', { body: { type: 'User', uniqueUserIdentifier: identifier, password } });
+  if (reg.status !== 201) throw new Error(`register ${identifier}: ${reg.status} ${reg.text}`);
+  const id = reg.headers.get('location')!.slice(1);
+  const tok = await h.request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: identifier, password } });
+  if (tok.status !== 201) throw new Error(`token ${identifier}: ${tok.status} ${tok.text}`);
+  return { id, token: tok.json.token as string, identifier, password };
+}
+
+/** Creates an element and returns its id. */
+export async function createElement(h: Harness, token: string, body: Record<string, unknown>, parent?: string): Promise<string> {
+  const res = await h.request('POST', parent ? `/${parent}` : '/', { token, body });
+  if (res.status !== 201) throw new Error(`create ${JSON.stringify(body)}: ${res.status} ${res.text}`);
+  return res.headers.get('location')!.slice(1);
+}

@@ -1,0 +1,110 @@
+import http from 'node:http';
+import { expect, it } from 'vitest';
+import { PROBLEMS } from '../../src/errors.js';
+import { describeBackends } from '../helpers/harness.js';
+
+const CORS_ALLOW = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Range', 'Upload-Complete', 'Upload-Offset',
+  'Upload-Length', 'Repr-Digest', 'Content-Digest', 'Content-Disposition'];
+const CORS_EXPOSE = ['ETag', 'Location', 'Upload-Offset', 'Upload-Limit', 'Upload-Complete', 'Upload-Length', 'Content-Range',
+  'Repr-Digest', 'Content-Disposition'];
+
+function expectCommonHeaders(headers: Headers) {
+  expect(headers.get('cache-control')).toBe('no-cache, private');
+  expect(headers.get('access-control-allow-origin')).toBe('*');
+  expect(headers.get('access-control-allow-methods')).toContain('PATCH');
+  for (const h of CORS_ALLOW) expect(headers.get('access-control-allow-headers')).toContain(h);
+  for (const h of CORS_EXPOSE) expect(headers.get('access-control-expose-headers')).toContain(h);
+}
+
+describeBackends('HTTP foundation', (h) => {
+  it('serves every canonical problem with 200 and the problem shape', async () => {
+    for (const [slug, entry] of Object.entries(PROBLEMS)) {
+      const res = await h().request('GET', `/error/${entry.status}/${slug}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+      expectCommonHeaders(res.headers);
+      expect(res.json).toEqual({ type: `${h().url}/error/${entry.status}/${slug}`, title: entry.title, status: entry.status, detail: entry.detail });
+    }
+  });
+
+  it('answers HEAD like GET with identical headers and no body', async () => {
+    const get = await h().request('GET', '/error/404/not-found');
+    const head = await h().request('HEAD', '/error/404/not-found');
+    expect(head.status).toBe(200);
+    expect(head.text).toBe('');
+    for (const name of ['content-type', 'content-length', 'cache-control', 'access-control-expose-headers'])
+      expect(head.headers.get(name)).toBe(get.headers.get(name));
+  });
+
+  it('answers OPTIONS on any path with 204 and the CORS headers', async () => {
+    for (const path of ['/', '/register', '/0b8e4a62-5d55-4c1c-9d5e-5c2b7e6a1a10/file', '/no/such/path']) {
+      const res = await h().request('OPTIONS', path);
+      expect(res.status).toBe(204);
+      expect(res.text).toBe('');
+      expectCommonHeaders(res.headers);
+    }
+  });
+
+  it('answers a known path with a wrong method with 405 and Allow', async () => {
+    const res = await h().request('DELETE', '/register');
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST, OPTIONS');
+    expect(res.json.type).toBe(`${h().url}/error/405/method-not-allowed`);
+    expectCommonHeaders(res.headers);
+    const me = await h().request('PUT', '/me');
+    expect(me.status).toBe(405);
+    expect(me.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    const el = await h().request('PUT', '/0b8e4a62-5d55-4c1c-9d5e-5c2b7e6a1a10/children');
+    expect(el.status).toBe(405);
+    expect(el.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+  });
+
+  it('answers unknown paths with a 404 problem', async () => {
+    for (const path of ['/no/such/path', '/not-a-uuid', '/error/999/nothing']) {
+      const res = await h().request('GET', path);
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+      expect(res.json).toMatchObject({ type: `${h().url}/error/404/not-found`, title: 'Not Found', status: 404 });
+      expectCommonHeaders(res.headers);
+    }
+  });
+
+  it('rejects malformed JSON, wrong content types and oversized bodies with 400 bad-content', async () => {
+    const malformed = await h().request('POST', '/register', { raw: '{"type": "User",', headers: { 'content-type': 'application/json' } });
+    expect(malformed.status).toBe(400);
+    expect(malformed.json.type).toBe(`${h().url}/error/400/bad-content`);
+    expect(malformed.json.detail).toMatch(/Malformed request body/);
+    const wrongType = await h().request('POST', '/register', { raw: 'type=User', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(wrongType.status).toBe(400);
+    expect(wrongType.json.detail).toMatch(/Content-Type/);
+    const big = await h().request('POST', '/register', { raw: `{"x":"${'a'.repeat(9 * 1024 * 1024)}"}`, headers: { 'content-type': 'application/json' } });
+    expect(big.status).toBe(400);
+    expect(big.json.detail).toMatch(/larger/);
+  });
+
+  it('serves security.txt as UTF-8 text', async () => {
+    const res = await h().request('GET', '/.well-known/security.txt');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(res.text).toMatch(/^Contact: /m);
+  });
+
+  it('uses the configured base URL in problem types', async () => {
+    // fetch cannot set Host; node:http can.
+    const body = await new Promise<string>((resolve, reject) => {
+      http.get(`${h().url}/error/403/forbidden`, { headers: { host: 'example.test:9999' } }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve(text));
+      }).on('error', reject);
+    });
+    expect(JSON.parse(body).type).toBe('http://example.test:9999/error/403/forbidden');
+  });
+});
+
+describeBackends('HTTP foundation with baseUrl', (h) => {
+  it('takes {base_url} from the configuration when set', async () => {
+    const res = await h().request('GET', '/nope/nope');
+    expect(res.json.type).toBe('https://api.example.org/error/404/not-found');
+  });
+}, { settings: { baseUrl: 'https://api.example.org/' } });
