@@ -1,0 +1,198 @@
+import { expect, it } from 'vitest';
+import { hashToken } from '../../src/domain/accounts/tokens.js';
+import { describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+
+const register = (h: Harness, body: unknown) => h.request('POST', '/register', { body });
+const login = (h: Harness, identifier: string, password: string, extra: Record<string, unknown> = {}) =>
+  h.request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: identifier, password, ...extra } });
+
+async function allText(h: Harness): Promise<string> {
+  const { rows } = await h.db.query<{ t: string }>(`SELECT string_agg(data::text, ' ') AS t FROM elements`);
+  return rows[0]?.t ?? '';
+}
+
+describeBackends('accounts', (h) => {
+  it('registers a user: 201, Location, the node readable by its user, no hash anywhere', async () => {
+    const res = await register(h(), { type: 'User', uniqueUserIdentifier: 'alice@example.dev', password: 'pw-alice', data: { name: 'Alice' } });
+    expect(res.status).toBe(201);
+    expect(res.text).toBe('');
+    const location = res.headers.get('location')!;
+    expect(location).toMatch(/^\/[0-9a-f-]{36}$/);
+    const tok = await login(h(), 'alice@example.dev', 'pw-alice');
+    expect(tok.status).toBe(201);
+    expect(tok.json).toEqual({ type: '_TokenResponse', token: expect.stringMatching(/^secret-token:[0-9A-Za-v]{1,22}$/) });
+    const me = await h().request('GET', '/me', { token: tok.json.token });
+    expect(me.status).toBe(200);
+    expect(me.json).toMatchObject({ type: 'User', id: location.slice(1), data: { name: 'Alice', email: 'alice@example.dev' } });
+    expect(me.headers.get('etag')).toMatch(/^"/);
+    const own = await h().request('GET', location, { token: tok.json.token });
+    expect(own.status).toBe(200);
+    expect(own.text).toBe(me.text);
+    // The password hash is stored only in users.password_hash, as argon2id.
+    const { rows } = await h().db.query<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = $1', [location.slice(1)]);
+    expect(rows[0]!.password_hash).toMatch(/^\$argon2id\$/);
+    expect(me.text).not.toContain('argon2');
+    expect(await allText(h())).not.toContain('argon2');
+    expect(await allText(h())).not.toContain(tok.json.token);
+  });
+
+  it('rejects bad registrations precisely and stores nothing', async () => {
+    const before = (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
+    const cases: [unknown, number, string][] = [
+      [{ type: 'User', password: 'x' }, 400, 'missing-property'],
+      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev' }, 400, 'missing-property'],
+      [{ uniqueUserIdentifier: 'b@x.dev', password: 'x' }, 400, 'missing-property'],
+      [{ type: 'Token', uniqueUserIdentifier: 'b@x.dev', password: 'x' }, 400, 'bad-content'],
+      [{ type: 'User', uniqueUserIdentifier: 42, password: 'x' }, 400, 'bad-content'],
+      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'x', data: { email: 'other@x.dev' } }, 400, 'forbidden-property'],
+      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'x', data: { _passwordHash: 'x' } }, 400, 'forbidden-property'],
+      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'x', data: { created: 'x' } }, 400, 'forbidden-property'],
+      [[1, 2], 400, 'bad-content'],
+    ];
+    for (const [body, status, slug] of cases) {
+      const res = await register(h(), body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect(res.json.type).toBe(`${h().url}/error/${status}/${slug}`);
+    }
+    const after = (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
+    expect(after).toBe(before);
+  });
+
+  it('gives one 201 and one reserved-identifier for two concurrent registrations of one identifier', async () => {
+    const body = { type: 'User', uniqueUserIdentifier: 'race@example.dev', password: 'pw' };
+    const results = await Promise.all([register(h(), body), register(h(), body), register(h(), body)]);
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses).toEqual([201, 400, 400]);
+    for (const r of results.filter((r) => r.status === 400)) expect(r.json.type).toMatch(/\/error\/400\/reserved-identifier$/);
+    const { rows } = await h().db.query<{ n: number }>(`SELECT count(*)::int AS n FROM elements WHERE type = 'User' AND data->>'email' = 'race@example.dev'`);
+    expect(rows[0]!.n).toBe(1);
+  });
+
+  it('answers 401 for a wrong password and for an unknown user, with the same body', async () => {
+    await userWithToken(h(), 'bob@example.dev', 'pw-bob');
+    const wrong = await login(h(), 'bob@example.dev', 'nope');
+    const unknown = await login(h(), 'nobody@example.dev', 'nope');
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(wrong.text).toBe(unknown.text);
+  });
+
+  it('clamps the token lifetime and expires tokens by the clock', async () => {
+    const { token } = await userWithToken(h(), 'carol@example.dev', 'pw');
+    const short = await login(h(), 'carol@example.dev', 'pw', { lifetimeInSeconds: 1 });
+    const info = await h().request('GET', '/token', { token: short.json.token });
+    expect(info.status).toBe(200);
+    expect(info.json.type).toBe('Token');
+    expect(info.json.data).not.toHaveProperty('token');
+    expect(info.json.data).not.toHaveProperty('hash');
+    const issued = Date.parse(info.json.data.created);
+    expect(Date.parse(info.json.data.expirationDate) - issued).toBe(1800 * 1000); // clamped to the minimum
+    h().clock.advance(1801);
+    expect((await h().request('GET', '/me', { token: short.json.token })).status).toBe(401);
+    // the default lifetime (3 h) token is still fine
+    expect((await h().request('GET', '/me', { token })).status).toBe(200);
+    h().clock.advance(3 * 3600);
+    expect((await h().request('GET', '/me', { token })).status).toBe(401);
+    // expired tokens are deleted by the background job after the grace period
+    const hash = hashToken(short.json.token);
+    expect((await h().db.query('SELECT 1 FROM tokens WHERE hash = $1', [hash])).rows).toHaveLength(1);
+    h().clock.advance(1209600);
+    expect(await h().services.accounts.deleteExpiredTokens()).toBeGreaterThanOrEqual(2);
+    expect((await h().db.query('SELECT 1 FROM tokens WHERE hash = $1', [hash])).rows).toHaveLength(0);
+  });
+
+  it('DELETE /token kills exactly that token', async () => {
+    const { token, identifier, password } = await userWithToken(h(), 'dave@example.dev');
+    const other = (await login(h(), identifier, password)).json.token;
+    const del = await h().request('DELETE', '/token', { token });
+    expect(del.status).toBe(204);
+    expect(del.text).toBe('');
+    expect((await h().request('GET', '/me', { token })).status).toBe(401);
+    expect((await h().request('GET', '/me', { token: other })).status).toBe(200);
+  });
+
+  it('changes passwords: 204, old tokens keep working, rules enforced', async () => {
+    const { token, identifier } = await userWithToken(h(), 'erin@example.dev', 'old-pw');
+    const body = (current: string, next: string, id = identifier) => ({ type: 'ActionChangePassword', uniqueUserIdentifier: id, currentPassword: current, newPassword: next });
+    const same = await h().request('POST', '/change-password', { token, body: body('old-pw', 'old-pw') });
+    expect(same.status).toBe(400);
+    expect(same.json.type).toMatch(/\/error\/400\/bad-content$/);
+    const wrong = await h().request('POST', '/change-password', { token, body: body('nope', 'new-pw') });
+    expect(wrong.status).toBe(401);
+    const ok = await h().request('POST', '/change-password', { token, body: body('old-pw', 'new-pw') });
+    expect(ok.status).toBe(204);
+    expect((await h().request('GET', '/me', { token })).status).toBe(200);
+    expect((await login(h(), identifier, 'old-pw')).status).toBe(401);
+    expect((await login(h(), identifier, 'new-pw')).status).toBe(201);
+  });
+
+  it('rejects malformed, unknown and revoked tokens with 401', async () => {
+    const { token, id } = await userWithToken(h(), 'frank@example.dev');
+    for (const header of ['Bearer nonsense', 'Basic abc', `Bearer ${token}x!`, 'Bearer secret-token:', 'Bearer secret-token:wxyz', `Token ${token}`]) {
+      const res = await h().request('GET', '/me', { headers: { authorization: header } });
+      expect(res.status, header).toBe(401);
+      expect(res.json.type).toMatch(/\/error\/401\/unauthorized$/);
+    }
+    expect((await h().request('GET', '/me', { token: 'secret-token:1234567890ABCDEFabcdef' })).status).toBe(401);
+    await h().db.query(`UPDATE tokens SET state = 'REVOKED' WHERE user_id = $1`, [id]);
+    expect((await h().request('GET', '/me', { token })).status).toBe(401);
+  });
+
+  it('without Authorization and without an anonymous user answers 401', async () => {
+    expect((await h().request('GET', '/me')).status).toBe(401);
+    expect((await h().request('GET', '/')).status).toBe(401);
+  });
+});
+
+const ANON = '2d376349-c5e2-42c8-8ce0-d6f525256cf7';
+
+describeBackends('anonymous user', (h) => {
+  it('runs requests without Authorization as the anonymous user, never downgrades bad tokens', async () => {
+    // Before the user exists, no credentials give 401.
+    expect((await h().request('GET', '/me')).status).toBe(401);
+    await h().services.accounts.createUser('anonymous@localhost.dev', 'pw', { name: 'Anonymous' }, ANON);
+    const me = await h().request('GET', '/me');
+    expect(me.status).toBe(200);
+    expect(me.json.id).toBe(ANON);
+    expect((await h().request('GET', '/token')).status).toBe(403);
+    const change = await h().request('POST', '/change-password', {
+      body: { type: 'ActionChangePassword', uniqueUserIdentifier: 'anonymous@localhost.dev', currentPassword: 'pw', newPassword: 'x' },
+    });
+    expect(change.status).toBe(403);
+    // The anonymous user can create data.
+    const created = await h().request('POST', '/', { body: { type: 'Note', data: { text: 'public' } } });
+    expect(created.status).toBe(201);
+    // A bad, revoked, expired token or one of a deleted user is 401, not anonymous.
+    const { token, id } = await userWithToken(h(), 'gina@example.dev');
+    expect((await h().request('GET', '/me', { headers: { authorization: 'Bearer garbage' } })).status).toBe(401);
+    await h().db.query('DELETE FROM elements WHERE id = $1', [id]);
+    expect((await h().request('GET', '/me', { token })).status).toBe(401);
+    const other = await userWithToken(h(), 'hank@example.dev');
+    h().clock.advance(4 * 3600);
+    expect((await h().request('GET', '/me', { token: other.token })).status).toBe(401);
+  });
+}, { anonymousUserId: ANON });
+
+describeBackends('registration settings', (h) => {
+  it('validates identifiers with the configured pattern and stores them under the configured key', async () => {
+    const bad = await register(h(), { type: 'User', uniqueUserIdentifier: 'Not Valid', password: 'x' });
+    expect(bad.status).toBe(400);
+    expect(bad.json.type).toMatch(/bad-content$/);
+    const ok = await register(h(), { type: 'User', uniqueUserIdentifier: 'valid_name', password: 'x' });
+    expect(ok.status).toBe(201);
+    const { token } = (await login(h(), 'valid_name', 'x')).json;
+    const me = await h().request('GET', '/me', { token });
+    expect(me.json.data.username).toBe('valid_name');
+    const forbidden = await register(h(), { type: 'User', uniqueUserIdentifier: 'other_name', password: 'x', data: { username: 'z' } });
+    expect(forbidden.status).toBe(400);
+    expect(forbidden.json.type).toMatch(/forbidden-property$/);
+  });
+}, { settings: { register: { uniqueIdentifier: 'username', uniqueIdentifierRegex: '^[a-z_]+$' } } });
+
+describeBackends('registration disabled', (h) => {
+  it('answers 403', async () => {
+    const res = await register(h(), { type: 'User', uniqueUserIdentifier: 'x@y.z', password: 'x' });
+    expect(res.status).toBe(403);
+    expect(res.json.type).toMatch(/\/error\/403\/forbidden$/);
+  });
+}, { settings: { register: { enabled: false } } });

@@ -1,0 +1,198 @@
+import { expect, it } from 'vitest';
+import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
+
+describeBackends('element CRUD', (h) => {
+  let alice: Awaited<ReturnType<typeof userWithToken>>;
+  it('creates a node with OWNS and CREATED from the caller', async () => {
+    alice = await userWithToken(h(), 'alice@crud.dev');
+    const res = await h().request('POST', '/', { token: alice.token, body: { type: 'Doc', data: { title: 'First', n: 1, nested: { _x: 1 } } } });
+    expect(res.status).toBe(201);
+    expect(res.text).toBe('');
+    const id = res.headers.get('location')!.slice(1);
+    const get = await h().request('GET', `/${id}`, { token: alice.token });
+    expect(get.status).toBe(200);
+    expect(get.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(get.json).toEqual({ type: 'Doc', id, data: { title: 'First', n: 1, nested: { _x: 1 }, created: expect.stringMatching(ISO), updated: expect.stringMatching(ISO) } });
+    const { rows } = await h().db.query<{ type: string; start_id: string }>('SELECT type, start_id FROM elements WHERE end_id = $1 ORDER BY type', [id]);
+    expect(rows).toEqual([{ type: 'CREATED', start_id: alice.id }, { type: 'OWNS', start_id: alice.id }]);
+  });
+
+  it('accepts a client id, refuses a used one', async () => {
+    const id = '6f1f7c1e-4d2b-4c1a-9a1e-0a2b3c4d5e6f';
+    expect((await h().request('POST', '/', { token: alice.token, body: { type: 'Doc', id } })).status).toBe(201);
+    const again = await h().request('POST', '/', { token: alice.token, body: { type: 'Doc', id } });
+    expect(again.status).toBe(400);
+    expect(again.json.type).toMatch(/reserved-identifier$/);
+  });
+
+  it('rejects reserved types and properties, and bad shapes, changing nothing', async () => {
+    const count = async () => (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
+    const before = await count();
+    const cases: [unknown, string][] = [
+      [{ type: 'User' }, 'reserved-type'],
+      [{ type: 'Token' }, 'reserved-type'],
+      [{ type: 'Upload' }, 'reserved-type'],
+      [{ type: '_Secret' }, 'reserved-type'],
+      [{ data: {} }, 'missing-property'],
+      [{ type: 'Doc', data: { id: 'x' } }, 'forbidden-property'],
+      [{ type: 'Doc', data: { created: 'x' } }, 'forbidden-property'],
+      [{ type: 'Doc', data: { updated: 'x' } }, 'forbidden-property'],
+      [{ type: 'Doc', data: { file: {} } }, 'forbidden-property'],
+      [{ type: 'Doc', data: { hasFile: true } }, 'forbidden-property'],
+      [{ type: 'Doc', data: { _internal: 1 } }, 'forbidden-property'],
+      [{ type: 'Doc', data: 'text' }, 'bad-content'],
+      [{ type: 'Has Space' }, 'bad-content'],
+      [{ type: 42 }, 'bad-content'],
+      [{ type: 'Doc', id: 'not-a-uuid' }, 'bad-content'],
+      [{ type: 'REL', start: alice.id }, 'incomplete-mutual-dependency'],
+      [{ type: 'REL', end: alice.id }, 'incomplete-mutual-dependency'],
+      [{ type: 'CREATED', start: alice.id, end: alice.id }, 'reserved-type'],
+    ];
+    for (const [body, slug] of cases) {
+      const res = await h().request('POST', '/', { token: alice.token, body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.json.type, JSON.stringify(body)).toBe(`${h().url}/error/400/${slug}`);
+    }
+    expect(await count()).toBe(before);
+  });
+
+  it('PUT replaces, PATCH merges and null removes, updated moves, created stays', async () => {
+    const id = await createElement(h(), alice.token, { type: 'Doc', data: { a: 1, b: 2 } });
+    const first = (await h().request('GET', `/${id}`, { token: alice.token })).json;
+    h().clock.advance(5);
+    expect((await h().request('PATCH', `/${id}`, { token: alice.token, body: { b: null, c: [1, { d: true }] } })).status).toBe(204);
+    const patched = (await h().request('GET', `/${id}`, { token: alice.token })).json;
+    expect(patched.data).toMatchObject({ a: 1, c: [1, { d: true }] });
+    expect(patched.data).not.toHaveProperty('b');
+    expect(patched.data.created).toBe(first.data.created);
+    expect(Date.parse(patched.data.updated) - Date.parse(first.data.updated)).toBeGreaterThanOrEqual(5000);
+    const put = await h().request('PUT', `/${id}`, { token: alice.token, body: { z: 'only' } });
+    expect(put.status).toBe(204);
+    expect(put.text).toBe('');
+    const replaced = (await h().request('GET', `/${id}`, { token: alice.token })).json;
+    expect(Object.keys(replaced.data).sort()).toEqual(['created', 'updated', 'z']);
+    for (const method of ['PUT', 'PATCH']) {
+      for (const key of ['id', 'created', 'updated', 'file', 'hasFile', '_x']) {
+        const res = await h().request(method, `/${id}`, { token: alice.token, body: { [key]: 1 } });
+        expect(res.status).toBe(400);
+        expect(res.json.type).toMatch(/forbidden-property$/);
+      }
+    }
+    expect((await h().request('GET', `/${id}`, { token: alice.token })).json).toEqual(replaced);
+  });
+
+  it('creates child nodes owned by the parent and relations without OWNS/CREATED', async () => {
+    const parent = await createElement(h(), alice.token, { type: 'Folder' });
+    const child = await createElement(h(), alice.token, { type: 'Doc' }, parent);
+    const { rows } = await h().db.query<{ type: string; start_id: string }>('SELECT type, start_id FROM elements WHERE end_id = $1 ORDER BY type', [child]);
+    expect(rows).toEqual([{ type: 'CREATED', start_id: alice.id }, { type: 'OWNS', start_id: parent }]);
+    const tag = await createElement(h(), alice.token, { type: 'Tag' });
+    const rel = await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_TAG', start: child, end: tag, data: { weight: 2 } } });
+    expect(rel.status).toBe(201);
+    const relId = rel.headers.get('location')!.slice(1);
+    const got = await h().request('GET', `/${relId}`, { token: alice.token });
+    expect(got.json).toMatchObject({ type: 'HAS_TAG', id: relId, start: child, end: tag, data: { weight: 2 } });
+    expect((await h().db.query('SELECT 1 FROM elements WHERE end_id = $1', [relId])).rows).toHaveLength(0);
+  });
+
+  it('deletes a node with its relations', async () => {
+    const a = await createElement(h(), alice.token, { type: 'Doc' });
+    const b = await createElement(h(), alice.token, { type: 'Doc' });
+    const rel = await h().request('POST', '/', { token: alice.token, body: { type: 'LINKS', start: a, end: b } });
+    const relId = rel.headers.get('location')!.slice(1);
+    const del = await h().request('DELETE', `/${a}`, { token: alice.token });
+    expect(del.status).toBe(204);
+    expect((await h().request('GET', `/${a}`, { token: alice.token })).status).toBe(404);
+    expect((await h().request('GET', `/${relId}`, { token: alice.token })).status).toBe(404);
+    expect((await h().db.query('SELECT 1 FROM elements WHERE id = $1 OR start_id = $1 OR end_id = $1', [a])).rows).toHaveLength(0);
+    expect((await h().request('GET', `/${b}`, { token: alice.token })).status).toBe(200);
+  });
+
+  it('ETags: strong, change with the data, If-None-Match 304/412, If-Match 412 changes nothing', async () => {
+    const id = await createElement(h(), alice.token, { type: 'Doc', data: { v: 1 } });
+    const first = await h().request('GET', `/${id}`, { token: alice.token });
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^"[^"]+"$/);
+    const again = await h().request('GET', `/${id}`, { token: alice.token });
+    expect(again.headers.get('etag')).toBe(etag);
+    const notModified = await h().request('GET', `/${id}`, { token: alice.token, headers: { 'if-none-match': etag } });
+    expect(notModified.status).toBe(304);
+    expect(notModified.text).toBe('');
+    expect(notModified.headers.get('etag')).toBe(etag);
+    const head = await h().request('HEAD', `/${id}`, { token: alice.token, headers: { 'if-none-match': etag } });
+    expect(head.status).toBe(304);
+    const headFull = await h().request('HEAD', `/${id}`, { token: alice.token });
+    expect(headFull.headers.get('content-length')).toBe(first.headers.get('content-length'));
+    expect(headFull.headers.get('etag')).toBe(etag);
+    const stale = await h().request('PATCH', `/${id}`, { token: alice.token, headers: { 'if-match': '"stale"' }, body: { v: 2 } });
+    expect(stale.status).toBe(412);
+    expect(stale.json.type).toMatch(/\/error\/412\/precondition-failed$/);
+    expect((await h().request('GET', `/${id}`, { token: alice.token })).json.data.v).toBe(1);
+    const inm = await h().request('PUT', `/${id}`, { token: alice.token, headers: { 'if-none-match': '*' }, body: { v: 3 } });
+    expect(inm.status).toBe(412);
+    h().clock.advance(1);
+    const ok = await h().request('PATCH', `/${id}`, { token: alice.token, headers: { 'if-match': etag }, body: { v: 2 } });
+    expect(ok.status).toBe(204);
+    const changed = await h().request('GET', `/${id}`, { token: alice.token });
+    expect(changed.headers.get('etag')).not.toBe(etag);
+    const delStale = await h().request('DELETE', `/${id}`, { token: alice.token, headers: { 'if-match': etag } });
+    expect(delStale.status).toBe(412);
+    expect((await h().request('GET', `/${id}`, { token: alice.token })).status).toBe(200);
+  });
+
+  it('concurrent PATCHes with If-Match: exactly one wins, no lost update', async () => {
+    const id = await createElement(h(), alice.token, { type: 'Counter', data: { n: 0 } });
+    const etag = (await h().request('GET', `/${id}`, { token: alice.token })).headers.get('etag')!;
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        h().request('PATCH', `/${id}`, { token: alice.token, headers: { 'if-match': etag }, body: { n: i + 1, [`w${i}`]: true } }),
+      ),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 204)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 412)).toHaveLength(5);
+    const final = (await h().request('GET', `/${id}`, { token: alice.token })).json.data;
+    const winner = statuses.indexOf(204);
+    expect(final.n).toBe(winner + 1);
+    expect(Object.keys(final).filter((k) => k.startsWith('w'))).toEqual([`w${winner}`]);
+  });
+
+  it('introspection: graph structure and instance configuration', async () => {
+    const gs = await h().request('GET', '/graph-structure', { token: alice.token });
+    expect(gs.status).toBe(200);
+    expect(gs.json.nodeTypes).toEqual([...gs.json.nodeTypes].sort());
+    expect(gs.json.nodeTypes).toEqual(expect.arrayContaining(['Doc', 'Folder', 'Tag', 'User', 'Token', 'Counter']));
+    expect(gs.json.relationTypes).toEqual(expect.arrayContaining(['CREATED', 'HAS_TAG', 'OWNS']));
+    expect(gs.json.relationTypes).not.toContain('LINKS'); // its only instance was deleted with its start node
+    const ic = await h().request('GET', '/instance-configuration');
+    expect(ic.status).toBe(200);
+    expect(ic.json).toEqual({
+      version: 'dev',
+      pageSize: { min: 5, default: 25, max: 100 },
+      register: { enabled: true, uniqueIdentifier: 'email', uniqueIdentifierRegex: false },
+      expression: { enabled: true, maxLength: 10240 },
+      file: {
+        maxFileSizeInBytes: 10 * 1024 ** 3,
+        uploadMinChunkSizeInBytes: 5 * 1024 ** 2,
+        uploadMaxChunkSizeInBytes: 101 * 1024 ** 2,
+        uploadChunkDigitsLength: 4,
+        uploadExpiresInSecondsAfterFirstRequest: 10800,
+        expiredUploadCanBeDeletedAfterExpirationInSeconds: 3600,
+      },
+    });
+  });
+});
+
+describeBackends('instance configuration switches', (h) => {
+  it('hides the version or the whole document', async () => {
+    expect((await h().request('GET', '/instance-configuration')).status).toBe(403);
+  });
+}, { settings: { instanceConfiguration: { enabled: false } } });
+
+describeBackends('instance configuration without version', (h) => {
+  it('answers version null', async () => {
+    expect((await h().request('GET', '/instance-configuration')).json.version).toBeNull();
+  });
+}, { settings: { instanceConfiguration: { showVersion: false } } });
