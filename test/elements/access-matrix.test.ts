@@ -1,0 +1,171 @@
+// The access model of DESIGN.md section 3, as a matrix: for every (user, element, operation) the expected status.
+import { beforeAll, expect, it } from 'vitest';
+import { permittedIds, type Permission } from '../../src/storage/queries/access.js';
+import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+
+type User = Awaited<ReturnType<typeof userWithToken>>;
+
+describeBackends('access matrix', (h) => {
+  const u: Record<string, User> = {};
+  const e: Record<string, string> = {};
+
+  const relate = async (token: string, type: string, start: string, end: string) =>
+    h().request('POST', '/', { token, body: { type, start, end } });
+
+  beforeAll(async () => {
+    for (const name of ['owner', 'member', 'reader', 'searcher', 'creator', 'updater', 'deleter', 'outsider'])
+      u[name] = await userWithToken(h(), `${name}@matrix.dev`);
+    const O = u.owner!.token;
+    e.g1 = await createElement(h(), O, { type: 'Group', data: { name: 'inner' } });
+    e.g2 = await createElement(h(), O, { type: 'Group', data: { name: 'outer' } });
+    expect((await relate(O, 'IS_IN_GROUP', u.member!.id, e.g1)).status).toBe(201);
+    expect((await relate(O, 'IS_IN_GROUP', e.g1, e.g2)).status).toBe(201);
+    // g2 -OWNS-> f1 -OWNS-> f2 -OWNS-> f3 -OWNS-> doc : doc is 4 OWNS hops below g2, member reaches g2 in 2 group hops.
+    e.f1 = await createElement(h(), O, { type: 'Folder' }, e.g2);
+    e.f2 = await createElement(h(), O, { type: 'Folder' }, e.f1);
+    e.f3 = await createElement(h(), O, { type: 'Folder' }, e.f2);
+    e.doc = await createElement(h(), O, { type: 'Doc', data: { secret: 42 } }, e.f3);
+    for (const [user, type] of [['reader', 'READ'], ['searcher', 'SEARCH'], ['creator', 'CREATE'], ['updater', 'UPDATE'], ['deleter', 'DELETE']])
+      expect((await relate(O, `HAS_${type}_ACCESS`, u[user]!.id, e.f2)).status).toBe(201);
+  });
+
+  // expected permissions per user on elements at and below f2 (f2, f3, doc); above it (f1) only owner/member.
+  const EXPECTED: Record<string, Permission[]> = {
+    owner: ['READ', 'SEARCH', 'CREATE', 'UPDATE', 'DELETE'],
+    member: ['READ', 'SEARCH', 'CREATE', 'UPDATE', 'DELETE'],
+    reader: ['READ', 'SEARCH'],
+    searcher: ['SEARCH'],
+    creator: ['CREATE'],
+    updater: ['UPDATE'],
+    deleter: ['DELETE'],
+    outsider: [],
+  };
+  const ALL: Permission[] = ['READ', 'SEARCH', 'CREATE', 'UPDATE', 'DELETE'];
+
+  it('derives every permission from OWNS paths, groups and grants (set-based check)', async () => {
+    for (const [name, perms] of Object.entries(EXPECTED)) {
+      for (const perm of ALL) {
+        const allowed = await permittedIds(h().db, u[name]!.id, perm, [e.f1!, e.f2!, e.f3!, e.doc!]);
+        const owner = name === 'owner' || name === 'member';
+        expect(allowed.has(e.f1!), `${name} ${perm} f1`).toBe(owner);
+        for (const el of ['f2', 'f3', 'doc']) expect(allowed.has(e[el]!), `${name} ${perm} ${el}`).toBe(perms.includes(perm));
+      }
+    }
+  });
+
+  it('answers every HTTP operation per the matrix, denied exactly like missing', async () => {
+    const missing = await h().request('GET', '/9a5e2f60-1d1e-4c55-8a30-111111111111', { token: u.outsider!.token });
+    expect(missing.status).toBe(404);
+    for (const [name, perms] of Object.entries(EXPECTED)) {
+      const token = u[name]!.token;
+      const get = await h().request('GET', `/${e.doc}`, { token });
+      expect(get.status, `${name} GET`).toBe(perms.includes('READ') ? 200 : 404);
+      if (get.status === 404) expect(get.text).toBe(missing.text);
+      const patch = await h().request('PATCH', `/${e.doc}`, { token, body: { touchedBy: name } });
+      expect(patch.status, `${name} PATCH`).toBe(perms.includes('UPDATE') ? 204 : 404);
+      if (patch.status === 404) expect(patch.text).toBe(missing.text);
+      const child = await h().request('POST', `/${e.doc}`, { token, body: { type: 'Note' } });
+      expect(child.status, `${name} POST child`).toBe(perms.includes('CREATE') ? 201 : 404);
+      if (!perms.includes('DELETE')) {
+        const del = await h().request('DELETE', `/${e.doc}`, { token });
+        expect(del.status, `${name} DELETE`).toBe(404);
+        expect(del.text).toBe(missing.text);
+      }
+      const put = await h().request('PUT', `/${e.f1}`, { token, body: { x: 1 } });
+      expect(put.status, `${name} PUT f1`).toBe(name === 'owner' || name === 'member' ? 204 : 404);
+    }
+  });
+
+  it('a CREATED relation lets the creator read what it created, even after losing the grant', async () => {
+    const child = await createElement(h(), u.creator!.token, { type: 'Note', data: { by: 'creator' } }, e.f3);
+    expect((await h().request('GET', `/${child}`, { token: u.creator!.token })).status).toBe(200);
+    expect((await h().request('GET', `/${child}`, { token: u.owner!.token })).status).toBe(200); // owner of f3 owns it too
+    const grants = await h().request('GET', `/${e.f2}/parents`, { token: u.owner!.token });
+    const grant = grants.json.relations.find((r: any) => r.type === 'HAS_CREATE_ACCESS');
+    expect((await h().request('DELETE', `/${grant.id}`, { token: u.owner!.token })).status).toBe(204);
+    expect((await h().request('POST', `/${e.f3}`, { token: u.creator!.token, body: { type: 'Note' } })).status).toBe(404);
+    expect((await h().request('GET', `/${child}`, { token: u.creator!.token })).status).toBe(200);
+    expect((await h().request('PATCH', `/${child}`, { token: u.creator!.token, body: { x: 1 } })).status).toBe(404);
+    // restore for later tests
+    expect((await relate(u.owner!.token, 'HAS_CREATE_ACCESS', u.creator!.id, e.f2)).status).toBe(201);
+  });
+
+  it('nobody gains access by creating OWNS, IS_IN_GROUP or HAS_*_ACCESS towards what it does not own', async () => {
+    const count = async () => (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
+    const before = await count();
+    const attempts: [string, string, string, string][] = [
+      ['outsider', 'OWNS', u.outsider!.id, e.doc!],
+      ['outsider', 'IS_IN_GROUP', u.outsider!.id, e.g1!],
+      ['outsider', 'IS_IN_GROUP', u.outsider!.id, e.g2!],
+      ['outsider', 'HAS_READ_ACCESS', u.outsider!.id, e.doc!],
+      ['reader', 'OWNS', u.reader!.id, e.doc!],
+      ['reader', 'HAS_UPDATE_ACCESS', u.reader!.id, e.doc!],
+      ['updater', 'HAS_READ_ACCESS', u.updater!.id, e.doc!],
+      ['updater', 'OWNS', u.updater!.id, e.f3!],
+      ['creator', 'OWNS', u.creator!.id, e.f2!],
+      ['deleter', 'HAS_DELETE_ACCESS', u.outsider!.id, e.f3!],
+    ];
+    for (const [who, type, start, end] of attempts) {
+      const res = await relate(u[who]!.token, type, start, end);
+      expect(res.status, `${who} ${type}`).toBe(404);
+    }
+    // An owner may not move someone else's element into its own tree either.
+    const mine = await createElement(h(), u.outsider!.token, { type: 'Folder' });
+    expect((await relate(u.outsider!.token, 'OWNS', mine, e.doc!)).status).toBe(404);
+    expect(await count()).toBe(before + 3); // the Folder with its OWNS and CREATED
+    expect((await h().request('GET', `/${e.doc}`, { token: u.outsider!.token })).status).toBe(404);
+  });
+
+  it('an owner shares with any user by id, and revokes the grant found in /parents', async () => {
+    const share = await relate(u.member!.token, 'HAS_READ_ACCESS', u.outsider!.id, e.doc!);
+    expect(share.status).toBe(201);
+    expect((await h().request('GET', `/${e.doc}`, { token: u.outsider!.token })).status).toBe(200);
+    // the grantee sees its own grant, the owner finds it in /parents
+    const grantId = share.headers.get('location')!.slice(1);
+    expect((await h().request('GET', `/${grantId}`, { token: u.outsider!.token })).status).toBe(200);
+    const parents = await h().request('GET', `/${e.doc}/parents`, { token: u.owner!.token });
+    expect(parents.json.relations.map((r: any) => r.id)).toContain(grantId);
+    expect((await h().request('DELETE', `/${grantId}`, { token: u.owner!.token })).status).toBe(204);
+    expect((await h().request('GET', `/${e.doc}`, { token: u.outsider!.token })).status).toBe(404);
+  });
+
+  it('ownership transfer, last owner removal, and alternative paths', async () => {
+    const O = u.owner!.token;
+    const item = await createElement(h(), O, { type: 'Item' });
+    const newOwner = u.outsider!;
+    // transfer: create the new owner's OWNS, then the old owner drops its own claim last
+    expect((await relate(O, 'OWNS', newOwner.id, item)).status).toBe(201);
+    const parents = await h().request('GET', `/${item}/parents`, { token: O });
+    const oldClaim = parents.json.relations.find((r: any) => r.type === 'OWNS' && r.start === u.owner!.id);
+    expect((await h().request('DELETE', `/${oldClaim.id}`, { token: O })).status).toBe(204);
+    expect((await h().request('PATCH', `/${item}`, { token: newOwner.token, body: { moved: true } })).status).toBe(204);
+    expect((await h().request('PATCH', `/${item}`, { token: O, body: { x: 1 } })).status).toBe(404);
+    // the old owner still reads it through its CREATED relation (an alternative path)
+    expect((await h().request('GET', `/${item}`, { token: O })).status).toBe(200);
+    // the new owner drops the last claim: nobody can update, delete or share it any more
+    const p2 = await h().request('GET', `/${item}/parents`, { token: newOwner.token });
+    const last = p2.json.relations.find((r: any) => r.type === 'OWNS');
+    expect((await h().request('DELETE', `/${last.id}`, { token: newOwner.token })).status).toBe(204);
+    expect((await h().request('PATCH', `/${item}`, { token: newOwner.token, body: { x: 1 } })).status).toBe(404);
+    expect((await h().request('GET', `/${item}`, { token: newOwner.token })).status).toBe(404);
+    expect((await relate(O, 'OWNS', u.owner!.id, item)).status).toBe(404);
+    // a group path keeps access when a direct OWNS goes
+    const shared = await createElement(h(), u.member!.token, { type: 'Item' }, e.f3);
+    const direct = await relate(O, 'OWNS', u.member!.id, shared);
+    expect(direct.status).toBe(201);
+    const directId = direct.headers.get('location')!.slice(1);
+    expect((await h().request('DELETE', `/${directId}`, { token: u.member!.token })).status).toBe(204);
+    expect((await h().request('PATCH', `/${shared}`, { token: u.member!.token, body: { still: true } })).status).toBe(204);
+  });
+
+  it('removing a member from a group removes the access it gave', async () => {
+    const parents = await h().request('GET', `/${e.g1}/related`, { token: u.owner!.token });
+    const membership = parents.json.relations.find((r: any) => r.type === 'IS_IN_GROUP' && r.start === u.member!.id);
+    expect(membership).toBeTruthy();
+    // the member may drop its own membership
+    expect((await h().request('DELETE', `/${membership.id}`, { token: u.member!.token })).status).toBe(204);
+    expect((await h().request('GET', `/${e.doc}`, { token: u.member!.token })).status).toBe(404);
+  });
+});
+
+export type { Harness };

@@ -1,0 +1,99 @@
+import { beforeAll, expect, it } from 'vitest';
+import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
+
+type User = Awaited<ReturnType<typeof userWithToken>>;
+
+describeBackends('collections', (h) => {
+  let alice: User;
+  let bob: User;
+  let folder: string;
+  const children: string[] = [];
+
+  beforeAll(async () => {
+    alice = await userWithToken(h(), 'alice@coll.dev');
+    bob = await userWithToken(h(), 'bob@coll.dev');
+    folder = await createElement(h(), alice.token, { type: 'Folder' });
+    for (let i = 0; i < 12; i++) children.push(await createElement(h(), alice.token, { type: 'Doc', data: { i } }, folder));
+    children.sort();
+  });
+
+  it('pages children by id with links, totals and only readable members', async () => {
+    const res = await h().request('GET', `/${folder}/children?pageSize=5`, { token: alice.token });
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({
+      type: '_PartialCollection',
+      id: `/${folder}/children?pageSize=5`,
+      totalNodes: 12,
+      links: { first: `/${folder}/children?pageSize=5`, previous: null, next: `/${folder}/children?page=2&pageSize=5`, last: `/${folder}/children?page=3&pageSize=5` },
+    });
+    expect(res.json.nodes.map((n: any) => n.id)).toEqual(children.slice(0, 5));
+    expect(res.json.relations).toHaveLength(5);
+    for (const r of res.json.relations) expect(r).toMatchObject({ type: 'OWNS', start: folder });
+    const last = await h().request('GET', `/${folder}/children?page=3&pageSize=5`, { token: alice.token });
+    expect(last.json.nodes.map((n: any) => n.id)).toEqual(children.slice(10));
+    expect(last.json.links).toMatchObject({ previous: `/${folder}/children?page=2&pageSize=5`, next: null });
+    const def = await h().request('GET', `/${folder}/children`, { token: alice.token });
+    expect(def.json.links).toEqual({ first: `/${folder}/children`, previous: null, next: null, last: `/${folder}/children` });
+    expect(def.json.nodes).toHaveLength(12);
+    // bob cannot read the folder: 404; and sees only what he may read when granted one child
+    expect((await h().request('GET', `/${folder}/children`, { token: bob.token })).status).toBe(404);
+  });
+
+  it('clamps page sizes and rejects non-integers', async () => {
+    const small = await h().request('GET', `/${folder}/children?pageSize=1`, { token: alice.token });
+    expect(small.json.nodes).toHaveLength(5);
+    const bad = await h().request('GET', `/${folder}/children?page=abc`, { token: alice.token });
+    expect(bad.status).toBe(400);
+    expect(bad.json.type).toMatch(/bad-content$/);
+    expect((await h().request('GET', `/${folder}/children?pageSize=1.5`, { token: alice.token })).status).toBe(400);
+  });
+
+  it('lists parents (OWNS and grants), related (both directions) and the index', async () => {
+    const grant = await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_READ_ACCESS', start: bob.id, end: children[0] } });
+    expect(grant.status).toBe(201);
+    const parents = await h().request('GET', `/${children[0]}/parents`, { token: alice.token });
+    expect(parents.json.totalNodes).toBe(2);
+    expect(parents.json.relations.map((r: any) => r.type).sort()).toEqual(['HAS_READ_ACCESS', 'OWNS']);
+    // alice cannot read bob's User node, so it is not listed, but the grant relation is (so she can revoke it)
+    expect(parents.json.nodes.map((n: any) => n.id)).toEqual([folder]);
+    const tag = await createElement(h(), alice.token, { type: 'Tag' });
+    await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_TAG', start: children[0], end: tag } });
+    const related = await h().request('GET', `/${children[0]}/related`, { token: alice.token });
+    expect(related.json.relations.map((r: any) => r.type).sort()).toEqual(['CREATED', 'HAS_READ_ACCESS', 'HAS_TAG', 'OWNS']);
+    // bob reads the child now; his index lists it
+    const index = await h().request('GET', '/', { token: bob.token });
+    expect(index.status).toBe(200);
+    expect(index.json.id).toBe('/');
+    expect(index.json.nodes.map((n: any) => n.id)).toContain(children[0]);
+    const aliceIndex = await h().request('GET', '/', { token: alice.token });
+    expect(aliceIndex.json.nodes.map((n: any) => n.id)).toEqual(expect.arrayContaining([folder, tag]));
+    expect(aliceIndex.json.nodes.map((n: any) => n.id)).not.toContain(children[0]); // two hops away
+  });
+
+  it('collection ETags change with membership and member data; 304 on match', async () => {
+    const first = await h().request('GET', `/${folder}/children`, { token: alice.token });
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^"/);
+    expect((await h().request('GET', `/${folder}/children`, { token: alice.token, headers: { 'if-none-match': etag } })).status).toBe(304);
+    h().clock.advance(1);
+    await h().request('PATCH', `/${children[3]}`, { token: alice.token, body: { changed: true } });
+    const afterPatch = await h().request('GET', `/${folder}/children`, { token: alice.token });
+    expect(afterPatch.headers.get('etag')).not.toBe(etag);
+    await createElement(h(), alice.token, { type: 'Doc' }, folder);
+    const afterCreate = await h().request('GET', `/${folder}/children`, { token: alice.token });
+    expect(afterCreate.headers.get('etag')).not.toBe(afterPatch.headers.get('etag'));
+  });
+});
+
+describeBackends('collection ETag limit', (h) => {
+  it('omits the ETag above cache.etagUpperLimitInCollectionEndpoints', async () => {
+    const alice = await userWithToken(h(), 'alice@limit.dev');
+    const folder = await createElement(h(), alice.token, { type: 'Folder' });
+    for (let i = 0; i < 3; i++) await createElement(h(), alice.token, { type: 'Doc' }, folder);
+    expect((await h().request('GET', `/${folder}/children`, { token: alice.token })).headers.get('etag')).toBeTruthy();
+    await createElement(h(), alice.token, { type: 'Doc' }, folder);
+    const res = await h().request('GET', `/${folder}/children`, { token: alice.token });
+    expect(res.json.totalNodes).toBe(4);
+    expect(res.headers.get('etag')).toBeNull();
+  });
+}, { settings: { cache: { etagUpperLimitInCollectionEndpoints: 3 } } });
