@@ -1,0 +1,68 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, validateSettings } from '../../src/config/load.js';
+
+const keyOf = (input: unknown) => {
+  try {
+    validateSettings(input);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).key;
+  }
+  return null;
+};
+
+describe('configuration', () => {
+  it('fills the defaults of DESIGN.md', () => {
+    const s = validateSettings({});
+    expect(s.file).toEqual({
+      maxFileSizeInBytes: 10 * 1024 ** 3,
+      uploadMinChunkSizeInBytes: 5 * 1024 ** 2,
+      uploadMaxChunkSizeInBytes: 101 * 1024 ** 2,
+      uploadChunkDigitsLength: 4,
+      uploadExpiresInSecondsAfterFirstRequest: 10800,
+      expiredUploadCanBeDeletedAfterExpirationInSeconds: 3600,
+    });
+    expect(s.pageSize).toEqual({ min: 5, default: 25, max: 100 });
+    expect(s.register).toEqual({ enabled: true, uniqueIdentifier: 'email', uniqueIdentifierRegex: false });
+    expect(s.token).toEqual({ minLifetimeInSeconds: 1800, defaultLifetimeInSeconds: 10800, maxLifetimeInSeconds: 34214400, deleteExpiredTokensAutomaticallyInSeconds: 1209600 });
+    expect(s.expression).toEqual({ enabled: true, maxLength: 10240 });
+    expect(s.instanceConfiguration).toEqual({ enabled: true, showVersion: true });
+    expect(s.cache).toEqual({ etagUpperLimitInCollectionEndpoints: 100 });
+    expect(s.securityTxt).toMatch(/assets\/security\.txt$/);
+    expect(validateSettings({ securityTxt: null }).securityTxt).toBeNull();
+  });
+
+  it('names the offending key for every kind of mistake', () => {
+    expect(keyOf({ file: { uploadMinChunkSizeInBytes: -1 } })).toBe('file.uploadMinChunkSizeInBytes');
+    expect(keyOf({ file: { maxFileSizeInBytes: 'big' } })).toBe('file.maxFileSizeInBytes');
+    expect(keyOf({ file: { maxFileSizeInBytes: 6 * 1024 ** 4 } })).toBe('file.maxFileSizeInBytes');
+    expect(keyOf({ file: { maxFileSizeInBytes: 1024, uploadMaxChunkSizeInBytes: 2048, uploadMinChunkSizeInBytes: 10 } })).toBe('file.uploadMaxChunkSizeInBytes');
+    expect(keyOf({ file: { uploadMinChunkSizeInBytes: 200 * 1024 ** 2 } })).toBe('file.uploadMinChunkSizeInBytes');
+    expect(keyOf({ pageSize: { min: 50, max: 10, default: 20 } })).toBe('pageSize.min');
+    expect(keyOf({ token: { minLifetimeInSeconds: 100, maxLifetimeInSeconds: 50, defaultLifetimeInSeconds: 60 } })).toBe('token.minLifetimeInSeconds');
+    expect(keyOf({ unknownKey: 1 })).toBe('unknownKey');
+    expect(keyOf({ file: { nope: 1 } })).toBe('file.nope');
+    expect(keyOf({ register: { uniqueIdentifierRegex: '([' } })).toBe('register.uniqueIdentifierRegex');
+    expect(keyOf({ securityTxt: '/does/not/exist' })).toBe('securityTxt');
+    expect(keyOf({ baseUrl: 'ftp://x' })).toBe('baseUrl');
+    expect(keyOf({ file: { uploadMaxChunkSizeInBytes: 0 } })).toBe('file.uploadMaxChunkSizeInBytes');
+  });
+
+  it('reads YAML from TRELLIS_CONFIG and the environment', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'trellis-config-'));
+    const path = join(dir, 'trellis.yaml');
+    await writeFile(path, 'pageSize:\n  default: 10\nfile:\n  maxFileSizeInBytes: 1048576000\n');
+    const config = loadConfig({ TRELLIS_CONFIG: path, PORT: '9090', HOST: '0.0.0.0', DATA_DIR: dir, ANONYMOUS_USER_UUID: '2D376349-C5E2-42C8-8CE0-D6F525256CF7' });
+    expect(config.settings.pageSize.default).toBe(10);
+    expect(config.settings.file.maxFileSizeInBytes).toBe(1048576000);
+    expect(config.runtime).toMatchObject({ port: 9090, host: '0.0.0.0', dataDir: dir, databaseUrl: null, anonymousUserId: '2d376349-c5e2-42c8-8ce0-d6f525256cf7' });
+    await writeFile(path, 'file: [unclosed');
+    expect(() => loadConfig({ TRELLIS_CONFIG: path })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORT: 'x' })).toThrow(/PORT/);
+    expect(() => loadConfig({ ANONYMOUS_USER_UUID: 'nope' })).toThrow(/ANONYMOUS_USER_UUID/);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
+  });
+});
