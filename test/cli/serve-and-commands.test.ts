@@ -1,0 +1,166 @@
+// The operating contract: `trellis serve`, config errors, the DATA_DIR lock, graceful shutdown, and the database
+// commands beside a running embedded server (through its admin socket) and on PostgreSQL directly.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runCli, spawnCli, waitForHttp } from '../helpers/process.js';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function token(url: string, identifier: string, password: string): Promise<string> {
+  const res = await fetch(`${url}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'Token', uniqueUserIdentifier: identifier, password }) });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { token: string }).token;
+}
+
+describe('trellis serve (embedded PGlite)', () => {
+  let dataDir: string;
+  let port: number;
+  let url: string;
+  let server: ReturnType<typeof spawnCli>;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'trellis-cli-'));
+    port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    server = spawnCli(['serve'], { DATA_DIR: dataDir, PORT: String(port) });
+    await waitForHttp(`${url}/error/404/not-found`);
+  });
+
+  afterAll(async () => {
+    if (server.exitCode === null) server.kill('SIGKILL');
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('refuses an invalid configuration before listening, naming the key', async () => {
+    const cfg = join(dataDir, 'bad.yaml');
+    await writeFile(cfg, 'file:\n  uploadMinChunkSizeInBytes: -1\n');
+    const otherPort = await freePort();
+    const res = await runCli(['serve'], { DATA_DIR: join(dataDir, 'other'), PORT: String(otherPort), TRELLIS_CONFIG: cfg });
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('file.uploadMinChunkSizeInBytes');
+    await expect(fetch(`http://127.0.0.1:${otherPort}/`)).rejects.toThrow();
+    const check = await runCli(['config:check'], { TRELLIS_CONFIG: cfg });
+    expect(check.code).not.toBe(0);
+    expect(check.stderr).toContain('file.uploadMinChunkSizeInBytes');
+    const good = await runCli(['config:check'], {});
+    expect(good.code).toBe(0);
+    expect(JSON.parse(good.stdout.slice(0, good.stdout.lastIndexOf('}') + 1)).pageSize).toEqual({ min: 5, default: 25, max: 100 });
+  });
+
+  it('a second server on the same DATA_DIR fails fast with a clear message', async () => {
+    const res = await runCli(['serve'], { DATA_DIR: dataDir, PORT: String(await freePort()) });
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toMatch(/in use by process \d+/);
+  });
+
+  it('user:create and token:revoke run through the running server', async () => {
+    const created = await runCli(['user:create', 'cli@example.dev', 'pw-cli', '--name', 'CLI User'], { DATA_DIR: dataDir });
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    const id = created.stdout.trim();
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    const t = await token(url, 'cli@example.dev', 'pw-cli');
+    const me = await fetch(`${url}/me`, { headers: { authorization: `Bearer ${t}` } });
+    expect(((await me.json()) as { id: string; data: { name: string } })).toMatchObject({ id, data: { name: 'CLI User' } });
+    const dup = await runCli(['user:create', 'cli@example.dev', 'x'], { DATA_DIR: dataDir });
+    expect(dup.code).toBe(1);
+
+    const dry = await runCli(['token:revoke', '--dry-run', '--user', 'cli@example.dev'], { DATA_DIR: dataDir });
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain('1 active token(s) match.');
+    expect(dry.stdout).toContain('Dry run');
+    expect((await fetch(`${url}/me`, { headers: { authorization: `Bearer ${t}` } })).status).toBe(200);
+    // without a terminal and without --force nothing asks: stdin is not a TTY, so it proceeds (the reference's behaviour)
+    const revoke = await runCli(['token:revoke', '-u', id], { DATA_DIR: dataDir });
+    expect(revoke.code).toBe(0);
+    expect(revoke.stdout).toContain('Revoked 1 token(s).');
+    expect((await fetch(`${url}/me`, { headers: { authorization: `Bearer ${t}` } })).status).toBe(401);
+  });
+
+  it('shuts down gracefully on SIGTERM and releases the DATA_DIR', async () => {
+    server.kill('SIGTERM');
+    const res = await server.done;
+    expect(res.code).toBe(0);
+    expect(existsSync(join(dataDir, 'trellis.pid'))).toBe(false);
+    // the data survived: a CLI command now opens the database itself
+    const again = await runCli(['token:revoke', '--dry-run'], { DATA_DIR: dataDir });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('0 active token(s) match.');
+  });
+});
+
+describe('CLI on PostgreSQL (DATABASE_URL)', () => {
+  const adminUrl = inject('pgUrl');
+  const name = `trellis_cli_${process.pid}`;
+  let url: string;
+  beforeAll(async () => {
+    const c = new pg.Client({ connectionString: adminUrl! });
+    await c.connect();
+    await c.query(`CREATE DATABASE ${name}`);
+    await c.end();
+    const u = new URL(adminUrl!);
+    u.pathname = `/${name}`;
+    url = u.toString();
+  });
+  afterAll(async () => {
+    const c = new pg.Client({ connectionString: adminUrl! });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
+  });
+
+  it.runIf(adminUrl)('creates users and revokes tokens by group, issue date and expiration flags', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'trellis-cli-pg-'));
+    const env = { DATABASE_URL: url, DATA_DIR: dataDir };
+    const fixedId = '0e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b';
+    const a = await runCli(['user:create', 'pg-a@example.dev', 'pw', '--id', fixedId], env);
+    expect(a.stdout.trim()).toBe(fixedId);
+    const port = await freePort();
+    const server = spawnCli(['serve'], { ...env, PORT: String(port) });
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      await waitForHttp(`${base}/error/404/not-found`);
+      const b = (await runCli(['user:create', 'pg-b@example.dev', 'pw'], env)).stdout.trim();
+      const ta = await token(base, 'pg-a@example.dev', 'pw');
+      const tb = await token(base, 'pg-b@example.dev', 'pw');
+      // b is in group g (nested in g2); revoking by g2 hits b only
+      const group = await fetch(`${base}/`, { method: 'POST', headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'Group' }) });
+      const g = group.headers.get('location')!.slice(1);
+      const group2 = await fetch(`${base}/`, { method: 'POST', headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'Group' }) });
+      const g2 = group2.headers.get('location')!.slice(1);
+      for (const [start, end] of [[b, g], [g, g2]]) {
+        const r = await fetch(`${base}/`, { method: 'POST', headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'IS_IN_GROUP', start, end }) });
+        expect(r.status).toBe(201);
+      }
+      const none = await runCli(['token:revoke', '-f', '--issued-before', '2000-01-01 00:00'], env);
+      expect(none.stdout).toContain('0 active token(s) match.');
+      const noExp = await runCli(['token:revoke', '-f', '--issued-without-expiration-date'], env);
+      expect(noExp.stdout).toContain('0 active token(s) match.');
+      const byGroup = await runCli(['token:revoke', '-f', '-l', '-g', g2], env);
+      expect(byGroup.code).toBe(0);
+      expect(byGroup.stdout).toContain('pg-b@example.dev');
+      expect(byGroup.stdout).toContain('Revoked 1 token(s).');
+      expect((await fetch(`${base}/me`, { headers: { authorization: `Bearer ${tb}` } })).status).toBe(401);
+      expect((await fetch(`${base}/me`, { headers: { authorization: `Bearer ${ta}` } })).status).toBe(200);
+      const rest = await runCli(['token:revoke', '-f', '--issued-after', '2000-01-01 00:00', '--issued-with-expiration-date'], env);
+      expect(rest.stdout).toContain('Revoked 1 token(s).');
+      expect((await fetch(`${base}/me`, { headers: { authorization: `Bearer ${ta}` } })).status).toBe(401);
+    } finally {
+      server.kill('SIGTERM');
+      await server.done;
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

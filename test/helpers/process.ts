@@ -1,0 +1,44 @@
+// Spawning the real CLI as a child process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ENTRY = fileURLToPath(new URL('./cli-entry.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function spawnCli(args: string[], env: Record<string, string>, input?: string): ChildProcess & { done: Promise<Finished> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c) => (stdout += c));
+  child.stderr!.on('data', (c) => (stderr += c));
+  if (input !== undefined) child.stdin!.end(input);
+  else child.stdin!.end();
+  const done = new Promise<Finished>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return Object.assign(child, { done });
+}
+
+export const runCli = (args: string[], env: Record<string, string>, input?: string) => spawnCli(args, env, input).done;
+
+/** Waits until `url` answers (any status). */
+export async function waitForHttp(url: string, timeoutMs = 60_000): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      if (Date.now() - start > timeoutMs) throw new Error(`${url} did not come up`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
