@@ -6,7 +6,8 @@ import { notFound, Problem } from '../errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { Db, Queryable } from '../storage/db.js';
 import { isPermitted, owns, type Permission } from '../storage/queries/access.js';
-import type { Caller } from '../storage/queries/accounts.js';
+import type { Caller, Credentials } from '../storage/queries/accounts.js';
+import { unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
 import { checkWritePreconditions, ifNoneMatchHits, type Conditions } from './conditions.js';
 import { checkNewType, checkProperties, reservedProperties } from './properties.js';
@@ -38,9 +39,13 @@ export class Elements {
     return row;
   }
 
-  /** GET /<id>: null when If-None-Match matched (304). */
-  async read(caller: Caller, id: string, conditions: Conditions = {}): Promise<{ rendered: Rendered; notModified: boolean }> {
-    const rendered = renderElement(await this.require(this.db, caller, id, 'READ'));
+  /** GET /<id>: authentication, the element and the access check in one round trip (the hottest path). */
+  async read(credentials: Credentials, id: string, conditions: Conditions = {}): Promise<{ rendered: Rendered; notModified: boolean }> {
+    if (!isUuid(id)) throw notFound();
+    const { authenticated, row } = await sql.readableElement(this.db, credentials, this.clock.now(), id.toLowerCase());
+    if (!authenticated) throw unauthorized(credentials);
+    if (!row) throw notFound();
+    const rendered = renderElement(row);
     return { rendered, notModified: ifNoneMatchHits(conditions.ifNoneMatch, rendered.etag) };
   }
 

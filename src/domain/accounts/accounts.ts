@@ -4,7 +4,7 @@ import type { Settings } from '../../config/schema.js';
 import { Problem } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import * as sql from '../../storage/queries/accounts.js';
-import type { Caller } from '../../storage/queries/accounts.js';
+import type { Caller, Credentials } from '../../storage/queries/accounts.js';
 import { elementById, insertElement } from '../../storage/queries/elements.js';
 import { checkProperties, reservedProperties } from '../properties.js';
 import { renderElement } from '../representation.js';
@@ -12,7 +12,14 @@ import { isPlainObject, isUuid, isoTime, newId } from '../values.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { generateToken, hashToken, TOKEN_PATTERN } from './tokens.js';
 
-export type { Caller };
+export type { Caller, Credentials };
+
+/** The 401 for credentials that resolved to no user. */
+export const unauthorized = (credentials: Credentials) =>
+  new Problem(
+    'unauthorized',
+    credentials.tokenHash ? 'The token is unknown, expired or revoked.' : 'The anonymous user does not exist.',
+  );
 
 const UNIQUE_VIOLATION = '23505';
 
@@ -38,15 +45,23 @@ export class Accounts {
     private readonly anonymousUserId: string | null,
   ) {}
 
-  /** Resolves the Authorization header (spec "Authentication" rule 3). Throws 401. */
-  async authenticate(authorization: string | undefined, q: Queryable = this.db): Promise<Caller> {
+  /**
+   * The credentials of an Authorization header, checked for form only (spec "Authentication" rule 3): no header
+   * means the anonymous user when one is configured; anything malformed is 401, never anonymous.
+   */
+  credentials(authorization: string | undefined): Credentials {
     if (authorization === undefined) {
-      if (this.anonymousUserId && (await sql.userExists(q, this.anonymousUserId))) return { userId: this.anonymousUserId, tokenId: null };
+      if (this.anonymousUserId) return { anonymousUserId: this.anonymousUserId };
       throw new Problem('unauthorized', 'No Authorization header was sent and no anonymous user is configured.');
     }
-    const hash = this.tokenHashOf(authorization);
-    const caller = await sql.callerByTokenHash(q, hash, this.clock.now());
-    if (!caller) throw new Problem('unauthorized', 'The token is unknown, expired or revoked.');
+    return { tokenHash: this.tokenHashOf(authorization) };
+  }
+
+  /** Resolves the Authorization header to the calling user (one indexed query). Throws 401. */
+  async authenticate(authorization: string | undefined, q: Queryable = this.db): Promise<Caller> {
+    const credentials = this.credentials(authorization);
+    const caller = await sql.resolveCaller(q, credentials, this.clock.now());
+    if (!caller) throw unauthorized(credentials);
     return caller;
   }
 

@@ -35,7 +35,8 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
   resource(app, '/:id', {
     GET: async (request, reply) => {
       const r = request as WithId;
-      const { rendered, notModified } = await elements.read(await caller(services, r), r.params.id, conditionsOf(r));
+      const credentials = services.accounts.credentials(r.headers.authorization);
+      const { rendered, notModified } = await elements.read(credentials, r.params.id, conditionsOf(r));
       return sendJson(reply, { ...rendered, notModified });
     },
     POST: async (request, reply) => {

@@ -1,5 +1,7 @@
 // SQL of elements (nodes and relations).
 import type { Queryable } from '../db.js';
+import { allowsSql } from './access.js';
+import { CALLER_SQL, callerParams, type Credentials } from './accounts.js';
 
 export interface FileMeta {
   contentLength: number;
@@ -49,6 +51,30 @@ export async function elementById(q: Queryable, id: string, lock = false): Promi
     lock ? 'element_by_id_locked' : 'element_by_id',
   );
   return rows[0] ?? null;
+}
+
+/**
+ * GET /<id> in one statement: resolves the credentials, reads the element and checks READ. `authenticated` is
+ * false when the credentials name no user (401); `row` is null when the element is missing or not readable.
+ */
+export async function readableElement(
+  q: Queryable,
+  credentials: Credentials,
+  now: Date,
+  id: string,
+): Promise<{ authenticated: boolean; row: ElementRow | null }> {
+  const { rows } = await q.query<ElementRow & { allowed: boolean | null }>(
+    `WITH c AS (${CALLER_SQL})
+     SELECT ${ELEMENT_COLUMNS}, ${allowsSql('c.user_id', 'trellis_principals(c.user_id)', `'READ'`)} AS allowed
+     FROM c LEFT JOIN elements e ON e.id = $4::uuid`,
+    [...callerParams(credentials, now), id],
+    'readable_element',
+  );
+  const row = rows[0];
+  if (!row) return { authenticated: false, row: null };
+  if (row.id === null || row.allowed !== true) return { authenticated: true, row: null };
+  const { allowed: _allowed, ...element } = row;
+  return { authenticated: true, row: element };
 }
 
 export async function elementsByIds(q: Queryable, ids: readonly string[]): Promise<ElementRow[]> {
