@@ -4,6 +4,8 @@
 // Server: {out} | {err} | {confirm} | {exit}.
 import { chmod, rm } from 'node:fs/promises';
 import { createConnection, createServer, type Socket } from 'node:net';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
@@ -12,7 +14,15 @@ import type { Services } from '../services.js';
 import type { CommandIO } from './io.js';
 import { dbCommands } from './commands/index.js';
 
-export const adminSocketPath = (dataDir: string) => join(dataDir, 'admin.sock');
+/**
+ * DATA_DIR/admin.sock, or, when that path is too long for a unix socket (about 104 bytes on some systems), a path in
+ * the temp directory derived from DATA_DIR so that the CLI finds the same one.
+ */
+export function adminSocketPath(dataDir: string): string {
+  const path = join(dataDir, 'admin.sock');
+  if (Buffer.byteLength(path) < 100) return path;
+  return join(tmpdir(), `trellis-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}.sock`);
+}
 
 function send(socket: Socket, message: object) {
   socket.write(`${JSON.stringify(message)}\n`);

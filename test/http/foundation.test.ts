@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROBLEMS } from '../../src/errors.js';
 import { describeBackends } from '../helpers/harness.js';
 
@@ -108,3 +108,35 @@ describeBackends('HTTP foundation with baseUrl', (h) => {
     expect(res.json.type).toBe('https://api.example.org/error/404/not-found');
   });
 }, { settings: { baseUrl: 'https://api.example.org/' } });
+
+describe('unexpected errors', () => {
+  it('answer a 500 problem without internals, and are logged', async () => {
+    const { Writable } = await import('node:stream');
+    const pino = (await import('pino')).default;
+    const { buildApp } = await import('../../src/http/app.js');
+    const { validateSettings } = await import('../../src/config/load.js');
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } }));
+    const config = { settings: validateSettings({}), runtime: { port: 0, host: '127.0.0.1', dataDir: '/tmp', databaseUrl: null, anonymousUserId: null, logLevel: 'info', configPath: null } };
+    // No database is needed for this route; services are not touched.
+    const app = await buildApp({ config, services: {} as never, logger });
+    app.get('/boom', async () => {
+      throw new Error('database password is hunter2');
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/boom`, { headers: { authorization: 'Bearer secret-token:abc' } });
+      expect(res.status).toBe(500);
+      expect(res.headers.get('cache-control')).toBe('no-cache, private');
+      const text = await res.text();
+      expect(JSON.parse(text)).toMatchObject({ title: 'Internal Server Error', status: 500, detail: 'The server failed to handle the request.' });
+      expect(text).not.toContain('hunter2');
+      expect(text).not.toContain('at ');
+      const log = lines.join('');
+      expect(log).toContain('hunter2'); // the operator sees the cause
+      expect(log).not.toContain('secret-token:abc'); // but never the credentials
+    } finally {
+      await app.close();
+    }
+  });
+});
