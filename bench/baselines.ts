@@ -1,0 +1,97 @@
+// The baselines of issue 8: tiny Fastify servers with the same Fastify version, the same `pg` driver and pool
+// settings as Trellis (a pg.Pool of 10 on PostgreSQL; PGlite through its node-postgres adapter, opened exactly as
+// src/storage/pglite.ts opens it), on the same data. Run as a child process by bench/run.ts:
+//
+//   node --import tsx bench/baselines.ts --port P --files DIR (--database-url URL | --pglite DIR)
+//
+// Prints one JSON line {"ready":true} on stdout once listening.
+//   B0  GET  /b0          a fixed small JSON
+//   B1  GET  /b1/:id      one primary-key SELECT of a JSONB row (prepared, like Trellis' statements)
+//   B2  POST /b2          one single-row INSERT of the posted JSON
+//   B3  PUT  /b3/file     the request body streamed to a file; GET /b3/file streams it back (plain fs streams)
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { parseArgs } from 'node:util';
+import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import Fastify from 'fastify';
+import pg from 'pg';
+import { createPglite } from '../src/storage/pglite.js';
+
+const { values: args } = parseArgs({
+  options: {
+    port: { type: 'string' },
+    files: { type: 'string' },
+    'database-url': { type: 'string' },
+    pglite: { type: 'string' },
+  },
+});
+if (!args.port || !args.files || (!args['database-url'] && !args.pglite)) {
+  process.stderr.write('usage: baselines.ts --port P --files DIR (--database-url URL | --pglite DIR)\n');
+  process.exit(2);
+}
+
+const pglite = args['database-url'] ? null : await createPglite(args.pglite);
+const pool = pglite
+  ? new pg.Pool(createPgConfig(pglite) as unknown as pg.PoolConfig)
+  : new pg.Pool({ connectionString: args['database-url'], max: 10 });
+pool.on('error', () => {});
+
+const filesDir = args.files;
+await mkdir(filesDir, { recursive: true });
+const stored = join(filesDir, 'b3.bin');
+
+const app = Fastify({ logger: false });
+// B3 takes the raw body stream; Fastify hands it over unparsed.
+app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
+
+const SMALL = { type: 'Baseline', id: '00000000-0000-4000-8000-000000000000', data: { hello: 'world', answer: 42 } };
+app.get('/b0', async () => SMALL);
+
+app.get<{ Params: { id: string } }>('/b1/:id', async (request, reply) => {
+  const { rows } = await pool.query({
+    name: 'b1',
+    text: 'SELECT id, type, start_id, end_id, data, file, created, updated FROM elements WHERE id = $1',
+    values: [request.params.id],
+  });
+  if (rows.length === 0) return reply.code(404).send({ status: 404 });
+  return rows[0];
+});
+
+app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2', async (request, reply) => {
+  const id = randomUUID();
+  const now = new Date();
+  await pool.query({
+    name: 'b2',
+    text: 'INSERT INTO elements (id, type, data, created, updated) VALUES ($1, $2, $3, $4, $4)',
+    values: [id, request.body?.type ?? 'Baseline', request.body?.data ?? {}, now],
+  });
+  return reply.code(201).header('location', `/${id}`).send();
+});
+
+app.put('/b3/file', async (request, reply) => {
+  const temp = join(filesDir, `b3-${randomUUID()}.part`);
+  await pipeline(request.body as NodeJS.ReadableStream, createWriteStream(temp));
+  await rename(temp, stored);
+  return reply.code(201).send();
+});
+
+app.get('/b3/file', async (_request, reply) => {
+  const { size } = await stat(stored);
+  return reply.type('application/octet-stream').header('content-length', size).send(createReadStream(stored));
+});
+
+await app.listen({ port: Number(args.port), host: '127.0.0.1' });
+process.stdout.write(`${JSON.stringify({ ready: true, port: Number(args.port) })}\n`);
+
+const shutdown = async () => {
+  await app.close();
+  await pool.end();
+  // Closing PGlite checkpoints its data directory, which Trellis opens next.
+  await pglite?.close();
+  process.exit(0);
+};
+process.once('SIGTERM', shutdown);
+process.once('SIGINT', shutdown);

@@ -1,0 +1,30 @@
+// Typed access to scripts/pg-cluster.mjs (plain JS without declarations): a throw-away PostgreSQL server.
+export interface PgCluster {
+  url: string;
+  version: string;
+  host: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+interface PgClusterModule {
+  startCluster(options?: { log?: (msg: string) => void; settings?: Record<string, string | number> }): Promise<PgCluster>;
+  freePort(host?: string): Promise<number>;
+}
+
+let loaded: Promise<PgClusterModule> | null = null;
+
+function module(): Promise<PgClusterModule> {
+  // A non-literal specifier: TypeScript does not look for declarations of the .mjs, we type it here instead.
+  const specifier = new URL('../../scripts/pg-cluster.mjs', import.meta.url).href;
+  loaded ??= import(specifier) as Promise<PgClusterModule>;
+  return loaded;
+}
+
+export async function startCluster(log: (msg: string) => void): Promise<PgCluster> {
+  return (await module()).startCluster({ log });
+}
+
+export async function freePort(): Promise<number> {
+  return (await module()).freePort();
+}

@@ -1,0 +1,254 @@
+// The benchmark data set, written straight into the schema with SQL (set-based inserts, thousands of rows per
+// statement): going through the HTTP API would take longer than the benchmark itself.
+//
+// Shape (issue 8): users in groups nested 3 deep (user -IS_IN_GROUP-> g1 -IS_IN_GROUP-> g2 -IS_IN_GROUP-> g3),
+// OWNS trees 5 levels deep below a group (mostly a g2, some a g3, some owned by a user directly), a CREATED
+// relation from a user for every node (as the API writes them), and HAS_TAG relations from leaves to Tag nodes.
+// `nodes` counts nodes; relations are elements too and come on top (about 2.3 relations per node).
+import { randomUUID } from 'node:crypto';
+import { generateToken, hashToken } from '../../src/domain/accounts/tokens.js';
+import { hashPassword } from '../../src/domain/accounts/passwords.js';
+import { isoTime } from '../../src/domain/values.js';
+import type { Db, Queryable } from '../../src/storage/db.js';
+
+export interface DatasetSpec {
+  /** Number of nodes (users, tokens, groups, tags and tree nodes together). */
+  nodes: number;
+  users: number;
+  /** Seed of the deterministic shape (ids and tokens are random every run). */
+  seed?: number;
+}
+
+/** An element and the token of a user who reaches it through 2 IS_IN_GROUP hops and 4 OWNS hops. */
+export interface Target {
+  id: string;
+  token: string;
+}
+
+export interface Dataset {
+  spec: DatasetSpec;
+  password: string;
+  users: { id: string; identifier: string; token: string }[];
+  /** Level-4 tree nodes: user -IS_IN_GROUP-> g1 -IS_IN_GROUP-> g2 -OWNS-> a -OWNS-> b -OWNS-> c -OWNS-> target. Each has 30 children. */
+  targets: Target[];
+  counts: { nodes: number; relations: number; users: number; groups: number; trees: number; tags: number; hasTag: number };
+  seconds: number;
+}
+
+// Tree shape below the owner: level 1 has 1 node, then fan-outs 2, 2, 2, 30 (levels 2..5): 255 nodes per tree.
+const FANOUT = [2, 2, 2, 30];
+const PER_TREE = 1 + 2 + 4 + 8 + 240;
+const CHILDREN_OF_TARGET = 30;
+export const TARGET_CHILDREN = CHILDREN_OF_TARGET;
+
+const G3 = 10; // top-level groups; each holds 2 g2, each g2 holds 2 g1
+const BATCH = 5000;
+
+interface Row {
+  id: string;
+  type: string;
+  start_id: string | null;
+  end_id: string | null;
+  data: Record<string, unknown>;
+}
+
+/** mulberry32: a tiny seeded PRNG so the shape (who owns what) is the same in every run. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega'.split(' ');
+
+export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: string) => void): Promise<Dataset> {
+  const started = Date.now();
+  const random = rng(spec.seed ?? 8);
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  const sentence = (n: number) => Array.from({ length: n }, () => pick(WORDS)).join(' ');
+  const now = new Date();
+  const expires = new Date(now.getTime() + 7 * 86400_000);
+
+  const nodes: Row[] = [];
+  const relations: Row[] = [];
+  const node = (type: string, data: Record<string, unknown>): string => {
+    const id = randomUUID();
+    nodes.push({ id, type, start_id: null, end_id: null, data });
+    return id;
+  };
+  const relation = (type: string, start: string, end: string) => {
+    relations.push({ id: randomUUID(), type, start_id: start, end_id: end, data: {} });
+  };
+
+  // Groups, nested 3 deep.
+  const g3 = Array.from({ length: G3 }, (_, i) => node('Group', { name: `Division ${i}` }));
+  const g2 = g3.flatMap((parent, i) =>
+    [0, 1].map((j) => {
+      const id = node('Group', { name: `Department ${i}.${j}` });
+      relation('IS_IN_GROUP', id, parent);
+      return id;
+    }),
+  );
+  const g1 = g2.flatMap((parent, i) =>
+    [0, 1].map((j) => {
+      const id = node('Group', { name: `Team ${i}.${j}` });
+      relation('IS_IN_GROUP', id, parent);
+      return id;
+    }),
+  );
+  const g1ParentIndex = (k: number) => Math.floor(k / 2); // g1[k] is in g2[k >> 1]
+  const g2ParentIndex = (k: number) => Math.floor(k / 2); // g2[k] is in g3[k >> 1]
+
+  // Users, each in one g1 (round robin), each with one active token (as POST /token writes it).
+  const password = 'bench-password';
+  const passwordHash = await hashPassword(password);
+  const users: Dataset['users'] = [];
+  const userRows: { id: string; identifier: string; password_hash: string }[] = [];
+  const tokenRows: { id: string; hash: string; user_id: string; state: string; issued: string; expires: string }[] = [];
+  const membersOfG1: string[][] = g1.map(() => []);
+  for (let i = 0; i < spec.users; i++) {
+    const identifier = `user${i}@bench.dev`;
+    const id = node('User', { email: identifier, name: `User ${i}` });
+    userRows.push({ id, identifier, password_hash: passwordHash });
+    relation('IS_IN_GROUP', id, g1[i % g1.length]!);
+    membersOfG1[i % g1.length]!.push(id);
+    const token = generateToken();
+    const tokenId = node('Token', { state: 'ACTIVE', expirationDate: isoTime(expires) });
+    relation('OWNS', id, tokenId);
+    tokenRows.push({ id: tokenId, hash: hashToken(token), user_id: id, state: 'ACTIVE', issued: now.toISOString(), expires: expires.toISOString() });
+    users.push({ id, identifier, token });
+  }
+  const tokenOf = new Map(users.map((u) => [u.id, u.token]));
+  // Users who reach a group through IS_IN_GROUP hops (members of its g1 descendants).
+  const membersOfG2 = g2.map((_, k) => g1.flatMap((__, j) => (g1ParentIndex(j) === k ? membersOfG1[j]! : [])));
+  const membersOfG3 = g3.map((_, k) => g2.flatMap((__, j) => (g2ParentIndex(j) === k ? membersOfG2[j]! : [])));
+
+  // Tags, owned by the top-level groups.
+  const tagCount = Math.max(50, Math.floor(spec.nodes / 100));
+  const tags: string[] = [];
+  for (let i = 0; i < tagCount; i++) {
+    const owner = i % G3;
+    const id = node('Tag', { name: `tag-${i}`, color: pick(['red', 'green', 'blue', 'amber']) });
+    relation('OWNS', g3[owner]!, id);
+    relation('CREATED', pick(membersOfG3[owner]!), id);
+    tags.push(id);
+  }
+
+  // OWNS trees: 18 of 20 owned by a g2 (the targets live there), 1 by a g3, 1 by a user directly.
+  const trees = Math.max(1, Math.floor((spec.nodes - nodes.length) / PER_TREE));
+  const targets: Target[] = [];
+  let hasTag = 0;
+  let serial = 0;
+  for (let t = 0; t < trees; t++) {
+    let owner: string;
+    let members: string[];
+    let viaG2 = false;
+    if (t % 20 === 18) {
+      const k = Math.floor(random() * G3);
+      owner = g3[k]!;
+      members = membersOfG3[k]!;
+    } else if (t % 20 === 19) {
+      owner = pick(users).id;
+      members = [owner];
+    } else {
+      const k = Math.floor(random() * g2.length);
+      owner = g2[k]!;
+      members = membersOfG2[k]!;
+      viaG2 = true;
+    }
+    const creator = pick(members);
+    let level = [owner];
+    for (let depth = 1; depth <= 5; depth++) {
+      const fanout = depth === 1 ? 1 : FANOUT[depth - 2]!;
+      const next: string[] = [];
+      for (const parent of level) {
+        for (let c = 0; c < fanout; c++) {
+          serial++;
+          const leaf = depth === 5;
+          const id = node(leaf ? 'Document' : 'Folder', {
+            name: `${leaf ? 'Document' : 'Folder'} ${serial}`,
+            level: depth,
+            number: serial,
+            description: sentence(leaf ? 12 : 6),
+            ...(leaf ? { status: pick(['draft', 'review', 'published']), pages: 1 + Math.floor(random() * 200) } : {}),
+          });
+          relation('OWNS', parent, id);
+          relation('CREATED', creator, id);
+          if (leaf && random() < 0.3) {
+            relation('HAS_TAG', id, pick(tags));
+            hasTag++;
+          }
+          next.push(id);
+          if (depth === 4 && viaG2) {
+            // A user of a g1 inside this g2: exactly 2 IS_IN_GROUP hops, then 4 OWNS hops down to `id`.
+            targets.push({ id, token: tokenOf.get(pick(members))! });
+          }
+        }
+      }
+      level = next;
+    }
+  }
+  // Targets in a shuffled order so consecutive requests hit different trees and users.
+  for (let i = targets.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [targets[i], targets[j]] = [targets[j]!, targets[i]!];
+  }
+  log(`data set: ${nodes.length} nodes, ${relations.length} relations built in memory (${Date.now() - started} ms), inserting...`);
+
+  await db.transaction(async (tx) => {
+    const all = [...nodes, ...relations]; // nodes first: relations reference them
+    for (let i = 0; i < all.length; i += BATCH) {
+      await insertElements(tx, all.slice(i, i + BATCH), now);
+      if ((i / BATCH) % 10 === 9) log(`  ${i + BATCH} / ${all.length} elements`);
+    }
+    for (let i = 0; i < userRows.length; i += BATCH)
+      await tx.query(
+        `INSERT INTO users (id, identifier, password_hash)
+         SELECT id, identifier, password_hash FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, identifier text, password_hash text)`,
+        [JSON.stringify(userRows.slice(i, i + BATCH))],
+      );
+    for (let i = 0; i < tokenRows.length; i += BATCH)
+      await tx.query(
+        `INSERT INTO tokens (id, hash, user_id, state, issued, expires)
+         SELECT id, hash, user_id, state, issued, expires
+         FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, hash text, user_id uuid, state text, issued timestamptz, expires timestamptz)`,
+        [JSON.stringify(tokenRows.slice(i, i + BATCH))],
+      );
+  });
+  // Fresh statistics and visibility map, as autovacuum would leave them on a long-running server (PGlite has no
+  // autovacuum at all).
+  await db.query('VACUUM ANALYZE elements');
+  await db.query('VACUUM ANALYZE users');
+  await db.query('VACUUM ANALYZE tokens');
+
+  return {
+    spec,
+    password,
+    users,
+    targets,
+    counts: {
+      nodes: nodes.length,
+      relations: relations.length,
+      users: spec.users,
+      groups: g1.length + g2.length + g3.length,
+      trees,
+      tags: tags.length,
+      hasTag,
+    },
+    seconds: (Date.now() - started) / 1000,
+  };
+}
+
+async function insertElements(q: Queryable, rows: Row[], at: Date) {
+  await q.query(
+    `INSERT INTO elements (id, type, start_id, end_id, data, created, updated)
+     SELECT id, type, start_id, end_id, data, $2, $2
+     FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, type text, start_id uuid, end_id uuid, data jsonb)`,
+    [JSON.stringify(rows), at],
+  );
+}
