@@ -7,6 +7,7 @@ import type { Config } from './config/schema.js';
 import { Accounts } from './domain/accounts/accounts.js';
 import { Collections } from './domain/collections.js';
 import { Elements } from './domain/elements.js';
+import { Files } from './domain/files.js';
 import type { Db } from './storage/db.js';
 
 export interface Services {
@@ -16,6 +17,7 @@ export interface Services {
   accounts: Accounts;
   elements: Elements;
   collections: Collections;
+  files: Files;
 }
 
 export function createServices(config: Config, db: Db, clock: Clock): Services {
@@ -24,5 +26,6 @@ export function createServices(config: Config, db: Db, clock: Clock): Services {
   const accounts = new Accounts(db, settings, clock, runtime.anonymousUserId);
   const elements = new Elements(db, settings, clock, blobs);
   const collections = new Collections(db, settings, elements);
-  return { db, clock, blobs, accounts, elements, collections };
+  const files = new Files(db, settings, clock, blobs, elements);
+  return { db, clock, blobs, accounts, elements, collections, files };
 }

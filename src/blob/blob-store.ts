@@ -1,12 +1,157 @@
-// Where file bytes live, behind a small interface. The filesystem implementation keeps one file per element under
-// DATA_DIR/files/<aa>/<id>; writes go to DATA_DIR/files/tmp first and are renamed into place.
-import { mkdirSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+// Where file bytes live, behind a small interface. The filesystem implementation keeps one file per key (an
+// element id, or an upload id for resumable uploads) under DATA_DIR/files/<first 2 chars>/<key>. New bytes are
+// streamed to DATA_DIR/files/tmp while their SHA-256 and length are computed, fsynced, and only then renamed into
+// place, so a reader or a crash sees either the old bytes or the new ones, never a torn file.
+//
+// Replacing or removing the bytes of a key happens inside the caller's database transaction, and that transaction
+// can still fail to commit afterwards. So `replace` first renames the previous bytes aside, next to the key
+// (`<key>.aside-<tag>-<random>`, where `tag` names the database state that refers to them), and the caller either
+// `finish`es (drops the aside) after the commit or `undo`es. If the process dies in between, the startup `sweep`
+// asks the database which state won: an aside whose tag is still the database's current tag is restored, any
+// other aside is dropped.
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync, type Stats } from 'node:fs';
+import { link, mkdir, open, readdir, rename, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** Thrown by `write`/`append` as soon as more than `maxBytes` arrived; nothing is kept. */
+export class BlobLimitError extends Error {
+  constructor(readonly limit: number) {
+    super(`more than ${limit} bytes`);
+    this.name = 'BlobLimitError';
+  }
+}
+
+export interface WriteOptions {
+  /** The write fails with BlobLimitError as soon as more bytes than this arrive (the rest is not read). */
+  maxBytes: number;
+  /** Keep up to this many leading bytes in memory (content sniffing). Default 0. */
+  headBytes?: number;
+  /** Sees every chunk in order, e.g. a hash whose state outlives one request. */
+  observe?: (chunk: Buffer) => void;
+}
+
+/** Bytes written to a temporary file, not yet visible under any key. */
+export interface TempBlob {
+  readonly temp: string;
+  readonly size: number;
+  /** SHA-256 of the bytes (raw 32 bytes). */
+  readonly sha256: Buffer;
+  readonly head: Buffer;
+}
+
+export interface Appended {
+  /** Bytes appended by this call. */
+  size: number;
+  /** Length of the blob afterwards. */
+  total: number;
+  head: Buffer;
+}
+
+/** Inclusive byte positions, as in `Content-Range`. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** The outcome of `replace`, to be settled once the database transaction has ended. */
+export interface Replacement {
+  /** The database committed: forget the previous bytes. */
+  finish(): Promise<void>;
+  /** The database did not commit: put the previous bytes back (unless a later replacement has already won). */
+  undo(): Promise<void>;
+}
+
+/** What `sweep` needs to know from the database. */
+export interface SweepPolicy {
+  /** Entries changed more recently than this are left alone: another instance may be in the middle of using them. */
+  graceMs: number;
+  /** Of these keys, the ones whose bytes are still referenced (an element with a file, an upload). */
+  wanted(keys: string[]): Promise<Set<string>>;
+  /** The database's current tag for each of these keys (see `replace`); a key without bytes is absent. */
+  currentTags(keys: string[]): Promise<Map<string, string>>;
+}
+
+export interface SweepReport {
+  temporary: number;
+  orphans: number;
+  restored: number;
+  dropped: number;
+}
 
 export interface BlobStore {
+  /** Streams `source` into a temporary blob, hashing and counting; on any failure nothing is left behind. */
+  write(source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<TempBlob>;
+  /** Removes a temporary blob that will not be used. */
+  discard(temp: TempBlob): Promise<void>;
+  /**
+   * Makes `next` (a temporary blob, or the bytes of another key, which are moved) the bytes of `key`, or removes
+   * the bytes of `key` when `next` is null. `tag` names the database state that refers to the previous bytes
+   * (e.g. their SHA-256); the sweep uses it to settle a replacement interrupted by a crash.
+   */
+  replace(key: string, next: TempBlob | { key: string } | null, tag: string): Promise<Replacement>;
+  /**
+   * Appends `source` to the bytes of `key` (created when missing), which must currently be `offset` bytes long
+   * (longer leftovers of an interrupted append are cut off). On any failure the blob is cut back to `offset`.
+   */
+  append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<Appended>;
+  /** Opens the bytes of `key` (optionally one range); null when there are none. `size` is the whole length. */
+  open(key: string, range?: ByteRange): Promise<{ stream: Readable; size: number } | null>;
+  /** The length of the bytes of `key`, or null when there are none. */
+  size(key: string): Promise<number | null>;
   /** Removes the bytes stored under `key` (no error when there are none). */
   delete(key: string): Promise<void>;
+  /** Startup clean-up: temporary files, bytes nobody refers to, asides of interrupted replacements. */
+  sweep(policy: SweepPolicy): Promise<SweepReport>;
+}
+
+const KEY = /^[A-Za-z0-9_-]{2,128}$/;
+const ASIDE = /^([A-Za-z0-9_-]{2,128})\.aside-([A-Za-z0-9]{1,128})-[0-9a-f]{12}$/;
+const FILE_MODE = 0o600;
+const SWEEP_BATCH = 500;
+
+function checkKey(key: string): string {
+  if (!KEY.test(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
+  return key;
+}
+
+function checkTag(tag: string): string {
+  if (!/^[A-Za-z0-9]{1,128}$/.test(tag)) throw new Error(`invalid blob tag ${JSON.stringify(tag)}`);
+  return tag;
+}
+
+const isMissing = (error: unknown) => (error as NodeJS.ErrnoException)?.code === 'ENOENT';
+
+async function statOrNull(path: string): Promise<Stats | null> {
+  try {
+    return await stat(path);
+  } catch (error) {
+    if (isMissing(error)) return null;
+    throw error;
+  }
+}
+
+/** Counts, limits, observes and keeps the head of a byte stream as it passes. */
+function meter(options: WriteOptions) {
+  const headBytes = options.headBytes ?? 0;
+  const state = { size: 0, head: [] as Buffer[], headSize: 0 };
+  async function* pass(source: AsyncIterable<Uint8Array>) {
+    for await (const raw of source) {
+      const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+      state.size += chunk.length;
+      if (state.size > options.maxBytes) throw new BlobLimitError(options.maxBytes);
+      if (state.headSize < headBytes) {
+        const part = chunk.subarray(0, headBytes - state.headSize);
+        state.head.push(Buffer.from(part)); // a copy: the head must not pin the whole chunk
+        state.headSize += part.length;
+      }
+      options.observe?.(chunk);
+      yield chunk;
+    }
+  }
+  return { pass, state, head: () => Buffer.concat(state.head) };
 }
 
 export class FsBlobStore implements BlobStore {
@@ -20,10 +165,199 @@ export class FsBlobStore implements BlobStore {
   }
 
   pathOf(key: string): string {
+    checkKey(key);
     return join(this.root, key.slice(0, 2), key);
+  }
+
+  async write(source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<TempBlob> {
+    const temp = join(this.tmpDir, randomBytes(16).toString('hex'));
+    const hash = createHash('sha256');
+    const m = meter({ ...options, observe: (chunk) => (hash.update(chunk), options.observe?.(chunk)) });
+    // flush: fsync before close, so a rename later never exposes bytes that are not on disk yet.
+    const sink = createWriteStream(temp, { flags: 'wx', mode: FILE_MODE, flush: true });
+    try {
+      await pipeline(source, m.pass, sink);
+    } catch (error) {
+      // The file may still be being opened; remove it only once the stream has let go of it.
+      await closed(sink);
+      await rm(temp, { force: true });
+      throw error;
+    }
+    return { temp, size: m.state.size, sha256: hash.digest(), head: m.head() };
+  }
+
+  async discard(temp: TempBlob): Promise<void> {
+    await rm(temp.temp, { force: true });
+  }
+
+  async replace(key: string, next: TempBlob | { key: string } | null, tag: string): Promise<Replacement> {
+    const path = this.pathOf(key);
+    checkTag(tag);
+    const dir = join(this.root, key.slice(0, 2));
+    await mkdir(dir, { recursive: true });
+    const aside = `${path}.aside-${tag}-${randomBytes(6).toString('hex')}`;
+    let hadPrevious = true;
+    try {
+      await rename(path, aside);
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+      hadPrevious = false;
+    }
+    let placed: number | null = null; // inode of what this replacement put under the key
+    if (next !== null) {
+      try {
+        await rename('temp' in next ? next.temp : this.pathOf(next.key), path);
+        placed = (await stat(path)).ino;
+        await syncDir(dir);
+      } catch (error) {
+        if (hadPrevious) await rename(aside, path);
+        throw error;
+      }
+    } else {
+      await syncDir(dir);
+    }
+    return {
+      finish: async () => {
+        if (hadPrevious) await rm(aside, { force: true });
+      },
+      undo: async () => {
+        const current = await statOrNull(path);
+        if (placed !== null) {
+          // Only take back what is still ours: a replacement that ran after ours failed to commit has won.
+          if (current?.ino !== placed) {
+            if (hadPrevious) await rm(aside, { force: true });
+            return;
+          }
+          if (hadPrevious) await rename(aside, path);
+          else await rm(path, { force: true });
+        } else if (hadPrevious) {
+          // link fails when a newer replacement has put bytes under the key meanwhile; those win.
+          try {
+            await link(aside, path);
+          } catch (error) {
+            if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+          }
+          await rm(aside, { force: true });
+        }
+        await syncDir(dir);
+      },
+    };
+  }
+
+  async append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<Appended> {
+    const path = this.pathOf(key);
+    await mkdir(join(this.root, key.slice(0, 2)), { recursive: true });
+    const existing = (await statOrNull(path))?.size ?? null;
+    if (existing === null) await (await open(path, 'a', FILE_MODE)).close();
+    else if (existing < offset) throw new Error(`blob ${key} holds ${existing} bytes, expected at least ${offset}`);
+    else if (existing > offset) await truncate(path, offset);
+    const m = meter(options);
+    const sink = createWriteStream(path, { flags: 'r+', start: offset, flush: true });
+    try {
+      await pipeline(source, m.pass, sink);
+    } catch (error) {
+      // Wait until the stream has let go of the descriptor, so that no late write lands after the cut.
+      await closed(sink);
+      await truncate(path, offset);
+      throw error;
+    }
+    return { size: m.state.size, total: offset + m.state.size, head: m.head() };
+  }
+
+  async open(key: string, range?: ByteRange): Promise<{ stream: Readable; size: number } | null> {
+    let handle;
+    try {
+      handle = await open(this.pathOf(key), 'r');
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw error;
+    }
+    try {
+      const { size } = await handle.stat();
+      // The stream owns the descriptor from here on and closes it when it ends or is destroyed.
+      const stream = handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+      return { stream, size };
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  async size(key: string): Promise<number | null> {
+    return (await statOrNull(this.pathOf(key)))?.size ?? null;
   }
 
   async delete(key: string): Promise<void> {
     await rm(this.pathOf(key), { force: true });
+  }
+
+  async sweep(policy: SweepPolicy): Promise<SweepReport> {
+    const report: SweepReport = { temporary: 0, orphans: 0, restored: 0, dropped: 0 };
+    const now = Date.now();
+    const settled = (s: Stats | null) => s !== null && now - s.ctimeMs >= policy.graceMs;
+
+    for (const name of await readdir(this.tmpDir)) {
+      const path = join(this.tmpDir, name);
+      if (!settled(await statOrNull(path))) continue;
+      await rm(path, { force: true, recursive: true });
+      report.temporary++;
+    }
+
+    for (const dirent of await readdir(this.root, { withFileTypes: true })) {
+      if (!dirent.isDirectory() || dirent.name === 'tmp' || dirent.name.length !== 2) continue;
+      const dir = join(this.root, dirent.name);
+      const names = await readdir(dir);
+      // Asides first: restoring one brings back bytes that the orphan check below must then see.
+      const asides = names.flatMap((name) => {
+        const match = ASIDE.exec(name);
+        return match ? [{ name, key: match[1]!, tag: match[2]! }] : [];
+      });
+      for (let i = 0; i < asides.length; i += SWEEP_BATCH) {
+        const batch: typeof asides = [];
+        for (const aside of asides.slice(i, i + SWEEP_BATCH))
+          if (settled(await statOrNull(join(dir, aside.name)))) batch.push(aside);
+        if (batch.length === 0) continue;
+        const tags = await policy.currentTags([...new Set(batch.map((a) => a.key))]);
+        for (const aside of batch) {
+          const from = join(dir, aside.name);
+          if (tags.get(aside.key) === aside.tag) {
+            await rename(from, join(dir, aside.key));
+            report.restored++;
+          } else {
+            await rm(from, { force: true });
+            report.dropped++;
+          }
+        }
+      }
+      const keys = (await readdir(dir)).filter((name) => KEY.test(name));
+      for (let i = 0; i < keys.length; i += SWEEP_BATCH) {
+        const batch: string[] = [];
+        for (const key of keys.slice(i, i + SWEEP_BATCH)) if (settled(await statOrNull(join(dir, key)))) batch.push(key);
+        if (batch.length === 0) continue;
+        const wanted = await policy.wanted(batch);
+        for (const key of batch) {
+          if (wanted.has(key)) continue;
+          await rm(join(dir, key), { force: true });
+          report.orphans++;
+        }
+      }
+    }
+    return report;
+  }
+}
+
+/** Resolves once a stream has closed (and so released its file descriptor), whatever its outcome. */
+async function closed(stream: Writable): Promise<void> {
+  if (stream.closed) return;
+  await new Promise<void>((resolve) => stream.once('close', () => resolve()));
+}
+
+/** Makes a rename durable: fsync the directory that holds the entry. */
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }

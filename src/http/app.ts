@@ -10,6 +10,7 @@ import type { App } from './types.js';
 import systemRoutes from './routes/system.js';
 import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
+import fileRoutes from './routes/files.js';
 
 export interface AppDeps {
   config: Config;
@@ -55,6 +56,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   await app.register(systemRoutes, deps);
   await app.register(accountRoutes, deps);
   await app.register(elementRoutes, deps);
+  await app.register(fileRoutes, deps);
   return app;
 }
 

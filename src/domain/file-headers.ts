@@ -1,0 +1,80 @@
+// Request headers of file uploads (spec "File and upload endpoints"), parsed with maintained parsers: the
+// structured fields of RFC 8941/9651 with `structured-headers`, Content-Disposition (RFC 6266) with
+// `content-disposition`. Every malformed value is a 400 bad-content before any byte of the body is read.
+import { parse as parseDisposition } from 'content-disposition';
+import { parseDictionary, parseItem, serializeDictionary } from 'structured-headers';
+import { Problem } from '../errors.js';
+
+/** `Upload-Complete`: required, a structured boolean. `?1` is a direct upload, `?0` starts a resumable one. */
+export function parseUploadComplete(value: string | undefined): boolean {
+  if (value === undefined) throw new Problem('bad-content', "The header 'Upload-Complete' is required (?1 for a direct upload, ?0 to start a resumable one).");
+  const item = parseStructured(() => parseItem(value), 'Upload-Complete');
+  if (typeof item[0] !== 'boolean') throw new Problem('bad-content', "The header 'Upload-Complete' must be a structured boolean, ?0 or ?1.");
+  return item[0];
+}
+
+/** `Upload-Length` (optional): a non-negative structured integer. */
+export function parseUploadLength(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const item = parseStructured(() => parseItem(value), 'Upload-Length');
+  const n = item[0];
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+    throw new Problem('bad-content', "The header 'Upload-Length' must be a non-negative integer.");
+  return n;
+}
+
+/**
+ * The expected SHA-256 from `Repr-Digest`, or from `Content-Digest` when there is no `Repr-Digest` (for a whole,
+ * unencoded body the two are the same). Undefined when neither is sent. Other algorithms next to `sha-256` are
+ * ignored; a field without `sha-256` names only algorithms we do not support: 400.
+ */
+export function parseSha256Digest(reprDigest: string | undefined, contentDigest: string | undefined): Buffer | undefined {
+  const name = reprDigest !== undefined ? 'Repr-Digest' : 'Content-Digest';
+  const value = reprDigest ?? contentDigest;
+  if (value === undefined) return undefined;
+  const dictionary = parseStructured(() => parseDictionary(value), name);
+  const member = dictionary.get('sha-256');
+  if (member === undefined)
+    throw new Problem('bad-content', `The header '${name}' has no sha-256 member; sha-256 is the only supported digest algorithm.`);
+  const digest = member[0];
+  if (!(digest instanceof ArrayBuffer) || digest.byteLength !== 32)
+    throw new Problem('bad-content', `The sha-256 member of '${name}' must be a byte sequence of 32 bytes (sha-256=:<base64>:).`);
+  return Buffer.from(digest);
+}
+
+/** `Repr-Digest` of stored bytes, from their hex SHA-256. */
+export function reprDigestOf(sha256Hex: string): string {
+  return serializeDictionary(new Map([['sha-256', [Buffer.from(sha256Hex, 'hex'), new Map()]]]));
+}
+
+const EXTENSION = /^[a-z0-9][a-z0-9_+-]{0,31}$/;
+
+/**
+ * The file extension from the filename in `Content-Disposition` (`filename*` wins over `filename`, as RFC 6266
+ * says): the part after the last dot of the last path segment, lowercased; `bin` when there is none, when it has
+ * characters other than letters, digits, `_`, `+` and `-`, or when the header cannot be parsed (the spec's "bin
+ * if none can be determined": a broken header only costs the extension, not the upload).
+ */
+export function extensionFromDisposition(value: string | undefined): string {
+  if (value === undefined) return 'bin';
+  let filename: unknown;
+  try {
+    filename = parseDisposition(value).parameters.filename;
+  } catch {
+    return 'bin';
+  }
+  if (typeof filename !== 'string') return 'bin';
+  const base = filename.split(/[\\/]/).pop() ?? '';
+  const dot = base.lastIndexOf('.');
+  if (dot <= 0) return 'bin'; // no dot, or only a leading one (".profile" has no extension)
+  const extension = base.slice(dot + 1).toLowerCase();
+  return EXTENSION.test(extension) ? extension : 'bin';
+}
+
+function parseStructured<T>(parse: () => T, name: string): T {
+  try {
+    return parse();
+  } catch {
+    throw new Problem('bad-content', `The header '${name}' is not a valid structured field.`);
+  }
+}

@@ -1,0 +1,264 @@
+// Element files (spec "File metadata", "Element file", "File and upload endpoints"; DESIGN.md "Collections and
+// files, exact"): direct upload, download with one range, removal. Files have no access rules of their own: every
+// operation asks the element (READ to download, UPDATE to write or remove).
+//
+// A write streams the body to a temporary blob while hashing and counting it, checks lengths and digest, and only
+// then, in one transaction that holds the element's row lock, re-checks the preconditions, moves the bytes into
+// place (the previous bytes are set aside, not deleted) and stores the metadata. After the commit the previous
+// bytes are dropped; if the commit fails they are put back (see FsBlobStore.replace). A body that fails in any
+// way, including a client that goes away half-way, changes nothing and leaves no temporary file.
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { BlobLimitError, type BlobStore, type ByteRange, type Replacement, type SweepReport, type TempBlob } from '../blob/blob-store.js';
+import type { Clock } from '../clock.js';
+import type { Settings } from '../config/schema.js';
+import { notFound, Problem } from '../errors.js';
+import type { Db } from '../storage/db.js';
+import type { Caller } from '../storage/queries/accounts.js';
+import { setFile, type ElementRow, type FileMeta } from '../storage/queries/elements.js';
+import * as sql from '../storage/queries/files.js';
+import { ifRangeAllows, parseRange } from './byte-ranges.js';
+import { checkIfMatch, checkWritePreconditions, ifNoneMatchHits, type Conditions } from './conditions.js';
+import type { Elements } from './elements.js';
+import { extensionFromDisposition, parseSha256Digest, parseUploadComplete, parseUploadLength } from './file-headers.js';
+import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
+import { isUuid } from './values.js';
+
+/**
+ * With a PostgreSQL server several instances may share the blob store, and one of them may be in the middle of
+ * an upload while another starts: the startup sweep leaves entries younger than this alone. Embedded PGlite
+ * holds DATA_DIR exclusively (datadir lock), so there everything left over is garbage at once.
+ */
+const SHARED_STORE_GRACE_MS = 60 * 60 * 1000;
+
+/** The upload request headers that matter, as sent (parsed here, so that every mistake is one Problem). */
+export interface UploadHeaders {
+  uploadComplete?: string;
+  uploadLength?: string;
+  contentLength?: string;
+  contentDisposition?: string;
+  reprDigest?: string;
+  contentDigest?: string;
+}
+
+export interface DownloadRequest {
+  range?: string;
+  ifRange?: string;
+  conditions: Conditions;
+  /** HEAD: decide everything, open nothing. */
+  bodyless: boolean;
+}
+
+export interface Download {
+  status: 200 | 206 | 304;
+  etag: string;
+  file: FileMeta;
+  /** Download file name: the element's `name` (or its id) plus `.` and the extension. */
+  filename: string;
+  /** The part sent with a 206. */
+  range: ByteRange | null;
+  /** The bytes to send; null for HEAD and 304. */
+  stream: Readable | null;
+}
+
+/** A strong ETag of the file bytes: from the SHA-256 when known (files from old backups may have none). */
+export function fileEtag(row: ElementRow): string {
+  const file = row.file!;
+  if (file.hash.sha256) return `"sha256-${Buffer.from(file.hash.sha256, 'hex').toString('base64url').slice(0, 27)}"`;
+  const basis = `${row.id}\n${row.updated.toISOString()}\n${JSON.stringify(file)}`;
+  return `"file-${createHash('sha256').update(basis).digest('base64url').slice(0, 27)}"`;
+}
+
+/**
+ * The tag under which the blob store sets the current bytes aside during a replacement: the state of the
+ * database that refers to them (see FsBlobStore.replace and sweep).
+ */
+function blobTag(file: FileMeta | null): string {
+  if (!file) return 'none';
+  return file.hash.sha256 ?? 'unhashed';
+}
+
+function downloadName(row: ElementRow): string {
+  const name = row.data.name;
+  // Control characters and path separators have no place in a file name; the rest is encoded by the HTTP layer.
+  const clean = typeof name === 'string' ? name.replace(/[\u0000-\u001f\u007f]/g, '').replace(/[\\/]/g, '_').trim() : '';
+  return `${clean.length > 0 ? clean : row.id}.${row.file!.extension}`;
+}
+
+const isClientAbort = (error: unknown) => {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNABORTED';
+};
+
+export class Files {
+  constructor(
+    private readonly db: Db,
+    private readonly settings: Settings,
+    private readonly clock: Clock,
+    private readonly blobs: BlobStore,
+    private readonly elements: Elements,
+  ) {}
+
+  /**
+   * POST (`create`: 409 when a file exists) or PUT (`replace`) of `/<id>/file`. `body` is the request body, read
+   * here exactly once. Returns whether the element had no file before (PUT answers 201 then, else 204).
+   */
+  async upload(
+    caller: Caller,
+    id: string,
+    mode: 'create' | 'replace',
+    body: AsyncIterable<Uint8Array>,
+    headers: UploadHeaders,
+    conditions: Conditions = {},
+  ): Promise<{ created: boolean }> {
+    // Everything that can be refused from the headers alone is refused before a byte of the body is read.
+    if (!parseUploadComplete(headers.uploadComplete))
+      throw new Problem('not-implemented', 'Resumable uploads (Upload-Complete: ?0) are not available in this version.');
+    const uploadLength = parseUploadLength(headers.uploadLength);
+    const contentLength = headers.contentLength === undefined ? undefined : Number(headers.contentLength);
+    if (uploadLength !== undefined && contentLength !== undefined && uploadLength !== contentLength)
+      throw new Problem('bad-content', `Upload-Length (${uploadLength}) and Content-Length (${contentLength}) disagree.`);
+    const expected = parseSha256Digest(headers.reprDigest, headers.contentDigest);
+    const extension = extensionFromDisposition(headers.contentDisposition);
+    const max = this.settings.file.maxFileSizeInBytes;
+    const announced = uploadLength ?? contentLength;
+    if (announced !== undefined && announced > max) throw tooLarge(max);
+    this.checkTarget(await this.elements.require(this.db, caller, id, 'UPDATE'), mode, conditions);
+
+    const temp = await this.receive(body, announced ?? max, max);
+    let placed = false;
+    try {
+      if (announced !== undefined && temp.size !== announced)
+        throw new Problem('bad-content', `The body has ${temp.size} bytes, but ${announced} were announced.`);
+      if (expected && !expected.equals(temp.sha256))
+        throw new Problem('bad-content', 'The SHA-256 of the body does not match the digest sent; nothing was stored.');
+      const meta: FileMeta = {
+        contentLength: temp.size,
+        extension,
+        mimeType: await detectMimeType(temp.head, temp.size),
+        hash: { sha256: temp.sha256.toString('hex') },
+      };
+      const committed: { replacement: Replacement | null } = { replacement: null };
+      let created: boolean;
+      try {
+        created = await this.db.transaction(async (tx) => {
+          const row = await this.elements.require(tx, caller, id, 'UPDATE', true);
+          this.checkTarget(row, mode, conditions); // again, now under the lock: another writer may have been first
+          const replacement = await this.blobs.replace(row.id, temp, blobTag(row.file));
+          placed = true;
+          try {
+            await setFile(tx, row.id, meta, this.clock.now());
+          } catch (error) {
+            await replacement.undo(); // still under the row lock
+            throw error;
+          }
+          committed.replacement = replacement;
+          return row.file === null;
+        });
+      } catch (error) {
+        await committed.replacement?.undo(); // the COMMIT itself failed after the bytes had moved
+        throw error;
+      }
+      await committed.replacement!.finish();
+      return { created };
+    } finally {
+      if (!placed) await this.blobs.discard(temp);
+    }
+  }
+
+  private checkTarget(row: ElementRow, mode: 'create' | 'replace', conditions: Conditions) {
+    if (mode === 'create' && row.file)
+      throw new Problem('conflict', 'The element already has a file; replace it with PUT or delete it first.');
+    checkWritePreconditions(conditions, row.file ? fileEtag(row) : null);
+  }
+
+  /** Streams the body into a temporary blob; size violations and broken bodies become Problems. */
+  private async receive(body: AsyncIterable<Uint8Array>, limit: number, max: number): Promise<TempBlob> {
+    try {
+      return await this.blobs.write(body, { maxBytes: limit, headBytes: SNIFF_BYTES });
+    } catch (error) {
+      if (error instanceof BlobLimitError)
+        throw limit === max ? tooLarge(max) : new Problem('bad-content', `The body is longer than the ${limit} bytes announced.`);
+      if (isClientAbort(error)) throw new Problem('bad-content', 'The request body ended before it was complete; nothing was stored.');
+      throw error;
+    }
+  }
+
+  /** GET or HEAD of `/<id>/file`. Missing element, no access and no file are the same 404. */
+  async download(caller: Caller, id: string, request: DownloadRequest): Promise<Download> {
+    if (!isUuid(id)) throw notFound();
+    const opened: { stream: Readable | null } = { stream: null };
+    try {
+      // The shared row lock keeps writers from moving bytes between reading the metadata and opening the bytes;
+      // once open, the descriptor keeps reading the same bytes whatever happens to the name.
+      return await this.db.transaction<Download>(async (tx) => {
+        await sql.lockForDownload(tx, id.toLowerCase());
+        const row = await this.elements.require(tx, caller, id, 'READ');
+        const file = row.file;
+        if (!file) throw notFound();
+        const etag = fileEtag(row);
+        const base = { etag, file, filename: downloadName(row), stream: null };
+        checkIfMatch(request.conditions.ifMatch, etag);
+        if (ifNoneMatchHits(request.conditions.ifNoneMatch, etag)) return { ...base, status: 304, range: null };
+        const range = ifRangeAllows(request.ifRange, etag) ? parseRange(request.range, file.contentLength) : null;
+        const status = range ? 206 : 200;
+        if (request.bodyless) return { ...base, status, range };
+        const blob = await this.blobs.open(row.id, range ?? undefined);
+        if (!blob) throw new Error(`the bytes of the file of element ${row.id} are missing`);
+        opened.stream = blob.stream;
+        if (blob.size !== file.contentLength)
+          throw new Error(`the file of element ${row.id} has ${blob.size} bytes on disk, its metadata says ${file.contentLength}`);
+        return { ...base, status, range, stream: blob.stream };
+      });
+    } catch (error) {
+      opened.stream?.destroy();
+      throw error;
+    }
+  }
+
+  /** DELETE `/<id>/file`: the bytes and the `file`/`hasFile` metadata go; 404 when there is no file. */
+  async remove(caller: Caller, id: string, conditions: Conditions = {}): Promise<void> {
+    const committed: { replacement: Replacement | null } = { replacement: null };
+    try {
+      await this.db.transaction(async (tx) => {
+        const row = await this.elements.require(tx, caller, id, 'UPDATE', true);
+        if (!row.file) throw notFound();
+        checkWritePreconditions(conditions, fileEtag(row));
+        const replacement = await this.blobs.replace(row.id, null, blobTag(row.file));
+        try {
+          await setFile(tx, row.id, null, this.clock.now());
+        } catch (error) {
+          await replacement.undo();
+          throw error;
+        }
+        committed.replacement = replacement;
+      });
+    } catch (error) {
+      await committed.replacement?.undo();
+      throw error;
+    }
+    await committed.replacement!.finish();
+  }
+
+  /**
+   * Startup clean-up of the blob store: temporary files, bytes no element or upload refers to, and replacements
+   * a crash interrupted (settled by what the database committed).
+   */
+  async sweep(graceMs = this.db.kind === 'pglite' ? 0 : SHARED_STORE_GRACE_MS): Promise<SweepReport> {
+    return this.blobs.sweep({
+      graceMs,
+      // Names that are not UUIDs were not written by this service: leave them alone.
+      wanted: async (keys) => {
+        const referenced = await sql.referencedBlobKeys(this.db, keys.filter((k) => isUuid(k)));
+        for (const key of keys) if (!isUuid(key)) referenced.add(key);
+        return referenced;
+      },
+      currentTags: async (keys) => {
+        const hashes = await sql.fileHashes(this.db, keys.filter((k) => isUuid(k)));
+        return new Map([...hashes].map(([key, sha256]) => [key, sha256 ?? 'unhashed']));
+      },
+    });
+  }
+}
+
+const tooLarge = (max: number) => new Problem('bad-content', `The file is larger than the maximum of ${max} bytes; nothing was stored.`);

@@ -1,0 +1,111 @@
+// `/<id>/file`: direct upload (POST/PUT), download (GET/HEAD, one range), removal (DELETE). Thin: each handler
+// translates HTTP into one call of the Files service.
+//
+// Upload bodies are streamed, never parsed: this plugin (an encapsulated context of its own) drops the JSON parsers
+// and accepts any Content-Type, or none, without reading the body, so Fastify's bodyLimit does not apply and the
+// handler reads `request.raw` itself.
+import contentDisposition from 'content-disposition';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Download, UploadHeaders } from '../../domain/files.js';
+import { reprDigestOf } from '../../domain/file-headers.js';
+import { isUuid } from '../../domain/values.js';
+import { Problem } from '../../errors.js';
+import type { RouteDeps } from '../app.js';
+import { caller, conditionsOf, created, noContent } from '../reply.js';
+import { resource } from '../resource.js';
+import type { App } from '../types.js';
+
+type WithId = FastifyRequest<{ Params: { id: string } }>;
+
+const header = (request: FastifyRequest, name: string): string | undefined => {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+};
+
+function uploadHeaders(request: FastifyRequest): UploadHeaders {
+  return {
+    uploadComplete: header(request, 'upload-complete'),
+    uploadLength: header(request, 'upload-length'),
+    contentLength: header(request, 'content-length'),
+    contentDisposition: header(request, 'content-disposition'),
+    reprDigest: header(request, 'repr-digest'),
+    contentDigest: header(request, 'content-digest'),
+  };
+}
+
+/**
+ * The request body as an iterable that does not destroy the request when the reader stops early (a size limit
+ * passed): the connection must survive long enough to carry the 400.
+ */
+const bodyOf = (request: FastifyRequest): AsyncIterable<Uint8Array> => ({
+  [Symbol.asyncIterator]: () => request.raw.iterator({ destroyOnReturn: false }),
+});
+
+/** ASCII stand-in for clients that ignore `filename*`. */
+const asciiFallback = (name: string) => name.replace(/[^\x20-\x7e]/g, '_');
+
+function sendDownload(reply: FastifyReply, download: Download) {
+  const { file } = download;
+  reply.header('etag', download.etag);
+  if (download.status === 304) return reply.code(304).send();
+  const length = download.range ? download.range.end - download.range.start + 1 : file.contentLength;
+  reply.headers({
+    'content-type': file.mimeType,
+    'content-length': String(length),
+    'content-disposition': contentDisposition(download.filename, { type: 'attachment', fallback: asciiFallback(download.filename) }),
+    // The bytes are whatever a user uploaded: never let a browser second-guess the declared type.
+    'x-content-type-options': 'nosniff',
+  });
+  if (file.hash.sha256) reply.header('repr-digest', reprDigestOf(file.hash.sha256));
+  if (download.range) reply.header('content-range', `bytes ${download.range.start}-${download.range.end}/${file.contentLength}`);
+  reply.code(download.status);
+  return download.stream ? reply.send(download.stream) : reply.send();
+}
+
+export default async function fileRoutes(app: App, { services }: RouteDeps) {
+  const { files } = services;
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  app.addHook('onRequest', async (request) => {
+    const id = (request.params as { id?: string }).id;
+    if (id !== undefined && !isUuid(id)) throw new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`);
+  });
+  // A request refused before its body was read (no access, too large, 409, 412): close the connection after the
+  // answer instead of reading (possibly gigabytes of) a body nobody wants.
+  app.addHook('onSend', async (request, reply) => {
+    if (!request.raw.complete) reply.header('connection', 'close');
+  });
+
+  const download = async (request: FastifyRequest, reply: FastifyReply) => {
+    const r = request as WithId;
+    reply.header('accept-ranges', 'bytes');
+    const result = await files.download(await caller(services, r), r.params.id, {
+      range: header(r, 'range'),
+      ifRange: header(r, 'if-range'),
+      conditions: conditionsOf(r),
+      bodyless: r.method === 'HEAD',
+    });
+    return sendDownload(reply, result);
+  };
+
+  const upload = (mode: 'create' | 'replace') => async (request: FastifyRequest, reply: FastifyReply) => {
+    const r = request as WithId;
+    const { created: isNew } = await files.upload(await caller(services, r), r.params.id, mode, bodyOf(r), uploadHeaders(r), conditionsOf(r));
+    return isNew ? created(reply, `/${r.params.id.toLowerCase()}/file`) : noContent(reply);
+  };
+
+  resource(app, '/:id/file', {
+    // HEAD before GET, so that Fastify does not add its own HEAD route (which would run the GET and open the file).
+    HEAD: download,
+    GET: download,
+    POST: upload('create'),
+    PUT: upload('replace'),
+    DELETE: async (request, reply) => {
+      const r = request as WithId;
+      await files.remove(await caller(services, r), r.params.id, conditionsOf(r));
+      return noContent(reply);
+    },
+  });
+}
