@@ -1,0 +1,133 @@
+// The filesystem blob store on its own (no database): streaming writes with hash and limit, replacements that
+// can be undone, appends that survive failures, ranged reads.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { text } from 'node:stream/consumers';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BlobLimitError, FsBlobStore } from '../../src/blob/blob-store.js';
+
+const KEY = '7d1f0e2a-1111-4222-8333-944445555666';
+
+async function* chunks(...parts: Array<string | Error>) {
+  for (const part of parts) {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (part instanceof Error) throw part;
+    yield Buffer.from(part);
+  }
+}
+
+describe('FsBlobStore', () => {
+  let root: string;
+  let store: FsBlobStore;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'trellis-blobs-'));
+    store = new FsBlobStore(join(root, 'files'));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  const tmpEntries = () => readdirSync(store.tmpDir);
+  const read = (key: string) => readFileSync(store.pathOf(key), 'utf8');
+  const entriesOf = (key: string) => readdirSync(join(store.root, key.slice(0, 2))).filter((n) => n.startsWith(key)).sort();
+
+  it('writes a stream to a temporary file with its SHA-256, size and head', async () => {
+    const seen: string[] = [];
+    const temp = await store.write(chunks('hello ', 'world'), { maxBytes: 11, headBytes: 8, observe: (c) => seen.push(c.toString()) });
+    expect(temp.size).toBe(11);
+    expect(temp.sha256.toString('hex')).toBe(createHash('sha256').update('hello world').digest('hex'));
+    expect(temp.head.toString()).toBe('hello wo');
+    expect(seen).toEqual(['hello ', 'world']);
+    expect(tmpEntries()).toHaveLength(1);
+    await store.discard(temp);
+    expect(tmpEntries()).toEqual([]);
+  });
+
+  it('stops at the limit and when the source fails, leaving nothing behind', async () => {
+    await expect(store.write(chunks('12345', '67890', 'never read'), { maxBytes: 9 })).rejects.toBeInstanceOf(BlobLimitError);
+    await expect(store.write(chunks('12345', new Error('client went away')), { maxBytes: 100 })).rejects.toThrow('client went away');
+    await expect(store.write(chunks(new Error('at once')), { maxBytes: 100 })).rejects.toThrow('at once');
+    expect(tmpEntries()).toEqual([]);
+  });
+
+  it('replaces bytes and forgets the previous ones on finish', async () => {
+    const first = await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none');
+    await first.finish();
+    expect(read(KEY)).toBe('v1');
+    const second = await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), 'tagv1');
+    expect(entriesOf(KEY)).toEqual([KEY, expect.stringMatching(new RegExp(`^${KEY}\\.aside-tagv1-[0-9a-f]{12}$`))]);
+    await second.finish();
+    expect(read(KEY)).toBe('v2');
+    expect(entriesOf(KEY)).toEqual([KEY]);
+    expect(tmpEntries()).toEqual([]);
+  });
+
+  it('undoes a replacement: the previous bytes come back, or none when there were none', async () => {
+    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none')).finish();
+    await (await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), 'tagv1')).undo();
+    expect(read(KEY)).toBe('v1');
+    expect(entriesOf(KEY)).toEqual([KEY]);
+    const other = '8d1f0e2a-1111-4222-8333-944445555666';
+    await (await store.replace(other, await store.write(chunks('new'), { maxBytes: 10 }), 'none')).undo();
+    expect(existsSync(store.pathOf(other))).toBe(false);
+  });
+
+  it('does not undo over a later replacement that has won meanwhile', async () => {
+    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none')).finish();
+    const failed = await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), 'tagv1');
+    const winner = await store.replace(KEY, await store.write(chunks('v3'), { maxBytes: 10 }), 'tagv1');
+    await winner.finish();
+    await failed.undo();
+    expect(read(KEY)).toBe('v3');
+    expect(entriesOf(KEY)).toEqual([KEY]);
+  });
+
+  it('removes bytes (replace with null), and an undone removal puts them back unless new bytes arrived', async () => {
+    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none')).finish();
+    await (await store.replace(KEY, null, 'tagv1')).undo();
+    expect(read(KEY)).toBe('v1');
+    const removal = await store.replace(KEY, null, 'tagv1');
+    expect(existsSync(store.pathOf(KEY))).toBe(false);
+    await (await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), 'none')).finish();
+    await removal.undo();
+    expect(read(KEY)).toBe('v2');
+    expect(entriesOf(KEY)).toEqual([KEY]);
+    await (await store.replace(KEY, null, 'tagv2')).finish();
+    expect(entriesOf(KEY)).toEqual([]);
+  });
+
+  it('moves the bytes of another key into place', async () => {
+    const upload = '9d1f0e2a-1111-4222-8333-944445555666';
+    await store.append(upload, 0, chunks('chunk one, '), { maxBytes: 100 });
+    await store.append(upload, 11, chunks('chunk two'), { maxBytes: 100 });
+    await (await store.replace(KEY, { key: upload }, 'none')).finish();
+    expect(read(KEY)).toBe('chunk one, chunk two');
+    expect(existsSync(store.pathOf(upload))).toBe(false);
+  });
+
+  it('appends, and cuts back to the offset when an append fails or leftovers exist', async () => {
+    const key = 'ad1f0e2a-1111-4222-8333-944445555666';
+    expect(await store.append(key, 0, chunks('abc'), { maxBytes: 10, headBytes: 2 })).toEqual({ size: 3, total: 3, head: Buffer.from('ab') });
+    await expect(store.append(key, 3, chunks('def', new Error('gone')), { maxBytes: 10 })).rejects.toThrow('gone');
+    expect(read(key)).toBe('abc');
+    await expect(store.append(key, 3, chunks('defg', 'hijk'), { maxBytes: 5 })).rejects.toBeInstanceOf(BlobLimitError);
+    expect(read(key)).toBe('abc');
+    await expect(store.append(key, 4, chunks('x'), { maxBytes: 5 })).rejects.toThrow(/expected at least 4/);
+    expect(await store.append(key, 2, chunks('Z'), { maxBytes: 5 })).toMatchObject({ size: 1, total: 3 });
+    expect(read(key)).toBe('abZ');
+    expect(await store.size(key)).toBe(3);
+    expect(await store.size(KEY)).toBeNull();
+  });
+
+  it('opens whole blobs and ranges, and null for missing ones', async () => {
+    await (await store.replace(KEY, await store.write(chunks('0123456789'), { maxBytes: 10 }), 'none')).finish();
+    const whole = await store.open(KEY);
+    expect(whole!.size).toBe(10);
+    expect(await text(whole!.stream)).toBe('0123456789');
+    const part = await store.open(KEY, { start: 3, end: 5 });
+    expect(part!.size).toBe(10);
+    expect(await text(part!.stream)).toBe('345');
+    expect(await store.open('bd1f0e2a-1111-4222-8333-944445555666')).toBeNull();
+    expect(() => store.pathOf('../etc/passwd')).toThrow(/invalid blob key/);
+  });
+});
