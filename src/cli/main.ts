@@ -15,7 +15,9 @@ const USAGE = `usage: trellis <command>
   config:check                               validate the configuration and print it
   user:create <identifier> <password> [--id UUID] [--name NAME]
   token:revoke [-f] [--dry-run] [-l] [-u USER] [-g GROUP] [-b "YYYY-MM-DD HH:MM"] [-a "YYYY-MM-DD HH:MM"]
-               [--issued-with-expiration-date] [--issued-without-expiration-date]`;
+               [--issued-with-expiration-date] [--issued-without-expiration-date]
+  backup:create <dir>                        write a backup (reference format) from one consistent snapshot
+  backup:load <dir> [--force]                load a backup; --force loads into a database that is not empty`;
 
 async function runDbCommand(config: Config, name: string, args: string[], io: CommandIO): Promise<number> {
   const command = dbCommands[name]!;

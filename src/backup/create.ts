@@ -1,0 +1,177 @@
+// backup:create: writes the whole database as a backup folder (format.ts).
+//
+// Consistent: everything is read inside ONE repeatable-read, read-only transaction, i.e. from one snapshot, however
+// long the backup takes and whatever is written meanwhile. Streaming: elements are read in pages by keyset
+// pagination over the primary key (WHERE id > last ORDER BY id LIMIT n), and each page is written out before the
+// page after next is read, so memory does not grow with the database. Atomic: the folder is assembled under a
+// temporary name beside the target and renamed into place at the end; a failed backup leaves no half folder.
+import { copyFile, mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { isoTime } from '../domain/values.js';
+import type { Db } from '../storage/db.js';
+import { beginSnapshot, countElements, dumpPage, type DumpRow } from '../storage/queries/backup.js';
+import {
+  BACKUP_VERSION,
+  elementPath,
+  filePath,
+  serializeElement,
+  SUMMARY_FILE,
+  summaryTime,
+  type BackupElement,
+  type BackupSummary,
+} from './format.js';
+import { silentProgress, type Progress } from './progress.js';
+
+export interface CreateContext {
+  db: Db;
+  blobs: { pathOf(key: string): string };
+  now: Date;
+}
+
+export interface CreateOptions {
+  progress?: Progress;
+  /** Elements per page read from the database. */
+  pageSize?: number;
+}
+
+export interface CreateReport {
+  nodes: number;
+  relations: number;
+  files: number;
+  warnings: string[];
+  seconds: number;
+}
+
+/** The target cannot be written (exists and is not empty, or is not a directory). */
+export class BackupTargetError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BackupTargetError';
+  }
+}
+
+const WRITE_CONCURRENCY = 32;
+
+/** The backup form of one stored element: what the service keeps outside `data` goes back into it. */
+export function toBackupElement(row: DumpRow): BackupElement {
+  const data: Record<string, unknown> = { ...row.data, ...row.internal };
+  data.created = isoTime(row.created);
+  data.updated = isoTime(row.updated);
+  if (row.password_hash !== null) data._passwordHash = row.password_hash;
+  if (row.token_hash !== null) {
+    data.hash = row.token_hash;
+    // The tokens row decides; an EXPIRED token of a loaded backup is stored as REVOKED and keeps showing EXPIRED.
+    data.state = row.token_state === 'ACTIVE' ? 'ACTIVE' : row.data.state === 'EXPIRED' ? 'EXPIRED' : 'REVOKED';
+    if (row.token_expires !== null) data.expirationDate = isoTime(row.token_expires);
+  }
+  if (row.file !== null) {
+    data.file = row.file;
+    data.hasFile = true;
+  }
+  return row.start_id === null
+    ? { type: row.type, id: row.id, data }
+    : { type: row.type, id: row.id, start: row.start_id, end: row.end_id!, data };
+}
+
+async function prepareTarget(target: string): Promise<{ existedEmpty: boolean }> {
+  let entries: string[];
+  try {
+    const info = await stat(target);
+    if (!info.isDirectory()) throw new BackupTargetError(`${target} exists and is not a directory`);
+    entries = await readdir(target);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { existedEmpty: false };
+    throw error;
+  }
+  if (entries.length > 0) throw new BackupTargetError(`${target} is not empty; choose a new or empty directory`);
+  return { existedEmpty: true };
+}
+
+export async function createBackup(ctx: CreateContext, dir: string, options: CreateOptions = {}): Promise<CreateReport> {
+  const began = performance.now();
+  const progress = options.progress ?? silentProgress;
+  const pageSize = options.pageSize ?? 1000;
+  const target = resolve(dir);
+  const { existedEmpty } = await prepareTarget(target);
+  const work = join(dirname(target), `.${basename(target)}.partial-${randomBytes(6).toString('hex')}`);
+  const warnings: string[] = [];
+  const warn = (line: string) => {
+    warnings.push(line);
+    progress.note(`warning: ${line}`);
+  };
+  const madeDirs = new Set<string>();
+  const ensureDir = async (path: string) => {
+    const d = dirname(path);
+    if (madeDirs.has(d)) return;
+    await mkdir(d, { recursive: true });
+    madeDirs.add(d);
+  };
+
+  let nodes = 0;
+  let relations = 0;
+  let files = 0;
+  const writeRow = async (row: DumpRow) => {
+    const element = toBackupElement(row);
+    const path = join(work, elementPath(row.start_id !== null, row.id));
+    await ensureDir(path);
+    await writeFile(path, serializeElement(element));
+    if (row.start_id === null) nodes++;
+    else relations++;
+    if (row.file === null) return;
+    const out = join(work, filePath(row.id));
+    await ensureDir(out);
+    try {
+      await copyFile(ctx.blobs.pathOf(row.id), out);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      warn(`element ${row.id} has file metadata but the blob store holds no bytes for it; its file is missing from the backup`);
+      return;
+    }
+    files++;
+    // Blob bytes live outside the database snapshot: a file replaced while the backup ran shows as a new length.
+    const size = (await stat(out)).size;
+    if (size !== row.file.contentLength) warn(`the file of element ${row.id} changed while the backup ran (${size} bytes, metadata says ${row.file.contentLength})`);
+  };
+  const writePage = async (rows: DumpRow[]) => {
+    for (let i = 0; i < rows.length; i += WRITE_CONCURRENCY) await Promise.all(rows.slice(i, i + WRITE_CONCURRENCY).map(writeRow));
+    progress.tick(rows.length);
+  };
+
+  await mkdir(work, { recursive: true });
+  try {
+    await ctx.db.transaction(async (tx) => {
+      await beginSnapshot(tx);
+      const counts = await countElements(tx);
+      progress.start('backing up', counts.nodes + counts.relations);
+      await mkdir(join(work, 'node'));
+      await mkdir(join(work, 'relation'));
+      let page = await dumpPage(tx, null, pageSize);
+      while (page.length > 0) {
+        // Write this page while the next one is read; at most two pages are in memory.
+        const writing = writePage(page);
+        writing.catch(() => {}); // awaited below; this only keeps a failure from being reported as unhandled first
+        const next = await dumpPage(tx, page[page.length - 1]!.id, pageSize);
+        await writing;
+        page = next;
+      }
+    });
+    const summary: BackupSummary = {
+      backupCreated: summaryTime(ctx.now),
+      nodeCount: nodes,
+      relationCount: relations,
+      fileCount: files,
+      hostname: hostname(),
+      version: BACKUP_VERSION,
+    };
+    await writeFile(join(work, SUMMARY_FILE), `${JSON.stringify(summary, null, 2)}\n`);
+    if (existedEmpty) await rmdir(target);
+    await rename(work, target);
+  } catch (error) {
+    await rm(work, { recursive: true, force: true });
+    throw error;
+  }
+  progress.done();
+  return { nodes, relations, files, warnings, seconds: (performance.now() - began) / 1000 };
+}

@@ -1,0 +1,93 @@
+// The backup folder format of the reference implementation (DESIGN.md "Backups"), shared by backup:create and
+// backup:load:
+//
+//   summary.json                 {"backupCreated","nodeCount","relationCount","fileCount","hostname","version":"dev"}
+//   node/**/<anything>.json      {"type","id","data"}                one file per node
+//   relation/**/<anything>.json  {"type","id","start","end","data"}  one file per relation
+//   file/**/<id>[.<extension>]   the bytes of the file attached to element <id>
+//
+// `load` accepts any folder structure below node/, relation/ and file/ (the reference dataset groups by scenario).
+// `create` writes one deterministic layout, sharded by the first two characters of the id so that no directory
+// holds more than 1/256 of the elements: node/<aa>/<id>.json, relation/<aa>/<id>.json, file/<aa>/<id>. Element
+// files are pretty-printed JSON (two spaces, trailing newline) with a fixed key order (type, id, start, end, data)
+// and the keys of `data` sorted recursively, so that the same database state always gives the same bytes.
+//
+// Inside `data`, a backup carries what the service keeps outside of it: `created`/`updated` (ISO 8601), internal
+// `_`-prefixed properties (`_passwordHash` of users), the token's `hash`, `state` and `expirationDate`, and the
+// file metadata as `file` plus `hasFile: true`.
+import { join } from 'node:path';
+
+export const SUMMARY_FILE = 'summary.json';
+export const NODE_DIR = 'node';
+export const RELATION_DIR = 'relation';
+export const FILE_DIR = 'file';
+export const BACKUP_VERSION = 'dev';
+
+export interface BackupElement {
+  type: string;
+  id: string;
+  start?: string;
+  end?: string;
+  data: Record<string, unknown>;
+}
+
+export interface BackupSummary {
+  backupCreated: string;
+  nodeCount: number;
+  relationCount: number;
+  fileCount: number;
+  hostname: string;
+  version: string;
+}
+
+/** A backup that cannot be loaded; `file` is the path (relative to the backup folder) of the offending file. */
+export class BackupError extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(`${file}: ${message}`);
+    this.name = 'BackupError';
+  }
+}
+
+/** Token states a backup may carry. EXPIRED comes from the reference implementation. */
+export const TOKEN_STATES = ['ACTIVE', 'REVOKED', 'EXPIRED'] as const;
+export type BackupTokenState = (typeof TOKEN_STATES)[number];
+
+const shard = (id: string) => id.slice(0, 2);
+
+/** Where `create` writes an element, relative to the backup folder. */
+export const elementPath = (isRelation: boolean, id: string) => join(isRelation ? RELATION_DIR : NODE_DIR, shard(id), `${id}.json`);
+
+/** Where `create` writes the bytes of an element's file, relative to the backup folder. */
+export const filePath = (id: string) => join(FILE_DIR, shard(id), id);
+
+/** The element id a file below file/ belongs to: its name up to the first dot, when that is a UUID. */
+export function fileOwnerId(name: string): string | null {
+  const base = name.split('.')[0]!;
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(base) ? base.toLowerCase() : null;
+}
+
+/** A copy of a JSON value with the keys of every object sorted (code unit order), for byte-stable output. */
+export function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
+  return out;
+}
+
+/** The bytes of one element file. */
+export function serializeElement(element: BackupElement): string {
+  const ordered: BackupElement =
+    element.start === undefined
+      ? { type: element.type, id: element.id, data: sortKeys(element.data) as Record<string, unknown> }
+      : { type: element.type, id: element.id, start: element.start, end: element.end!, data: sortKeys(element.data) as Record<string, unknown> };
+  return `${JSON.stringify(ordered, null, 2)}\n`;
+}
+
+/** "2023-05-06 12:00:00 UTC", as the reference writes `backupCreated`. */
+export function summaryTime(date: Date): string {
+  return date.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+}

@@ -1,0 +1,98 @@
+// Helpers of the backup tests: the reference dataset as data, small hand-made backups, and what is stored.
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CommandIO } from '../../src/cli/io.js';
+import { createBackup } from '../../src/backup/create.js';
+import { loadBackup, type LoadOptions } from '../../src/backup/load.js';
+import type { Queryable } from '../../src/storage/db.js';
+import type { Harness } from '../helpers/harness.js';
+
+/** The reference dataset lives beside the repository (../shared/fixtures); TRELLIS_REFERENCE_DATASET overrides. */
+export const REFERENCE = process.env.TRELLIS_REFERENCE_DATASET ?? fileURLToPath(new URL('../../../shared/fixtures/reference-dataset', import.meta.url));
+export const ANONYMOUS_USER_UUID = '2d376349-c5e2-42c8-8ce0-d6f525256cf7';
+
+export interface FixtureElement {
+  path: string;
+  type: string;
+  id: string;
+  start?: string;
+  end?: string;
+  data: Record<string, any>;
+}
+
+function walk(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.json') ? [join(dir, e.name)] : [],
+  );
+}
+
+let cached: FixtureElement[] | null = null;
+
+/** Every element of the reference dataset, with its path relative to the dataset. */
+export function referenceElements(): FixtureElement[] {
+  cached ??= [...walk(join(REFERENCE, 'node')), ...walk(join(REFERENCE, 'relation'))].map((file) => ({
+    path: relative(REFERENCE, file),
+    ...JSON.parse(readFileSync(file, 'utf8')),
+  }));
+  return cached;
+}
+
+/** The element of the reference dataset at this path (relative to node/ or relation/, without .json). */
+export function ref(path: string): FixtureElement {
+  const found = referenceElements().find((e) => e.path === `${path}.json`);
+  if (!found) throw new Error(`no reference element ${path}`);
+  return found;
+}
+
+export async function counts(q: Queryable) {
+  const { rows } = await q.query<{ elements: number; users: number; tokens: number }>(
+    'SELECT (SELECT count(*) FROM elements) AS elements, (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM tokens) AS tokens',
+  );
+  return rows[0]!;
+}
+
+export function loadContext(h: Harness) {
+  return { db: h.db, blobs: h.services.blobs, identifierKey: h.config.settings.register.uniqueIdentifier, now: h.clock.now() };
+}
+
+export const loadInto = (h: Harness, dir: string, options: LoadOptions = {}) => loadBackup(loadContext(h), dir, options);
+export const createFrom = (h: Harness, dir: string) => createBackup({ db: h.db, blobs: h.services.blobs, now: h.clock.now() }, dir);
+
+export const tempDir = (prefix = 'trellis-backup-test-') => mkdtemp(join(tmpdir(), prefix));
+
+/** Writes a small backup folder: `files` maps relative paths to JSON values (or raw strings). */
+export async function writeBackup(files: Record<string, unknown>, summary?: Record<string, unknown>): Promise<string> {
+  const dir = await tempDir();
+  const nodes = Object.keys(files).filter((p) => p.startsWith('node/')).length;
+  const relations = Object.keys(files).filter((p) => p.startsWith('relation/')).length;
+  const all: Record<string, unknown> = { 'summary.json': summary ?? { nodeCount: nodes, relationCount: relations, fileCount: 0, version: 'dev' }, ...files };
+  for (const [path, value] of Object.entries(all)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), typeof value === 'string' || Buffer.isBuffer(value) ? value : JSON.stringify(value, null, 2));
+  }
+  return dir;
+}
+
+/** A CommandIO that records what a command prints. */
+export function captureIO(interactive = false): CommandIO & { stdout: string[]; stderr: string[] } {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l), interactive, confirm: async () => false };
+}
+
+/** Every file below `dir` (relative path -> bytes), for comparing two backups. */
+export function readTree(dir: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  const visit = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) visit(p);
+      else out.set(relative(dir, p), readFileSync(p));
+    }
+  };
+  visit(dir);
+  return out;
+}
