@@ -1,6 +1,6 @@
 // Element files over HTTP with real bytes: upload (POST/PUT), metadata, download with ranges and conditions,
 // digests, removal, and what is stored on disk afterwards.
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
@@ -48,7 +48,6 @@ describeBackends('element files', (h) => {
       expect(element.json.data.name).toBe('Tiny picture');
       const { rows } = await h().db.query<{ file: unknown }>('SELECT file FROM elements WHERE id = $1', [id]);
       expect(rows[0]!.file).toEqual(file);
-      const { readFileSync } = await import('node:fs');
       expect(readFileSync(blobPath(h(), id)).equals(png)).toBe(true);
       expect(tmpEntries(h())).toEqual([]);
     });
@@ -419,6 +418,32 @@ describeBackends('element files', (h) => {
       const res = await h().request('PATCH', `/${id}/file`, { token: alice.token, raw: new TextEncoder().encode('x') });
       expect(res.status).toBe(405);
       expect(res.headers.get('allow')).toBe('GET, HEAD, POST, PUT, DELETE, OPTIONS');
+    });
+  });
+
+  describe('concurrency', () => {
+    it('keeps bytes and metadata together under concurrent PUTs and downloads', async () => {
+      const id = await createElement(h(), alice.token, { type: 'Doc' });
+      const versions = Array.from({ length: 6 }, (_, i) => noise(200_000 + i * 1000, 100 + i));
+      await upload(h(), 'POST', id, alice.token, versions[0]!);
+      const work: Promise<unknown>[] = [];
+      const downloads: Array<Awaited<ReturnType<typeof download>>> = [];
+      for (const bytes of versions.slice(1)) {
+        work.push(upload(h(), 'PUT', id, alice.token, bytes).then((res) => expect(res.status).toBe(204)));
+        work.push(download(h(), id, alice.token).then((d) => downloads.push(d)));
+      }
+      await Promise.all(work);
+      // Every download is one whole version, and its headers describe exactly those bytes.
+      for (const d of downloads) {
+        expect(d.status).toBe(200);
+        expect(d.headers.get('repr-digest')).toBe(reprDigest(d.body));
+        expect(d.headers.get('content-length')).toBe(String(d.body.length));
+      }
+      const element = await h().request('GET', `/${id}`, { token: alice.token });
+      const stored = readFileSync(blobPath(h(), id));
+      expect(element.json.file.hash.sha256).toBe(sha256(stored).toString('hex'));
+      expect(readdirSync(join(h().dataDir, 'files', id.slice(0, 2))).filter((n) => n.startsWith(id))).toEqual([id]);
+      expect(tmpEntries(h())).toEqual([]);
     });
   });
 
