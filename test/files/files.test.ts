@@ -421,6 +421,45 @@ describeBackends('element files', (h) => {
     });
   });
 
+  describe('other holders of files', () => {
+    it('attaches files to relations exactly like to nodes', async () => {
+      const a = await createElement(h(), alice.token, { type: 'Doc' });
+      const b = await createElement(h(), alice.token, { type: 'Doc' });
+      const rel = await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_TAG', start: a, end: b, data: { name: 'link' } } });
+      expect(rel.status).toBe(201);
+      const id = rel.headers.get('location')!.slice(1);
+      expect((await upload(h(), 'POST', id, alice.token, pdfHeader(), { 'content-disposition': 'attachment; filename="x.pdf"' })).status).toBe(201);
+      const element = await h().request('GET', `/${id}`, { token: alice.token });
+      expect(element.json).toMatchObject({ start: a, end: b, file: { mimeType: 'application/pdf', extension: 'pdf' }, data: { hasFile: true } });
+      const got = await download(h(), id, alice.token);
+      expect(got.body.equals(pdfHeader())).toBe(true);
+      expect(got.headers.get('content-disposition')).toBe('attachment; filename="link.pdf"');
+    });
+
+    it('serves a file stored without a hash (older backups): strong ETag, no Repr-Digest', async () => {
+      const id = await createElement(h(), alice.token, { type: 'Doc' });
+      const bytes = Buffer.from('from an old backup');
+      const { mkdirSync, writeFileSync } = await import('node:fs');
+      mkdirSync(join(h().dataDir, 'files', id.slice(0, 2)), { recursive: true });
+      writeFileSync(blobPath(h(), id), bytes);
+      const meta = { contentLength: bytes.length, extension: 'txt', mimeType: 'text/plain\r\nx-injected: 1', hash: { sha256: null } };
+      await h().db.query('UPDATE elements SET file = $2 WHERE id = $1', [id, meta]);
+      const got = await download(h(), id, alice.token);
+      expect(got.status).toBe(200);
+      expect(got.body.equals(bytes)).toBe(true);
+      expect(got.headers.get('repr-digest')).toBeNull();
+      expect(got.headers.get('content-type')).toBe('application/octet-stream');
+      expect(got.headers.get('x-injected')).toBeNull();
+      const etag = got.headers.get('etag')!;
+      expect(etag).toMatch(/^"file-[A-Za-z0-9_-]{27}"$/);
+      expect((await download(h(), id, alice.token, { 'if-none-match': etag })).status).toBe(304);
+      // Replacing it works and the previous bytes are settled like any other.
+      expect((await upload(h(), 'PUT', id, alice.token, Buffer.from('fresh'), { 'if-match': etag })).status).toBe(204);
+      expect((await download(h(), id, alice.token)).body.toString()).toBe('fresh');
+      expect(readdirSync(join(h().dataDir, 'files', id.slice(0, 2))).filter((n) => n.startsWith(id))).toEqual([id]);
+    });
+  });
+
   describe('concurrency', () => {
     it('keeps bytes and metadata together under concurrent PUTs and downloads', async () => {
       const id = await createElement(h(), alice.token, { type: 'Doc' });

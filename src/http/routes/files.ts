@@ -41,6 +41,9 @@ const bodyOf = (request: FastifyRequest): AsyncIterable<Uint8Array> => ({
   [Symbol.asyncIterator]: () => request.raw.iterator({ destroyOnReturn: false }),
 });
 
+/** The stored type as a header value; metadata from elsewhere (a backup) that is no `type/subtype` falls back. */
+const safeMimeType = (mime: string) => (/^[\x21-\x7e]+\/[\x20-\x7e]+$/.test(mime) ? mime : 'application/octet-stream');
+
 /** ASCII stand-in for clients that ignore `filename*`. */
 const asciiFallback = (name: string) => name.replace(/[^\x20-\x7e]/g, '_');
 
@@ -50,7 +53,7 @@ function sendDownload(reply: FastifyReply, download: Download) {
   if (download.status === 304) return reply.code(304).send();
   const length = download.range ? download.range.end - download.range.start + 1 : file.contentLength;
   reply.headers({
-    'content-type': file.mimeType,
+    'content-type': safeMimeType(file.mimeType),
     'content-length': String(length),
     'content-disposition': contentDisposition(download.filename, { type: 'attachment', fallback: asciiFallback(download.filename) }),
     // The bytes are whatever a user uploaded: never let a browser second-guess the declared type.
