@@ -15,11 +15,14 @@
 //   --file-mib N         size of the file scenarios in MiB (default 1024, quick 256)
 //   --tool wrk|autocannon
 //   --profile            run Trellis with --cpu-prof; the profiles are kept in bench/results/profiles-<date>/
+//   --sql FILE           experiment: run this SQL on the generated database before the servers start (repeatable;
+//                        e.g. bench/experiments/access-plpgsql.sql); the servers under test then use it
+//   --generic-plans      experiment: ALTER DATABASE ... SET plan_cache_mode = force_generic_plan (all sessions)
 //   --no-build           skip `tsc -p tsconfig.build.json`
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,6 +51,8 @@ const { values: argv } = parseArgs({
     'file-mib': { type: 'string' },
     tool: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    sql: { type: 'string', multiple: true },
+    'generic-plans': { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
   },
 });
@@ -65,7 +70,7 @@ const settings = {
 };
 for (const b of settings.backends) if (b !== 'postgres' && b !== 'pglite') throw new Error(`unknown backend ${b}`);
 const only = argv.only ? new RegExp(argv.only, 'i') : null;
-const wanted = (scenario: string) => !only || only.test(scenario);
+const wanted = (...scenarios: string[]) => !only || scenarios.some((s) => only.test(s));
 
 const started = Date.now();
 const log = (msg: string) => {
@@ -78,6 +83,7 @@ const datasets: Record<string, Dataset['counts'] & { seconds: number; targets: n
 let tool: LoadTool = 'wrk';
 let work = '';
 let cluster: PgCluster | null = null;
+const FILE_SCENARIOS = () => [`B3 upload ${fileLabel()}`, `B3 download ${fileLabel()}`, `upload ${fileLabel()} direct`, `download ${fileLabel()}`];
 const fileLabel = () => (settings.fileBytes % (1024 * MiB) === 0 ? `${settings.fileBytes / (1024 * MiB)} GiB` : `${settings.fileBytes / MiB} MiB`);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -85,18 +91,39 @@ const fileLabel = () => (settings.fileBytes % (1024 * MiB) === 0 ? `${settings.f
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Warm up (JIT, prepared statements, caches), then measure. */
-async function measure(what: string, baseUrl: string, requests: HttpRequest[], connections = settings.connections): Promise<LoadResult> {
-  log(`${what}: warming up ${settings.warmupSeconds}s, measuring ${settings.seconds}s`);
+async function measure(what: string, baseUrl: string, requests: HttpRequest[], connections = settings.connections): Promise<LoadResult & { busy: number | null }> {
+  // Other work on the machine skews every number: note how busy it is just before (nothing of ours runs then).
+  const busy = await machineBusy(500);
+  log(`${what}: warming up ${settings.warmupSeconds}s, measuring ${settings.seconds}s${busy !== null && busy > 0.1 ? ` (machine ${Math.round(busy * 100)}% busy beforehand)` : ''}`);
   await runLoad(tool, { baseUrl, requests, connections, seconds: settings.warmupSeconds }, work);
   const r = await runLoad(tool, { baseUrl, requests, connections, seconds: settings.seconds }, work);
   const errors = r.badStatus + r.socketErrors;
   log(`${what}: ${Math.round(r.rps)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${errors ? `, ${errors} ERRORS` : ''}`);
-  return r;
+  return { ...r, busy };
 }
 
-function requestRow(scenario: string, backend: string, r: LoadResult): Row {
+/** Fraction of the machine's CPU time spent busy over `ms` (from /proc/stat), or null off Linux. */
+async function machineBusy(ms: number): Promise<number | null> {
+  const read = () => {
+    try {
+      const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+      const idle = f[3]! + f[4]!;
+      return { idle, total: f.reduce((a, b) => a + b, 0) };
+    } catch {
+      return null;
+    }
+  };
+  const a = read();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = read();
+  if (!a || !b || b.total === a.total) return null;
+  return 1 - (b.idle - a.idle) / (b.total - a.total);
+}
+
+function requestRow(scenario: string, backend: string, r: LoadResult & { busy: number | null }): Row {
   const errors = r.badStatus + r.socketErrors;
   return {
+    machineBusy: r.busy ?? undefined,
     scenario,
     backend,
     status: errors > r.requests * 0.01 ? 'failed' : 'measured',
@@ -209,26 +236,26 @@ let b3: { upload: Row; download: Row } | null = null;
 async function baselinePhase(backend: Backend, server: ServerProcess, ds: Dataset, dataDir: string) {
   const base: Record<string, Row> = {};
   const url = server.baseUrl;
-  if (rows.every((r) => !r.scenario.startsWith('B0')) && wanted('B0')) {
+  if (rows.every((r) => !r.scenario.startsWith('B0')) && wanted('B0 fixed JSON')) {
     rows.push(requestRow('B0 fixed JSON', backend, await measure('B0 fixed JSON', url, [{ method: 'GET', path: '/b0' }])));
   }
-  if (wanted('B1|GET')) {
+  if (wanted('B1 PK SELECT', 'GET /<id>', 'GET /<id>/children')) {
     const problem = await check(`${url}/b1/${ds.targets[0]!.id}`, {}, 200);
     base.B1 = problem
       ? failedRow('B1 PK SELECT', backend, problem)
       : requestRow('B1 PK SELECT', backend, await measure(`B1 PK SELECT (${backend})`, url, ds.targets.map((t) => ({ method: 'GET', path: `/b1/${t.id}` }))));
     rows.push(base.B1);
   }
-  if (wanted('B2|POST|PATCH')) {
+  if (wanted('B2 INSERT', 'POST / node', 'PATCH /<id>')) {
     const problem = await check(`${url}/b2`, { method: 'POST', headers: jsonHeaders(), body: noteBody(0) }, 201);
     const requests = Array.from({ length: 500 }, (_, k) => ({ method: 'POST', path: '/b2', headers: jsonHeaders(), body: noteBody(k) }));
     base.B2 = problem ? failedRow('B2 INSERT', backend, problem) : requestRow('B2 INSERT', backend, await measure(`B2 INSERT (${backend})`, url, requests));
     rows.push(base.B2);
   }
-  if (!b3 && wanted('B3|file')) {
+  if (!b3 && wanted(...FILE_SCENARIOS())) {
     // Plain fs streams do not depend on the database: measured once, compared with both backends.
-    const upload = transferRow(`B3 upload ${fileLabel()}`, '-', await transfer(server.pid, { method: 'PUT', url: `${url}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: join(work, 'payload.bin') }), [201], settings.fileBytes);
-    const download = transferRow(`B3 download ${fileLabel()}`, '-', await transfer(server.pid, { method: 'GET', url: `${url}/b3/file`, headers: {} }), [200], settings.fileBytes);
+    const upload = transferRow(FILE_SCENARIOS()[0]!, '-', await transfer(server.pid, { method: 'PUT', url: `${url}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: join(work, 'payload.bin') }), [201], settings.fileBytes);
+    const download = transferRow(FILE_SCENARIOS()[1]!, '-', await transfer(server.pid, { method: 'GET', url: `${url}/b3/file`, headers: {} }), [200], settings.fileBytes);
     b3 = { upload, download };
     rows.push(upload, download);
     await rm(join(dataDir, 'baseline-files'), { recursive: true, force: true });
@@ -283,15 +310,14 @@ async function trellisPhase(backend: Backend, server: ServerProcess, ds: Dataset
     rows.push(row);
   }
 
-  if (wanted('file')) await fileScenarios(backend, server, ds);
+  if (wanted(...FILE_SCENARIOS().slice(2))) await fileScenarios(backend, server, ds);
 }
 
 /** Direct upload (PUT /<id>/file, Upload-Complete: ?1) and download of one large file. */
 async function fileScenarios(backend: Backend, server: ServerProcess, ds: Dataset) {
   const url = server.baseUrl;
   const token = ds.users[0]!.token;
-  const upName = `upload ${fileLabel()} direct`;
-  const downName = `download ${fileLabel()}`;
+  const [, , upName, downName] = FILE_SCENARIOS() as [string, string, string, string];
   const targets = { up: '>= 0.7 x B3, RSS <= 64 MiB', down: '>= 0.7 x B3, RSS <= 64 MiB' };
   const created = await fetch(`${url}/`, { method: 'POST', headers: jsonHeaders(token), body: JSON.stringify({ type: 'Attachment', data: { name: 'bench' } }) });
   await created.arrayBuffer();
@@ -366,6 +392,14 @@ async function prepareDatabase(backend: Backend, dataDir: string): Promise<{ ds:
   try {
     await migrate(db);
     const ds = await generateDataset(db, { nodes: settings.nodes, users: settings.users }, log);
+    for (const file of argv.sql ?? []) {
+      log(`experiment: applying ${file}`);
+      await db.query(readFileSync(file, 'utf8'));
+    }
+    if (argv['generic-plans']) {
+      log('experiment: plan_cache_mode = force_generic_plan for every new session');
+      await db.query(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET plan_cache_mode = force_generic_plan', current_database()); END $$`);
+    }
     datasets[backend] = { ...ds.counts, seconds: ds.seconds, targets: ds.targets.length };
     log(`data set ready in ${ds.seconds.toFixed(1)}s: ${ds.counts.nodes} nodes, ${ds.counts.relations} relations, ${ds.targets.length} GET targets`);
     return { ds, dbUrl };
@@ -431,7 +465,7 @@ async function main() {
   log(`load generator: ${tool}`);
   work = await mkdtemp('/tmp/trellis-bench-');
   try {
-    if (wanted('file|B3')) {
+    if (wanted(...FILE_SCENARIOS())) {
       log(`writing a ${fileLabel()} payload for the file scenarios`);
       await writePayload(join(work, 'payload.bin'), settings.fileBytes);
     }

@@ -23,6 +23,8 @@ export interface Row {
   /** Whether the target is met; null when the row has no target or could not be measured. */
   met?: boolean | null;
   note?: string;
+  /** Fraction of the machine busy with other work just before the measurement (0..1). */
+  machineBusy?: number;
 }
 
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -52,7 +54,8 @@ export function formatTable(rows: Row[]): string {
     r.ratio === undefined ? '' : `${r.ratio.toFixed(2)} x ${r.baseline}`,
     r.target ?? '',
     verdict(r),
-    [r.rssGrowthMiB === undefined ? '' : `RSS +${r.rssGrowthMiB.toFixed(0)} MiB`, r.errors ? `${r.errors} errors` : '', r.note ?? '']
+    [r.rssGrowthMiB === undefined ? '' : `RSS +${r.rssGrowthMiB.toFixed(0)} MiB`, r.errors ? `${r.errors} errors` : '', r.note ?? '',
+      r.machineBusy !== undefined && r.machineBusy > 0.1 ? `machine ${Math.round(r.machineBusy * 100)}% busy before` : '']
       .filter(Boolean)
       .join('; '),
   ]);
