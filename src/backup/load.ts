@@ -9,16 +9,9 @@
 //      fails, the transaction rolls back and the copied bytes are removed again.
 // One transaction rather than resumable batches: a load either happens completely or not at all, so a failed load
 // never leaves a half-filled database that the emptiness check would then refuse.
-import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { dirname, extname, join } from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { randomBytes } from 'node:crypto';
-import { fileTypeFromBuffer } from 'file-type';
-import { hashToken, TOKEN_PATTERN } from '../domain/accounts/tokens.js';
-import { isPlainObject, isUuid } from '../domain/values.js';
+import { readFileSync, statSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Db, Queryable } from '../storage/db.js';
 import {
   existingElements,
@@ -33,8 +26,10 @@ import {
   type BackupTokenRow,
   type BackupUserRow,
 } from '../storage/queries/backup.js';
-import type { FileMeta } from '../storage/queries/elements.js';
-import { BackupError, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR, SUMMARY_FILE, TOKEN_STATES, type BackupTokenState } from './format.js';
+import { copyIntoBlobStore, type Placed } from './blob-copy.js';
+import { parseElement, type ParsedElement } from './element-file.js';
+import { checkCount, chunks, listElementFiles, readSummary, walk } from './folder.js';
+import { BackupError, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR, type BackupTokenState } from './format.js';
 import { silentProgress, type Progress } from './progress.js';
 
 export interface LoadContext {
@@ -77,194 +72,13 @@ const KIND_USER = 1;
 const KIND_TOKEN = 2;
 const KIND_RELATION = 3;
 
-const READ_CONCURRENCY = 64;
+// Element files are small and usually in the page cache: reading them synchronously is about six times faster
+// than through fs.promises (no thread-pool hop and promise per file), measured 130k vs 21k files/s here. The
+// event loop is given back after every batch, so a server running the load keeps answering.
+const READ_BATCH = 500;
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 const DB_LOOKUP_BATCH = 5000;
 const MAX_WARNINGS_KEPT = 200;
-
-// ---------------------------------------------------------------------------------------------------------------
-// One element file
-
-interface ParsedToken {
-  hash: string | null;
-  state: BackupTokenState;
-  expires: string | null;
-}
-
-interface ParsedElement {
-  id: string;
-  type: string;
-  start: string | null;
-  end: string | null;
-  data: Record<string, unknown>;
-  internal: Record<string, unknown>;
-  created: string | null;
-  updated: string | null;
-  /** undefined: the backup gives no file metadata. */
-  fileMeta: FileMeta | undefined;
-  identifier?: string;
-  passwordHash?: string | null;
-  token?: ParsedToken;
-}
-
-// ISO 8601 with a date, a time and an offset: without an offset the instant would depend on the server's zone.
-const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}(?::?\d{2})?)$/;
-
-function isoTimeOf(file: string, key: string, value: unknown): string {
-  const m = typeof value === 'string' ? ISO_TIME.exec(value) : null;
-  // Date.parse checks the calendar (no February 30th); it only needs milliseconds, PostgreSQL keeps the rest.
-  const normalized = m ? `${m[1]}T${m[2]!.replace(/(\.\d{3})\d+$/, '$1')}${m[3]!.length === 3 ? `${m[3]}:00` : m[3]}` : '';
-  if (!m || Number.isNaN(Date.parse(normalized))) throw new BackupError(file, `'${key}' must be an ISO 8601 timestamp with an offset, got ${JSON.stringify(value)}`);
-  return value as string;
-}
-
-// PostgreSQL's jsonb cannot hold U+0000; reject it here rather than failing in the middle of the load.
-const NUL_ESCAPE = /(^|[^\\])(\\\\)*\\u0000/;
-
-function parseFileMeta(file: string, value: unknown): FileMeta {
-  const fail = (why: string): never => {
-    throw new BackupError(file, `'file' metadata ${why}`);
-  };
-  if (!isPlainObject(value)) return fail('must be an object');
-  const { contentLength, extension, mimeType, hash } = value;
-  if (!Number.isSafeInteger(contentLength) || (contentLength as number) < 0) fail('needs a non-negative integer contentLength');
-  if (typeof extension !== 'string') fail('needs a string extension');
-  if (typeof mimeType !== 'string') fail('needs a string mimeType');
-  let sha256: string | null = null;
-  if (hash !== undefined && hash !== null) {
-    if (!isPlainObject(hash)) return fail("has a 'hash' that is not an object");
-    if (hash.sha256 !== undefined && hash.sha256 !== null) {
-      if (typeof hash.sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(hash.sha256)) fail('has a hash.sha256 that is not 64 hex digits');
-      sha256 = (hash.sha256 as string).toLowerCase();
-    }
-  }
-  return { contentLength: contentLength as number, extension: extension as string, mimeType: mimeType as string, hash: { sha256 } };
-}
-
-function parseToken(file: string, data: Record<string, unknown>): ParsedToken {
-  let hash: string | null = null;
-  if (data.hash !== undefined && data.hash !== null) {
-    if (typeof data.hash !== 'string' || !/^[0-9a-f]{64}$/i.test(data.hash)) throw new BackupError(file, "the token 'hash' must be 64 hex digits (SHA3-256)");
-    hash = data.hash.toLowerCase();
-  } else if (typeof data.token === 'string' && TOKEN_PATTERN.test(data.token)) {
-    hash = hashToken(data.token);
-  }
-  const state = data.state ?? 'ACTIVE';
-  if (!TOKEN_STATES.includes(state as BackupTokenState))
-    throw new BackupError(file, `the token 'state' must be one of ${TOKEN_STATES.join(', ')}, got ${JSON.stringify(data.state)}`);
-  const expires = data.expirationDate === undefined || data.expirationDate === null ? null : isoTimeOf(file, 'expirationDate', data.expirationDate);
-  // The plaintext is never stored; the hash lives in the tokens table. state/expirationDate stay as display.
-  delete data.token;
-  delete data.hash;
-  return { hash, state: state as BackupTokenState, expires };
-}
-
-function parseElement(file: string, text: string, isRelation: boolean, identifierKey: string): ParsedElement {
-  if (NUL_ESCAPE.test(text)) throw new BackupError(file, 'contains the character U+0000, which the database cannot store');
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new BackupError(file, `not valid JSON (${(error as Error).message})`);
-  }
-  if (!isPlainObject(json)) throw new BackupError(file, 'must hold a JSON object');
-  const { type, id, start, end } = json;
-  if (typeof type !== 'string' || type.length === 0 || type.length > 256 || /[\u0000-\u001f]/.test(type))
-    throw new BackupError(file, "'type' is missing or not a valid type name");
-  if (!isUuid(id)) throw new BackupError(file, "'id' is missing or not a UUID");
-  if (isRelation) {
-    if (!isUuid(start) || !isUuid(end)) throw new BackupError(file, "a relation needs 'start' and 'end' UUIDs");
-  } else if (start !== undefined || end !== undefined) {
-    throw new BackupError(file, "a node has no 'start'/'end' (relations belong below relation/)");
-  }
-  if (!isPlainObject(json.data)) throw new BackupError(file, "'data' is missing or not an object");
-
-  const data: Record<string, unknown> = {};
-  const internal: Record<string, unknown> = {};
-  let passwordHash: string | null | undefined;
-  for (const [key, value] of Object.entries(json.data)) {
-    if (key.startsWith('_')) {
-      if (key === '_passwordHash' && type === 'User' && !isRelation) {
-        if (value !== null && typeof value !== 'string') throw new BackupError(file, "'_passwordHash' must be a string");
-        passwordHash = value as string | null;
-      } else internal[key] = value;
-    } else data[key] = value;
-  }
-  const created = data.created === undefined ? null : isoTimeOf(file, 'created', data.created);
-  const updated = data.updated === undefined ? null : isoTimeOf(file, 'updated', data.updated);
-  const fileMeta = data.file === undefined || data.file === null ? undefined : parseFileMeta(file, data.file);
-  for (const key of ['created', 'updated', 'file', 'hasFile']) delete data[key];
-
-  const parsed: ParsedElement = {
-    id: id.toLowerCase(),
-    type,
-    start: isRelation ? (start as string).toLowerCase() : null,
-    end: isRelation ? (end as string).toLowerCase() : null,
-    data,
-    internal,
-    created,
-    updated,
-    fileMeta,
-  };
-  if (!isRelation && type === 'User') {
-    const identifier = data[identifierKey];
-    if (typeof identifier !== 'string' || identifier.length === 0)
-      throw new BackupError(file, `a User needs its identifier property '${identifierKey}' (a non-empty string)`);
-    parsed.identifier = identifier;
-    parsed.passwordHash = passwordHash ?? null;
-  }
-  if (!isRelation && type === 'Token') parsed.token = parseToken(file, data);
-  return parsed;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Walking the folder
-
-async function walk(root: string, rel: string, out: string[], ignored: string[]): Promise<void> {
-  let entries;
-  try {
-    entries = await readdir(join(root, rel), { withFileTypes: true });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
-  }
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const entry of entries) {
-    const path = join(rel, entry.name);
-    if (entry.isDirectory()) await walk(root, path, out, ignored);
-    else if (entry.name.startsWith('.')) continue; // .gitignore, editor files
-    else out.push(path);
-  }
-}
-
-async function listElementFiles(root: string, dir: string, warn: (line: string) => void): Promise<string[]> {
-  const all: string[] = [];
-  await walk(root, dir, all, []);
-  return all.filter((path) => {
-    if (path.endsWith('.json')) return true;
-    warn(`${path}: ignored (not a .json file)`);
-    return false;
-  });
-}
-
-/** Runs `fn` over `items` with at most `limit` calls in flight, keeping the order of the results. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
-
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Pass 1: the index built while validating
@@ -321,36 +135,12 @@ export async function loadBackup(ctx: LoadContext, dir: string, options: LoadOpt
   };
 }
 
-async function readSummary(dir: string): Promise<Record<string, unknown>> {
-  let text: string;
-  try {
-    text = await readFile(join(dir, SUMMARY_FILE), 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new BackupError(SUMMARY_FILE, 'missing: this is not a backup folder');
-    throw error;
-  }
-  let summary: unknown;
-  try {
-    summary = JSON.parse(text);
-  } catch (error) {
-    throw new BackupError(SUMMARY_FILE, `not valid JSON (${(error as Error).message})`);
-  }
-  if (!isPlainObject(summary)) throw new BackupError(SUMMARY_FILE, 'must hold a JSON object');
-  return summary;
-}
-
-function checkCount(summary: Record<string, unknown>, key: string, actual: number) {
-  const stated = summary[key];
-  if (stated === undefined) return;
-  if (stated !== actual) throw new BackupError(SUMMARY_FILE, `'${key}' is ${JSON.stringify(stated)} but the backup holds ${actual} (incomplete copy?)`);
-}
-
 async function validate(ctx: LoadContext, dir: string, progress: Progress, warn: (line: string) => void): Promise<Plan> {
   const summary = await readSummary(dir);
   const nodePaths = await listElementFiles(dir, NODE_DIR, warn);
   const relationPaths = await listElementFiles(dir, RELATION_DIR, warn);
   const filePaths: string[] = [];
-  await walk(dir, FILE_DIR, filePaths, []);
+  await walk(dir, FILE_DIR, filePaths);
   checkCount(summary, 'nodeCount', nodePaths.length);
   checkCount(summary, 'relationCount', relationPaths.length);
   checkCount(summary, 'fileCount', filePaths.length);
@@ -380,65 +170,61 @@ async function validate(ctx: LoadContext, dir: string, progress: Progress, warn:
   const usedFiles = new Set<string>();
 
   progress.start('validating', total);
-  const read = (i: number) => readFile(join(dir, paths[i]!), 'utf8');
-  for (const batch of chunks([...Array(total).keys()], READ_CONCURRENCY * 4)) {
-    const texts = await mapLimit(batch, READ_CONCURRENCY, read);
-    for (let b = 0; b < batch.length; b++) {
-      const at = batch[b]!;
-      const path = paths[at]!;
-      const isRelation = at >= nodePaths.length;
-      const el = parseElement(path, texts[b]!, isRelation, ctx.identifierKey);
-      const seen = index.get(el.id);
-      if (seen !== undefined) throw new BackupError(path, `duplicate id ${el.id} (also in ${paths[seen]})`);
-      index.set(el.id, at);
-      ids[at] = el.id;
-      kind[at] = isRelation ? KIND_RELATION : el.type === 'User' ? KIND_USER : el.type === 'Token' ? KIND_TOKEN : KIND_NODE;
+  for (let at = 0; at < total; at++) {
+    if (at % READ_BATCH === 0 && at > 0) await yieldToEventLoop();
+    const path = paths[at]!;
+    const isRelation = at >= nodePaths.length;
+    const el = parseElement(path, readFileSync(join(dir, path), 'utf8'), isRelation, ctx.identifierKey);
+    const seen = index.get(el.id);
+    if (seen !== undefined) throw new BackupError(path, `duplicate id ${el.id} (also in ${paths[seen]})`);
+    index.set(el.id, at);
+    ids[at] = el.id;
+    kind[at] = isRelation ? KIND_RELATION : el.type === 'User' ? KIND_USER : el.type === 'Token' ? KIND_TOKEN : KIND_NODE;
 
-      if (el.fileMeta !== undefined || files.has(el.id)) {
-        const bytes = files.get(el.id);
-        if (bytes === undefined) warn(`${path}: has file metadata but file/ holds no bytes for ${el.id}; loaded without a file`);
-        else {
-          usedFiles.add(el.id);
-          const size = (await stat(join(dir, bytes))).size;
-          if (el.fileMeta && el.fileMeta.contentLength !== size)
-            throw new BackupError(bytes, `holds ${size} bytes but ${path} says contentLength ${el.fileMeta.contentLength}`);
-        }
-      }
-
-      if (el.identifier !== undefined) {
-        // The identifier must be unique. The reference dataset repeats two; the smaller id keeps it for logging in,
-        // the other user is stored under a substitute identifier (its tokens still work, its data is unchanged).
-        const other = identifierOwner.get(el.identifier);
-        if (other === undefined) {
-          identifierOwner.set(el.identifier, at);
-          identifiers.set(at, el.identifier);
-        } else {
-          const [keep, shadow] = ids[other]! < el.id ? [other, at] : [at, other];
-          identifierOwner.set(el.identifier, keep);
-          identifiers.set(keep, el.identifier);
-          const substitute = `duplicate-identifier:${ids[shadow]}:${el.identifier}`;
-          identifiers.set(shadow, substitute);
-          warn(`${paths[shadow]}: identifier ${JSON.stringify(el.identifier)} is also used by ${paths[keep]}; this user logs in as ${JSON.stringify(substitute)}`);
-        }
-      }
-      if (el.token) {
-        if (el.token.hash !== null) {
-          const other = tokenHashes.get(el.token.hash);
-          if (other !== undefined) throw new BackupError(path, `the same token hash as ${paths[other]}`);
-          tokenHashes.set(el.token.hash, at);
-        }
-        tokens.set(at, { hash: el.token.hash, state: el.token.state, issued: el.created, expires: el.token.expires, owners: [] });
-      }
-      if (isRelation) {
-        const s = index.get(el.start!);
-        const e = index.get(el.end!);
-        const endsAtNodes = s !== undefined && e !== undefined && kind[s] !== KIND_RELATION && kind[e] !== KIND_RELATION;
-        if (!endsAtNodes) pending.push({ at, start: el.start!, end: el.end! });
-        if (el.type === 'OWNS' && e !== undefined && kind[e] === KIND_TOKEN && (s === undefined || kind[s] === KIND_USER))
-          tokens.get(e)!.owners.push(el.start!);
+    if (el.fileMeta !== undefined || files.has(el.id)) {
+      const bytes = files.get(el.id);
+      if (bytes === undefined) warn(`${path}: has file metadata but file/ holds no bytes for ${el.id}; loaded without a file`);
+      else {
+        usedFiles.add(el.id);
+        const size = statSync(join(dir, bytes)).size;
+        if (el.fileMeta && el.fileMeta.contentLength !== size)
+          throw new BackupError(bytes, `holds ${size} bytes but ${path} says contentLength ${el.fileMeta.contentLength}`);
       }
     }
-    progress.tick(batch.length);
+
+    if (el.identifier !== undefined) {
+      // The identifier must be unique. The reference dataset repeats two; the smaller id keeps it for logging in,
+      // the other user is stored under a substitute identifier (its tokens still work, its data is unchanged).
+      const other = identifierOwner.get(el.identifier);
+      if (other === undefined) {
+        identifierOwner.set(el.identifier, at);
+        identifiers.set(at, el.identifier);
+      } else {
+        const [keep, shadow] = ids[other]! < el.id ? [other, at] : [at, other];
+        identifierOwner.set(el.identifier, keep);
+        identifiers.set(keep, el.identifier);
+        const substitute = `duplicate-identifier:${ids[shadow]}:${el.identifier}`;
+        identifiers.set(shadow, substitute);
+        warn(`${paths[shadow]}: identifier ${JSON.stringify(el.identifier)} is also used by ${paths[keep]}; this user logs in as ${JSON.stringify(substitute)}`);
+      }
+    }
+    if (el.token) {
+      if (el.token.hash !== null) {
+        const other = tokenHashes.get(el.token.hash);
+        if (other !== undefined) throw new BackupError(path, `the same token hash as ${paths[other]}`);
+        tokenHashes.set(el.token.hash, at);
+      }
+      tokens.set(at, { hash: el.token.hash, state: el.token.state, issued: el.created, expires: el.token.expires, owners: [] });
+    }
+    if (isRelation) {
+      const s = index.get(el.start!);
+      const e = index.get(el.end!);
+      const endsAtNodes = s !== undefined && e !== undefined && kind[s] !== KIND_RELATION && kind[e] !== KIND_RELATION;
+      if (!endsAtNodes) pending.push({ at, start: el.start!, end: el.end! });
+      if (el.type === 'OWNS' && e !== undefined && kind[e] === KIND_TOKEN && (s === undefined || kind[s] === KIND_USER))
+        tokens.get(e)!.owners.push(el.start!);
+    }
+    progress.tick(1);
   }
   progress.done();
   for (const id of files.keys()) if (!usedFiles.has(id)) warn(`${files.get(id)}: ignored (no element ${id} in the backup)`);
@@ -562,60 +348,12 @@ async function resolveTokenOwners(
 // ---------------------------------------------------------------------------------------------------------------
 // Pass 2: writing
 
-interface Placed {
-  final: string;
-}
-
-async function copyBytes(
-  ctx: LoadContext,
-  dir: string,
-  source: string,
-  el: ParsedElement,
-  placed: Placed[],
-): Promise<FileMeta> {
-  const final = ctx.blobs.pathOf(el.id);
-  const temp = join(ctx.blobs.tmpDir, `backup-${randomBytes(12).toString('hex')}`);
-  const hash = createHash('sha256');
-  let size = 0;
-  const head: Buffer[] = [];
-  let headSize = 0;
-  const observe = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      hash.update(chunk);
-      size += chunk.length;
-      if (headSize < 4100) {
-        head.push(chunk.subarray(0, 4100 - headSize));
-        headSize += Math.min(chunk.length, 4100 - headSize);
-      }
-      callback(null, chunk);
-    },
-  });
-  try {
-    await pipeline(createReadStream(join(dir, source)), observe, createWriteStream(temp, { flags: 'wx', mode: 0o600 }));
-    const sha256 = hash.digest('hex');
-    const given = el.fileMeta;
-    if (given && given.hash.sha256 !== null && given.hash.sha256 !== sha256)
-      throw new BackupError(source, `SHA-256 ${sha256} does not match the metadata's ${given.hash.sha256}`);
-    if (given && given.contentLength !== size) throw new BackupError(source, `holds ${size} bytes, the metadata says ${given.contentLength}`);
-    await mkdir(dirname(final), { recursive: true });
-    await rename(temp, final);
-    placed.push({ final });
-    if (given) return { ...given, hash: { sha256 } };
-    const ext = extname(source).slice(1);
-    const detected = size > 0 ? await fileTypeFromBuffer(Buffer.concat(head)) : undefined;
-    return { contentLength: size, extension: ext || 'bin', mimeType: detected?.mime ?? 'application/octet-stream', hash: { sha256 } };
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
-}
-
 async function write(ctx: LoadContext, dir: string, plan: Plan, progress: Progress, batchSize: number) {
   const nowIso = ctx.now.toISOString();
   const placed: Placed[] = [];
   let tokenRows = 0;
   const readBatch = (batch: number[]) =>
-    mapLimit(batch, READ_CONCURRENCY, async (at) => parseElement(plan.paths[at]!, await readFile(join(dir, plan.paths[at]!), 'utf8'), at >= plan.nodeCount, ctx.identifierKey));
+    batch.map((at) => parseElement(plan.paths[at]!, readFileSync(join(dir, plan.paths[at]!), 'utf8'), at >= plan.nodeCount, ctx.identifierKey));
 
   const insertBatch = async (tx: Queryable, batch: number[], parsed: ParsedElement[]) => {
     const rows: BackupElementRow[] = [];
@@ -626,7 +364,7 @@ async function write(ctx: LoadContext, dir: string, plan: Plan, progress: Progre
       // The file may have changed since it was validated; the id is what the plan was built on.
       if (el.id !== plan.ids[at]) throw new BackupError(plan.paths[at]!, 'changed while the backup was being loaded');
       const bytes = plan.files.get(el.id);
-      const file = bytes === undefined ? null : await copyBytes(ctx, dir, bytes, el, placed);
+      const file = bytes === undefined ? null : await copyIntoBlobStore(ctx.blobs, join(dir, bytes), bytes, el.id, el.fileMeta, placed);
       const created = el.created ?? nowIso;
       rows.push({ id: el.id, type: el.type, start_id: el.start, end_id: el.end, data: el.data, internal: el.internal, file, created, updated: el.updated ?? created });
       const identifier = plan.identifiers.get(at);
@@ -637,16 +375,19 @@ async function write(ctx: LoadContext, dir: string, plan: Plan, progress: Progre
     progress.tick(batch.length);
   };
 
-  /** Inserts the elements in order, reading the next batch while the database works on the current one. */
+  /**
+   * Inserts the elements in order. The INSERT of one batch is sent before the next batch is read and parsed, so
+   * that the database server works on one while this process prepares the other.
+   */
   const insertAll = async (tx: Queryable, order: number[]) => {
     const batches = chunks(order, batchSize);
-    let next = batches.length > 0 ? readBatch(batches[0]!) : null;
+    let parsed = batches.length > 0 ? readBatch(batches[0]!) : [];
     for (let i = 0; i < batches.length; i++) {
-      const parsed = await next!;
-      next = i + 1 < batches.length ? readBatch(batches[i + 1]!) : null;
-      // A rejected prefetch must not go unhandled while this batch is inserted; it is awaited (and thrown) next round.
-      next?.catch(() => {});
-      await insertBatch(tx, batches[i]!, parsed);
+      const inserting = insertBatch(tx, batches[i]!, parsed);
+      // Awaited below; this only keeps a failure from being reported as unhandled while the next batch is read.
+      inserting.catch(() => {});
+      parsed = i + 1 < batches.length ? readBatch(batches[i + 1]!) : [];
+      await inserting;
     }
   };
 
