@@ -7,7 +7,7 @@
 //
 // Options:
 //   --quick              10k-node data set, 3 s per measurement, 256 MiB files (a smoke run of under 3 minutes)
-//   --large              also the 1M-element GET /<id> comparison (not available yet)
+//   --large              also GET /<id> latency on a 1M-node data set vs a 10k-node one (PostgreSQL, one client)
 //   --backends a,b       postgres,pglite (default both)
 //   --only REGEX         run only the scenarios whose name matches (baselines they need still run)
 //   --seconds N          seconds per measurement (default 10, quick 3)
@@ -365,7 +365,6 @@ function withRss(row: Row) {
 //   - search: POST /search with a text-property match, 8 concurrent clients, on the 100k data set.
 //   - cypher: POST /search with a `cypher-path-subset` step, depth-3 variable-length path from one node.
 //   - backup:load of 1M elements on PostgreSQL (bench/backup-load.ts, another engineer's file).
-//   - --large: GET /<id> p50 on a 1M-element data set vs the 10k one.
 function laterScenarios(): Row[] {
   const later = (scenario: string, backend: string, target: string): Row => ({ scenario, backend, status: 'not available yet', target, met: null });
   return [
@@ -373,8 +372,62 @@ function laterScenarios(): Row[] {
     later('POST /search text match, 8 clients', 'postgres', 'p50 <= 20 ms, p99 <= 80 ms'),
     later('POST /search cypher depth-3 path', 'postgres', 'p50 <= 20 ms'),
     later('backup:load 1M elements', 'postgres', '>= 5,000 elements/s'),
-    later('GET /<id> p50, 1M vs 10k elements', 'postgres', `<= 1.5 x${argv.large ? '' : ' (needs --large)'}`),
   ];
+}
+
+/**
+ * --large: the cost of GET /<id> must grow with the path, not with the graph. The same 4+2-hop request on a
+ * 1M-node data set and on a 10k-node one, each in its own database of the PostgreSQL server, one client at a time
+ * (latency, not throughput).
+ */
+const LARGE = 'GET /<id> p50, 1M vs 10k nodes';
+async function largeScenario() {
+  const p50: Record<string, number> = {};
+  for (const [name, nodes] of [['10k', 10_000], ['1M', 1_000_000]] as const) {
+    const database = `bench_${name.toLowerCase()}`;
+    const admin = await openPostgres(cluster!.url, 1);
+    await admin.query(`DROP DATABASE IF EXISTS ${database}`);
+    await admin.query(`CREATE DATABASE ${database}`);
+    await admin.close();
+    const url = cluster!.url.replace(/\/[^/]*$/, `/${database}`);
+    const dataDir = join(work, `data-${database}`);
+    await mkdir(dataDir, { recursive: true });
+    log(`--large: generating ${nodes.toLocaleString('en-US')} nodes in ${database}`);
+    const db = await openPostgres(url);
+    let ds: Dataset;
+    try {
+      await migrate(db);
+      ds = await generateDataset(db, { nodes, users: settings.users }, log);
+      await applyExperiments(db);
+    } finally {
+      await db.close();
+    }
+    datasets[`postgres-${name}`] = { ...ds.counts, seconds: ds.seconds, targets: ds.targets.length };
+    const trellis = await startTrellis('postgres', url, dataDir);
+    try {
+      const r = await measure(`GET /<id> at ${name} nodes, 1 client`, trellis.baseUrl, ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}`, headers: auth(t.token) })), 1);
+      rows.push({ ...requestRow(`GET /<id> at ${name} nodes, 1 client`, 'postgres', r), note: `${ds.counts.nodes + ds.counts.relations} elements` });
+      p50[name] = r.p50;
+    } finally {
+      await trellis.stop();
+    }
+    const drop = await openPostgres(cluster!.url, 1);
+    await drop.query(`DROP DATABASE ${database}`);
+    await drop.close();
+  }
+  const ratio = p50['1M']! / p50['10k']!;
+  rows.push({ scenario: LARGE, backend: 'postgres', status: 'measured', p50: p50['1M'], ratio, baseline: '10k p50', target: '<= 1.5 x', met: ratio <= 1.5 });
+}
+
+async function applyExperiments(db: Awaited<ReturnType<typeof openPostgres>>) {
+  for (const file of argv.sql ?? []) {
+    log(`experiment: applying ${file}`);
+    await db.query(readFileSync(file, 'utf8'));
+  }
+  if (argv['generic-plans']) {
+    log('experiment: plan_cache_mode = force_generic_plan for every new session');
+    await db.query(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET plan_cache_mode = force_generic_plan', current_database()); END $$`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -392,14 +445,7 @@ async function prepareDatabase(backend: Backend, dataDir: string): Promise<{ ds:
   try {
     await migrate(db);
     const ds = await generateDataset(db, { nodes: settings.nodes, users: settings.users }, log);
-    for (const file of argv.sql ?? []) {
-      log(`experiment: applying ${file}`);
-      await db.query(readFileSync(file, 'utf8'));
-    }
-    if (argv['generic-plans']) {
-      log('experiment: plan_cache_mode = force_generic_plan for every new session');
-      await db.query(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET plan_cache_mode = force_generic_plan', current_database()); END $$`);
-    }
+    await applyExperiments(db);
     datasets[backend] = { ...ds.counts, seconds: ds.seconds, targets: ds.targets.length };
     log(`data set ready in ${ds.seconds.toFixed(1)}s: ${ds.counts.nodes} nodes, ${ds.counts.relations} relations, ${ds.targets.length} GET targets`);
     return { ds, dbUrl };
@@ -470,6 +516,8 @@ async function main() {
       await writePayload(join(work, 'payload.bin'), settings.fileBytes);
     }
     for (const backend of settings.backends) await backendPhase(backend);
+    if (argv.large && settings.backends.includes('postgres')) await largeScenario();
+    else rows.push({ scenario: LARGE, backend: 'postgres', status: 'not run', target: '<= 1.5 x', met: null, note: 'run with --large' });
   } finally {
     await cluster?.stop();
     if (argv.profile) {

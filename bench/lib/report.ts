@@ -1,5 +1,5 @@
 // The result rows of a run, the printed table and the JSON file.
-export type RowStatus = 'measured' | 'failed' | 'not available' | 'not available yet';
+export type RowStatus = 'measured' | 'failed' | 'not available' | 'not available yet' | 'not run';
 
 export interface Row {
   scenario: string;
