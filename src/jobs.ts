@@ -13,6 +13,7 @@ export interface Job {
 export function startJobs(services: Services, _config: Config, logger: Logger, extra: Job[] = []) {
   const jobs: Job[] = [
     { name: 'delete-expired-tokens', intervalMs: 60_000, run: () => services.accounts.deleteExpiredTokens() },
+    { name: 'clean-uploads', intervalMs: 60_000, run: () => services.uploads.cleanup() },
     ...extra,
   ];
   const running = new Set<Promise<unknown>>();

@@ -8,6 +8,7 @@ import { Accounts } from './domain/accounts/accounts.js';
 import { Collections } from './domain/collections.js';
 import { Elements } from './domain/elements.js';
 import { Files } from './domain/files.js';
+import { Uploads } from './domain/uploads.js';
 import type { Db } from './storage/db.js';
 
 export interface Services {
@@ -18,6 +19,7 @@ export interface Services {
   elements: Elements;
   collections: Collections;
   files: Files;
+  uploads: Uploads;
 }
 
 export function createServices(config: Config, db: Db, clock: Clock): Services {
@@ -27,5 +29,6 @@ export function createServices(config: Config, db: Db, clock: Clock): Services {
   const elements = new Elements(db, settings, clock, blobs);
   const collections = new Collections(db, settings, elements);
   const files = new Files(db, settings, clock, blobs, elements);
-  return { db, clock, blobs, accounts, elements, collections, files };
+  const uploads = new Uploads(db, settings, clock, blobs, elements, files);
+  return { db, clock, blobs, accounts, elements, collections, files, uploads };
 }

@@ -42,6 +42,29 @@ export interface TempBlob {
   readonly head: Buffer;
 }
 
+export interface AppendOptions extends WriteOptions {
+  /**
+   * When the source fails (a client that went away), keep the bytes that arrived instead of cutting back to
+   * `offset`: they are made durable and `append` rejects with a PartialAppendError that says how long the blob now
+   * is. A size limit passed (BlobLimitError) or a failed `check` still cuts back.
+   */
+  keepPartial?: boolean;
+  /** Runs once the whole source is stored, with the bytes appended; throwing cuts back to `offset`. */
+  check?: (size: number) => void;
+}
+
+/** `append` with `keepPartial`: the source failed after some bytes, which are kept (and durable). */
+export class PartialAppendError extends Error {
+  constructor(
+    /** Length of the blob now: `offset` plus the bytes kept. */
+    readonly total: number,
+    override readonly cause: unknown,
+  ) {
+    super(`append interrupted; the blob now holds ${total} bytes`);
+    this.name = 'PartialAppendError';
+  }
+}
+
 export interface Appended {
   /** Bytes appended by this call. */
   size: number;
@@ -60,7 +83,10 @@ export interface ByteRange {
 export interface Replacement {
   /** The database committed: forget the previous bytes. */
   finish(): Promise<void>;
-  /** The database did not commit: put the previous bytes back (unless a later replacement has already won). */
+  /**
+   * The database did not commit: put the previous bytes back (unless a later replacement has already won), and
+   * bytes that came from another key back under that key.
+   */
   undo(): Promise<void>;
 }
 
@@ -93,10 +119,12 @@ export interface BlobStore {
    */
   replace(key: string, next: TempBlob | { key: string } | null, tag: string): Promise<Replacement>;
   /**
-   * Appends `source` to the bytes of `key` (created when missing), which must currently be `offset` bytes long
-   * (longer leftovers of an interrupted append are cut off). On any failure the blob is cut back to `offset`.
+   * Appends `source` to the bytes of `key` (created when missing, only at offset 0), which must currently be at
+   * least `offset` bytes long (longer leftovers of an interrupted append are cut off). On failure the blob is cut
+   * back to `offset`, unless `keepPartial` keeps what arrived (see AppendOptions). The bytes are fsynced before it
+   * resolves.
    */
-  append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<Appended>;
+  append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: AppendOptions): Promise<Appended>;
   /** Opens the bytes of `key` (optionally one range); null when there are none. `size` is the whole length. */
   open(key: string, range?: ByteRange): Promise<{ stream: Readable; size: number } | null>;
   /** The length of the bytes of `key`, or null when there are none. */
@@ -204,6 +232,8 @@ export class FsBlobStore implements BlobStore {
       hadPrevious = false;
     }
     let placed: number | null = null; // inode of what this replacement put under the key
+    // Bytes moved from another key (a finished upload) go back there on undo: that key still owns them then.
+    const source = next !== null && !('temp' in next) ? this.pathOf(next.key) : null;
     if (next !== null) {
       try {
         await rename('temp' in next ? next.temp : this.pathOf(next.key), path);
@@ -228,8 +258,9 @@ export class FsBlobStore implements BlobStore {
             if (hadPrevious) await rm(aside, { force: true });
             return;
           }
+          if (source !== null) await rename(path, source);
           if (hadPrevious) await rename(aside, path);
-          else await rm(path, { force: true });
+          else if (source === null) await rm(path, { force: true });
         } else if (hadPrevious) {
           // link fails when a newer replacement has put bytes under the key meanwhile; those win.
           try {
@@ -244,12 +275,17 @@ export class FsBlobStore implements BlobStore {
     };
   }
 
-  async append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<Appended> {
+  async append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: AppendOptions): Promise<Appended> {
     const path = this.pathOf(key);
-    await mkdir(join(this.root, key.slice(0, 2)), { recursive: true });
+    const dir = join(this.root, key.slice(0, 2));
+    await mkdir(dir, { recursive: true });
     const existing = (await statOrNull(path))?.size ?? null;
-    if (existing === null) await (await open(path, 'a', FILE_MODE)).close();
-    else if (existing < offset) throw new Error(`blob ${key} holds ${existing} bytes, expected at least ${offset}`);
+    if (existing === null) {
+      // Appending at a later offset to nothing would leave a hole of zeros where bytes were expected.
+      if (offset > 0) throw new Error(`blob ${key} is missing, expected ${offset} bytes`);
+      await (await open(path, 'a', FILE_MODE)).close();
+      await syncDir(dir); // the name must survive a crash as surely as the bytes written to it
+    } else if (existing < offset) throw new Error(`blob ${key} holds ${existing} bytes, expected at least ${offset}`);
     else if (existing > offset) await truncate(path, offset);
     const m = meter(options);
     const sink = createWriteStream(path, { flags: 'r+', start: offset, flush: true });
@@ -258,6 +294,17 @@ export class FsBlobStore implements BlobStore {
     } catch (error) {
       // Wait until the stream has let go of the descriptor, so that no late write lands after the cut.
       await closed(sink);
+      if (options.keepPartial && !(error instanceof BlobLimitError)) {
+        // Writes are sequential, so what reached the file is an unbroken prefix of the source.
+        const total = await syncedLength(path);
+        if (total > offset) throw new PartialAppendError(total, error);
+      }
+      await truncate(path, offset);
+      throw error;
+    }
+    try {
+      options.check?.(m.state.size);
+    } catch (error) {
       await truncate(path, offset);
       throw error;
     }
@@ -350,6 +397,17 @@ export class FsBlobStore implements BlobStore {
 async function closed(stream: Writable): Promise<void> {
   if (stream.closed) return;
   await new Promise<void>((resolve) => stream.once('close', () => resolve()));
+}
+
+/** Flushes a file to disk and returns its length. */
+async function syncedLength(path: string): Promise<number> {
+  const handle = await open(path, 'r+');
+  try {
+    await handle.sync();
+    return (await handle.stat()).size;
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Makes a rename durable: fsync the directory that holds the entry. */

@@ -13,7 +13,7 @@ import { BlobLimitError, type BlobStore, type ByteRange, type Replacement, type 
 import type { Clock } from '../clock.js';
 import type { Settings } from '../config/schema.js';
 import { notFound, Problem } from '../errors.js';
-import type { Db } from '../storage/db.js';
+import type { Db, Queryable } from '../storage/db.js';
 import type { Caller } from '../storage/queries/accounts.js';
 import { setFile, type ElementRow, type FileMeta } from '../storage/queries/elements.js';
 import * as sql from '../storage/queries/files.js';
@@ -112,8 +112,8 @@ export class Files {
     conditions: Conditions = {},
   ): Promise<{ created: boolean }> {
     // Everything that can be refused from the headers alone is refused before a byte of the body is read.
-    if (!parseUploadComplete(headers.uploadComplete))
-      throw new Problem('not-implemented', 'Resumable uploads (Upload-Complete: ?0) are not available in this version.');
+    // `Upload-Complete: ?0` starts a resumable upload, which the routes hand to Uploads.start instead.
+    if (!parseUploadComplete(headers.uploadComplete)) throw new Error('Files.upload takes direct uploads only');
     const uploadLength = parseUploadLength(headers.uploadLength);
     const contentLength = headers.contentLength === undefined ? undefined : Number(headers.contentLength);
     if (uploadLength !== undefined && contentLength !== undefined && uploadLength !== contentLength)
@@ -126,7 +126,6 @@ export class Files {
     this.checkTarget(await this.elements.require(this.db, caller, id, 'UPDATE'), mode, conditions);
 
     const temp = await this.receive(body, announced ?? max, max);
-    let placed = false;
     try {
       if (announced !== undefined && temp.size !== announced)
         throw new Problem('bad-content', `The body has ${temp.size} bytes, but ${announced} were announced.`);
@@ -138,32 +137,51 @@ export class Files {
         mimeType: await detectMimeType(temp.head, temp.size),
         hash: { sha256: temp.sha256.toString('hex') },
       };
-      const committed: { replacement: Replacement | null } = { replacement: null };
-      let created: boolean;
-      try {
-        created = await this.db.transaction(async (tx) => {
-          const row = await this.elements.require(tx, caller, id, 'UPDATE', true);
-          this.checkTarget(row, mode, conditions); // again, now under the lock: another writer may have been first
-          const replacement = await this.blobs.replace(row.id, temp, blobTag(row.file));
-          placed = true;
-          try {
-            await setFile(tx, row.id, meta, this.clock.now());
-          } catch (error) {
-            await replacement.undo(); // still under the row lock
-            throw error;
-          }
-          committed.replacement = replacement;
-          return row.file === null;
-        });
-      } catch (error) {
-        await committed.replacement?.undo(); // the COMMIT itself failed after the bytes had moved
-        throw error;
-      }
-      await committed.replacement!.finish();
-      return { created };
+      // again, now under the lock: another writer may have been first
+      return await this.place(caller, id, temp, meta, { check: (row) => this.checkTarget(row, mode, conditions) });
     } finally {
-      if (!placed) await this.blobs.discard(temp);
+      // Once placed, the temporary name no longer exists and this removes nothing.
+      await this.blobs.discard(temp);
     }
+  }
+
+  /**
+   * Makes `bytes` (a temporary blob, or the bytes of another key such as a finished resumable upload) the file of
+   * element `id`, described by `meta`, in one transaction that holds the element's row lock and requires UPDATE.
+   * `check` runs under the lock before anything moves; `inTransaction` runs in the same transaction (a completing
+   * upload removes its row there). The previous bytes are set aside, dropped after the commit and put back if the
+   * transaction fails (see FsBlobStore.replace). Returns whether the element had no file before.
+   */
+  async place(
+    caller: Caller,
+    id: string,
+    bytes: TempBlob | { key: string },
+    meta: FileMeta,
+    hooks: { check?: (row: ElementRow) => void; inTransaction?: (tx: Queryable) => Promise<void> } = {},
+  ): Promise<{ created: boolean }> {
+    const committed: { replacement: Replacement | null } = { replacement: null };
+    let created: boolean;
+    try {
+      created = await this.db.transaction(async (tx) => {
+        const row = await this.elements.require(tx, caller, id, 'UPDATE', true);
+        hooks.check?.(row);
+        await hooks.inTransaction?.(tx);
+        const replacement = await this.blobs.replace(row.id, bytes, blobTag(row.file));
+        try {
+          await setFile(tx, row.id, meta, this.clock.now());
+        } catch (error) {
+          await replacement.undo(); // still under the row lock
+          throw error;
+        }
+        committed.replacement = replacement;
+        return row.file === null;
+      });
+    } catch (error) {
+      await committed.replacement?.undo(); // the COMMIT itself failed after the bytes had moved
+      throw error;
+    }
+    await committed.replacement!.finish();
+    return { created };
   }
 
   private checkTarget(row: ElementRow, mode: 'create' | 'replace', conditions: Conditions) {

@@ -11,6 +11,7 @@ import systemRoutes from './routes/system.js';
 import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
 import fileRoutes from './routes/files.js';
+import uploadRoutes from './routes/uploads.js';
 
 export interface AppDeps {
   config: Config;
@@ -57,6 +58,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   await app.register(accountRoutes, deps);
   await app.register(elementRoutes, deps);
   await app.register(fileRoutes, deps);
+  await app.register(uploadRoutes, deps);
   return app;
 }
 

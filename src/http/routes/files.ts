@@ -8,12 +8,14 @@ import contentDisposition from 'content-disposition';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Download, UploadHeaders } from '../../domain/files.js';
 import { reprDigestOf } from '../../domain/file-headers.js';
+import { uploadCompleteValue, type UploadState } from '../../domain/upload-fields.js';
 import { isUuid } from '../../domain/values.js';
 import { Problem } from '../../errors.js';
 import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, noContent } from '../reply.js';
 import { resource } from '../resource.js';
 import type { App } from '../types.js';
+import { announceUpload, bodyOf, controlOf, interopOf, legacyCompleteness, sendProgress, uploadPath } from '../upload-replies.js';
 
 type WithId = FastifyRequest<{ Params: { id: string } }>;
 
@@ -22,9 +24,14 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
   return Array.isArray(value) ? value.join(', ') : value;
 };
 
-function uploadHeaders(request: FastifyRequest): UploadHeaders {
+function uploadHeaders(request: FastifyRequest, interop: number | null): UploadHeaders {
   return {
-    uploadComplete: header(request, 'upload-complete'),
+    // Clients of draft interop 3 say `Upload-Incomplete: ?1` for `Upload-Complete: ?0`.
+    uploadComplete: uploadCompleteValue(
+      { uploadComplete: header(request, 'upload-complete'), uploadIncomplete: header(request, 'upload-incomplete') },
+      interop,
+      false,
+    ),
     uploadLength: header(request, 'upload-length'),
     contentLength: header(request, 'content-length'),
     contentDisposition: header(request, 'content-disposition'),
@@ -32,14 +39,6 @@ function uploadHeaders(request: FastifyRequest): UploadHeaders {
     contentDigest: header(request, 'content-digest'),
   };
 }
-
-/**
- * The request body as an iterable that does not destroy the request when the reader stops early (a size limit
- * passed): the connection must survive long enough to carry the 400.
- */
-const bodyOf = (request: FastifyRequest): AsyncIterable<Uint8Array> => ({
-  [Symbol.asyncIterator]: () => request.raw.iterator({ destroyOnReturn: false }),
-});
 
 /** The stored type as a header value; metadata from elsewhere (a backup) that is no `type/subtype` falls back. */
 const safeMimeType = (mime: string) => (/^[\x21-\x7e]+\/[\x20-\x7e]+$/.test(mime) ? mime : 'application/octet-stream');
@@ -66,7 +65,7 @@ function sendDownload(reply: FastifyReply, download: Download) {
 }
 
 export default async function fileRoutes(app: App, { services }: RouteDeps) {
-  const { files } = services;
+  const { files, uploads } = services;
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
@@ -80,6 +79,7 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
   app.addHook('onSend', async (request, reply) => {
     if (!request.raw.complete) reply.header('connection', 'close');
   });
+  app.addHook('onSend', legacyCompleteness);
 
   const download = async (request: FastifyRequest, reply: FastifyReply) => {
     const r = request as WithId;
@@ -95,7 +95,16 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
 
   const upload = (mode: 'create' | 'replace') => async (request: FastifyRequest, reply: FastifyReply) => {
     const r = request as WithId;
-    const { created: isNew } = await files.upload(await caller(services, r), r.params.id, mode, bodyOf(r), uploadHeaders(r), conditionsOf(r));
+    const who = await caller(services, r);
+    const interop = interopOf(r);
+    const headers = uploadHeaders(r, interop);
+    if (uploads.starts(headers.uploadComplete)) {
+      // Resumable start (POST or PUT alike): 204 with the upload's Location; a 104 first for draft clients.
+      const announce = interop === null ? undefined : (state: UploadState) => announceUpload(reply, state);
+      const state = await uploads.start(who, r.params.id, bodyOf(r), headers, conditionsOf(r), controlOf(r, interop), announce);
+      return sendProgress(reply, state, 204, uploadPath(state.id));
+    }
+    const { created: isNew } = await files.upload(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r));
     return isNew ? created(reply, `/${r.params.id.toLowerCase()}/file`) : noContent(reply);
   };
 

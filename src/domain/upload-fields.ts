@@ -1,0 +1,115 @@
+// Header fields of resumable uploads (spec "File and upload endpoints"; draft-ietf-httpbis-resumable-upload):
+// Upload-Offset, Upload-Limit, the completeness flag, the PATCH media type, and the draft interop versions that
+// clients in the field announce with `Upload-Draft-Interop-Version`.
+//
+//   interop 3 (draft-01):         `Upload-Incomplete: ?1` instead of `Upload-Complete: ?0`; an append without it
+//                                 completes the upload (Apple's URLSession in iOS 17)
+//   interop 4, 5 (draft-02, -03): `Upload-Complete`; PATCH bodies carry no particular media type
+//                                 (5: tus-js-client `protocol: 'ietf-draft-03'`)
+//   interop 6 (draft-04, -05):    PATCH bodies are `application/partial-upload`; `Upload-Length`, `Upload-Limit`
+//                                 (tus-js-client `protocol: 'ietf-draft-05'`)
+// The service speaks the spec (close to interop 6); the older versions differ only in the request fields mapped
+// here. Interop 7 and later (draft-06 on) are not announced as supported: no 104 for them, plain spec behaviour.
+import { parseItem, serializeDictionary } from 'structured-headers';
+import { Problem } from '../errors.js';
+
+export const SUPPORTED_INTEROP_VERSIONS: ReadonlySet<number> = new Set([3, 4, 5, 6]);
+export const PARTIAL_UPLOAD = 'application/partial-upload';
+
+/** The announced interop version when it is one we speak; null for none, malformed or unknown ones. */
+export function interopVersion(value: string | undefined): number | null {
+  if (value === undefined) return null;
+  const n = structuredInteger(value);
+  return n !== null && SUPPORTED_INTEROP_VERSIONS.has(n) ? n : null;
+}
+
+/** Clients of interop 3 send `Upload-Incomplete`, the negation of `Upload-Complete`. */
+export const usesUploadIncomplete = (interop: number | null) => interop === 3;
+
+/**
+ * The `Upload-Complete` value to act on, as a header value for `parseUploadComplete`. Old clients' `Upload-Incomplete`
+ * is translated; `appending` says what its absence means there (draft-01: an append without it is the last).
+ */
+export function uploadCompleteValue(
+  headers: { uploadComplete?: string; uploadIncomplete?: string },
+  interop: number | null,
+  appending: boolean,
+): string | undefined {
+  if (headers.uploadComplete !== undefined || !usesUploadIncomplete(interop)) return headers.uploadComplete;
+  if (headers.uploadIncomplete === undefined) return appending ? '?1' : undefined;
+  let incomplete: unknown;
+  try {
+    incomplete = parseItem(headers.uploadIncomplete)[0];
+  } catch {
+    incomplete = undefined;
+  }
+  if (typeof incomplete !== 'boolean') throw new Problem('bad-content', "The header 'Upload-Incomplete' must be a structured boolean, ?0 or ?1.");
+  return incomplete ? '?0' : '?1';
+}
+
+/** `Upload-Offset` of an append: required, a non-negative structured integer. */
+export function parseUploadOffset(value: string | undefined): number {
+  const n = value === undefined ? null : structuredInteger(value);
+  if (n === null || n < 0) throw new Problem('bad-content', "The header 'Upload-Offset' is required: the current offset, a non-negative integer.");
+  return n;
+}
+
+/**
+ * The media type of an append. The spec's `application/partial-upload`; clients of interop 3 to 5 may send none (their
+ * drafts predate the media type). Anything else, e.g. tus 1.0's `application/offset+octet-stream`, is refused.
+ */
+export function checkAppendContentType(value: string | undefined, interop: number | null): void {
+  if (value === undefined && interop !== null && interop <= 5) return;
+  const type = value?.split(';')[0]!.trim().toLowerCase();
+  if (type !== PARTIAL_UPLOAD)
+    throw new Problem('bad-content', `An append (PATCH) must have 'Content-Type: ${PARTIAL_UPLOAD}'.`);
+}
+
+export interface UploadLimits {
+  /** Seconds until the upload expires, counted from the response. */
+  maxAge: number;
+  maxSize: number;
+  minAppendSize: number;
+  maxAppendSize: number;
+}
+
+/** What the responses of an upload in progress say about it. */
+export interface UploadState {
+  id: string;
+  elementId: string;
+  offset: number;
+  /** The declared total, when one was declared. */
+  length: number | null;
+  expires: Date;
+  limits: UploadLimits;
+}
+
+/**
+ * The fields every response that leaves an upload in progress carries (real clients read `Upload-Offset` after
+ * each append, also after a failed one).
+ */
+export function progressFields(state: UploadState): Record<string, string> {
+  return { 'upload-offset': String(state.offset), 'upload-complete': '?0', 'upload-limit': uploadLimitField(state.limits) };
+}
+
+/** `Upload-Limit: max-age=…, max-size=…, min-append-size=…, max-append-size=…` (a structured dictionary). */
+export function uploadLimitField(limits: UploadLimits): string {
+  const entry = (n: number): [number, Map<string, boolean>] => [n, new Map()];
+  return serializeDictionary(
+    new Map([
+      ['max-age', entry(limits.maxAge)],
+      ['max-size', entry(limits.maxSize)],
+      ['min-append-size', entry(limits.minAppendSize)],
+      ['max-append-size', entry(limits.maxAppendSize)],
+    ]),
+  );
+}
+
+function structuredInteger(value: string): number | null {
+  try {
+    const item = parseItem(value)[0];
+    return typeof item === 'number' && Number.isInteger(item) ? item : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,552 @@
+// Resumable uploads (spec "Upload", the "Resumable upload" state table, "File and upload endpoints", "Limits";
+// DESIGN.md "Collections and files, exact"; draft-ietf-httpbis-resumable-upload).
+//
+// An upload is a row (the truth about it: offset, declared length, expiry, creator, target) and a blob under the
+// upload id. Appends stream into the blob; the offset advances by exactly what was made durable, in the step
+// after the fsync. A client that goes away half-way keeps what arrived: the blob store makes the prefix durable
+// and the row's offset follows it, so the offset HEAD reports is always one the next PATCH can use. Completion
+// moves the blob into place as the element's file and deletes the row in one transaction (Files.place).
+//
+// One request at a time appends to an upload. Within this instance a new request to the upload ends the one
+// still at work (UploadsInFlight, the draft's recommendation); across instances an append holds a lease in the
+// row, renewed while it runs, so a lease of a dead instance runs out and never blocks the upload for good. No
+// database transaction stays open while a body streams.
+//
+// Every request checks that its caller created the upload (others: 404) and still has UPDATE on the target
+// (otherwise the upload is cancelled: 404); the cleanup job does the same for all uploads, and removes expired
+// ones after the grace period.
+import { createHash, type Hash } from 'node:crypto';
+import { BlobLimitError, PartialAppendError, type BlobStore } from '../blob/blob-store.js';
+import type { Clock } from '../clock.js';
+import type { Settings } from '../config/schema.js';
+import { notFound, Problem } from '../errors.js';
+import type { Db } from '../storage/db.js';
+import type { Caller } from '../storage/queries/accounts.js';
+import type { FileMeta } from '../storage/queries/elements.js';
+import * as sql from '../storage/queries/uploads.js';
+import { checkWritePreconditions, type Conditions } from './conditions.js';
+import type { Elements } from './elements.js';
+import { extensionFromDisposition, parseSha256Digest, parseUploadComplete, parseUploadLength } from './file-headers.js';
+import { fileEtag, type Files } from './files.js';
+import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
+import { checkAppendContentType, parseUploadOffset, progressFields, type UploadLimits, type UploadState } from './upload-fields.js';
+import { UploadHashes } from './upload-hashes.js';
+import { UploadsInFlight } from './upload-inflight.js';
+import { isUuid, newId } from './values.js';
+
+/** How long a lease lasts without renewal (clock seconds): the longest a dead instance can block an upload. */
+const LEASE_SECONDS = 60;
+/** How often a running request renews its lease (real time). */
+const RENEW_MS = 15_000;
+/** A body that sends nothing for this long is ended (its bytes kept), so a hanging connection never keeps the lease. */
+const IDLE_MS = 30_000;
+/** Rows per statement in the cleanup job. */
+const CLEANUP_BATCH = 200;
+
+export interface StartHeaders {
+  uploadLength?: string;
+  contentLength?: string;
+  contentDisposition?: string;
+  reprDigest?: string;
+  contentDigest?: string;
+}
+
+export interface AppendHeaders {
+  /** `Upload-Complete` as a header value (old drafts' `Upload-Incomplete` already translated). */
+  uploadComplete?: string;
+  uploadOffset?: string;
+  uploadLength?: string;
+  contentLength?: string;
+  contentType?: string;
+  reprDigest?: string;
+  contentDigest?: string;
+}
+
+/** The HTTP exchange behind a request, as far as the upload service needs it. */
+export interface RequestControl {
+  /** Ends the exchange at once (closes the connection): a newer request to the upload takes over. */
+  abort(): void;
+  /** The draft interop version the client announced, when it is one we speak. */
+  interop: number | null;
+}
+
+export type AppendResult = { complete: false; state: UploadState } | { complete: true; elementId: string; offset: number };
+
+export interface CleanupReport {
+  /** Expired uploads past the grace period, removed with their bytes. */
+  expired: number;
+  /** Uploads whose target was deleted or whose creator lost UPDATE on it. */
+  cancelled: number;
+}
+
+const isClientAbort = (error: unknown) => {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNABORTED';
+};
+
+/** Adds the fields of an upload in progress to a problem. */
+const inProgress = (problem: Problem, state: UploadState) =>
+  new Problem(problem.slug, problem.detail, problem.extensions, { ...problem.headers, ...progressFields(state) });
+
+export class Uploads {
+  private readonly hashes = new UploadHashes();
+  private readonly inFlight = new UploadsInFlight();
+
+  constructor(
+    private readonly db: Db,
+    private readonly settings: Settings,
+    private readonly clock: Clock,
+    private readonly blobs: BlobStore,
+    private readonly elements: Elements,
+    private readonly files: Files,
+  ) {}
+
+  /** Whether a POST/PUT of `/<id>/file` with this `Upload-Complete` starts a resumable upload (`?0`). */
+  starts(uploadComplete: string | undefined): boolean {
+    return !parseUploadComplete(uploadComplete);
+  }
+
+  /**
+   * POST/PUT `/<elementId>/file` with `Upload-Complete: ?0`: creates the upload (the caller needs UPDATE on the
+   * element; If-Match/If-None-Match are checked against its current file now, the completion replaces whatever
+   * file it has then) and stores the body as its first chunk. `announce` is called once the upload exists, before
+   * the body is read (the 104 interim response); it says whether the client was told. A body that breaks off
+   * keeps its bytes when the client was told where the upload is, and removes the upload otherwise.
+   */
+  async start(
+    caller: Caller,
+    elementId: string,
+    body: AsyncIterable<Uint8Array>,
+    headers: StartHeaders,
+    conditions: Conditions,
+    control: RequestControl,
+    announce?: (state: UploadState) => boolean,
+  ): Promise<UploadState> {
+    const limits = this.settings.file;
+    const length = parseUploadLength(headers.uploadLength) ?? null;
+    const contentLength = headers.contentLength === undefined ? undefined : Number(headers.contentLength);
+    const expected = parseSha256Digest(headers.reprDigest, headers.contentDigest) ?? null;
+    const extension = extensionFromDisposition(headers.contentDisposition);
+    if (length !== null && length > limits.maxFileSizeInBytes) throw tooLarge(limits.maxFileSizeInBytes);
+    if (contentLength !== undefined && contentLength > limits.uploadMaxChunkSizeInBytes) throw chunkTooLarge(limits.uploadMaxChunkSizeInBytes);
+    if (length !== null && contentLength !== undefined && contentLength > length)
+      throw new Problem('bad-content', `The first chunk (${contentLength} bytes) is longer than the Upload-Length (${length}).`);
+    const target = await this.elements.require(this.db, caller, elementId, 'UPDATE');
+    checkWritePreconditions(conditions, target.file ? fileEtag(target) : null);
+
+    const now = this.clock.now();
+    const lease = newId();
+    const upload = await sql.insertUpload(this.db, {
+      id: newId(),
+      elementId: target.id,
+      userId: caller.userId,
+      length,
+      extension,
+      expectedSha256: expected,
+      leaseToken: lease,
+      leaseUntil: this.leaseUntil(),
+      created: now,
+      expires: new Date(now.getTime() + limits.uploadExpiresInSecondsAfterFirstRequest * 1000),
+    });
+    const { leave } = await this.inFlight.enter(upload.id, control.abort);
+    const renewal = this.keepLease(upload.id, lease, control);
+    try {
+      const announced = announce?.(this.stateOf(upload)) ?? false;
+      const hash = createHash('sha256');
+      const maxBytes = Math.min(limits.uploadMaxChunkSizeInBytes, limits.maxFileSizeInBytes, length ?? Infinity);
+      let size: number;
+      try {
+        size = await this.stream(upload, body, hash, maxBytes, control);
+      } catch (error) {
+        const kept = error instanceof PartialAppendError ? error.total : 0;
+        if (announced && (error instanceof PartialAppendError || isClientAbort(error))) {
+          // The client knows where the upload is (104): it can ask for the offset and go on from there.
+          const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept);
+          if (!row) throw await this.leaseLost(caller, upload.id);
+          throw inProgress(interrupted(kept), this.stateOf(row));
+        }
+        // Nobody was told about the upload, or its first chunk broke a limit: it goes.
+        await this.drop(upload.id);
+        if (error instanceof BlobLimitError)
+          throw maxBytes === limits.uploadMaxChunkSizeInBytes ? chunkTooLarge(maxBytes) : length !== null && maxBytes === length
+            ? new Problem('bad-content', `The first chunk is longer than the Upload-Length (${length}).`)
+            : tooLarge(limits.maxFileSizeInBytes);
+        if (error instanceof PartialAppendError || isClientAbort(error)) throw interrupted(0);
+        throw error;
+      }
+      const row = await sql.commitAppend(this.db, upload.id, lease, size, size);
+      if (!row) throw await this.leaseLost(caller, upload.id);
+      this.hashes.keep(upload.id, hash, size);
+      return this.stateOf(row);
+    } finally {
+      renewal.stop();
+      await sql.releaseLease(this.db, upload.id, lease);
+      leave();
+    }
+  }
+
+  /**
+   * HEAD `/upload/<id>`. A request still appending to the upload in this instance is ended first (and its bytes
+   * committed), so the offset answered is the one the next append must use.
+   */
+  async state(caller: Caller, id: string): Promise<UploadState> {
+    let upload = await this.usable(caller, id);
+    if (await this.inFlight.preempt(upload.id)) upload = await this.usable(caller, id);
+    return this.stateOf(upload);
+  }
+
+  /** PATCH `/upload/<id>`: appends the body at `Upload-Offset`; with `Upload-Complete: ?1` completes the upload. */
+  async append(caller: Caller, id: string, body: AsyncIterable<Uint8Array>, headers: AppendHeaders, control: RequestControl): Promise<AppendResult> {
+    // Everything that can be refused from the headers alone is refused before the upload is touched.
+    const complete = parseUploadComplete(headers.uploadComplete);
+    const provided = parseUploadOffset(headers.uploadOffset);
+    checkAppendContentType(headers.contentType, control.interop);
+    const requestLength = parseUploadLength(headers.uploadLength) ?? null;
+    const contentLength = headers.contentLength === undefined ? undefined : Number(headers.contentLength);
+    const expected = complete ? parseSha256Digest(headers.reprDigest, headers.contentDigest) ?? null : null;
+
+    let upload = await this.usable(caller, id);
+    const { leave, preempted } = await this.inFlight.enter(upload.id, control.abort);
+    try {
+      if (preempted) upload = await this.usable(caller, id, true);
+      if (provided !== upload.offset) throw offsetMismatch(upload, provided, this.stateOf(upload));
+      const lease = newId();
+      const leased = await sql.takeLease(this.db, upload.id, caller.userId, provided, lease, this.clock.now(), this.leaseUntil());
+      if (!leased) {
+        const now = await this.usable(caller, id, true);
+        if (now.offset !== provided) throw offsetMismatch(now, provided, this.stateOf(now));
+        throw inProgress(
+          new Problem('conflict', 'Another request is appending to this upload right now; ask for the offset (HEAD) and go on from there.', {
+            'expected-offset': now.offset,
+            'provided-offset': provided,
+          }),
+          this.stateOf(now),
+        );
+      }
+      const renewal = this.keepLease(leased.id, lease, control);
+      try {
+        return await this.appendLeased(caller, leased, lease, body, { complete, requestLength, contentLength, expected }, control, renewal);
+      } finally {
+        renewal.stop();
+        await sql.releaseLease(this.db, leased.id, lease); // a no-op once committed, completed or reset
+      }
+    } finally {
+      leave();
+    }
+  }
+
+  private async appendLeased(
+    caller: Caller,
+    upload: sql.UploadRow,
+    lease: string,
+    body: AsyncIterable<Uint8Array>,
+    request: { complete: boolean; requestLength: number | null; contentLength: number | undefined; expected: Buffer | null },
+    control: RequestControl,
+    renewal: { stop(): void },
+  ): Promise<AppendResult> {
+    const limits = this.settings.file;
+    const { complete, requestLength, contentLength } = request;
+    const { offset } = upload;
+    const state = this.stateOf(upload);
+    const maxChunks = 10 ** limits.uploadChunkDigitsLength;
+    if (upload.length !== null && requestLength !== null && requestLength !== upload.length)
+      throw inProgress(new Problem('bad-content', `Upload-Length was fixed at ${upload.length} when the upload started.`), state);
+    // A length announced only now is held against this request, but not stored: the spec fixes it at creation.
+    const declared = upload.length ?? requestLength;
+
+    // Limits of one request: breaking them appends nothing and leaves the upload as it was.
+    const chunkRules = (size: number) => {
+      if (size > limits.uploadMaxChunkSizeInBytes) throw chunkTooLarge(limits.uploadMaxChunkSizeInBytes);
+      if (!complete && size > 0 && size < limits.uploadMinChunkSizeInBytes)
+        throw new Problem('bad-content', `A chunk that does not complete the upload must have at least ${limits.uploadMinChunkSizeInBytes} bytes (min-append-size); this one has ${size}.`);
+      if (size > 0 && upload.chunks >= maxChunks)
+        throw new Problem('bad-content', `The upload already has the maximum of ${maxChunks} chunks; complete it with an empty request.`);
+    };
+    // Limits of the whole file: on the completing request they fail the upload (its bytes are discarded).
+    const wholeFileRule = (total: number, ended: boolean): Problem | null => {
+      if (total > limits.maxFileSizeInBytes) return tooLarge(limits.maxFileSizeInBytes);
+      if (declared !== null && (ended ? total !== declared : total > declared))
+        return new Problem('bad-content', `The upload would have ${total} bytes, but its Upload-Length is ${declared}.`);
+      return null;
+    };
+    const failWhole = async (problem: Problem): Promise<never> => {
+      if (!complete) throw inProgress(problem, state);
+      throw await this.discard(upload, lease, problem);
+    };
+
+    if (contentLength !== undefined) {
+      try {
+        chunkRules(contentLength);
+      } catch (error) {
+        throw error instanceof Problem ? inProgress(error, state) : error;
+      }
+      const violation = wholeFileRule(offset + contentLength, complete);
+      if (violation) await failWhole(violation);
+    }
+
+    const hash = this.hashes.take(upload.id, offset) ?? (await this.rehash(upload.id, offset));
+    const wholeFileRoom = Math.min(limits.maxFileSizeInBytes - offset, declared !== null ? declared - offset : Infinity);
+    const maxBytes = Math.min(limits.uploadMaxChunkSizeInBytes, wholeFileRoom);
+    let size: number;
+    try {
+      size = await this.stream(upload, body, hash, maxBytes, control, chunkRules);
+    } catch (error) {
+      if (error instanceof PartialAppendError || isClientAbort(error)) {
+        const kept = error instanceof PartialAppendError ? error.total : offset;
+        const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept - offset);
+        if (!row) throw await this.leaseLost(caller, upload.id);
+        this.hashes.forget(upload.id); // it has seen chunks the file may not have kept whole
+        throw inProgress(interrupted(kept - offset), this.stateOf(row));
+      }
+      if (error instanceof BlobLimitError) {
+        if (maxBytes === wholeFileRoom) await failWhole(wholeFileRule(offset + maxBytes + 1, complete)!);
+        throw inProgress(chunkTooLarge(limits.uploadMaxChunkSizeInBytes), state);
+      }
+      if (error instanceof Problem) throw inProgress(error, state);
+      throw error;
+    }
+    const total = offset + size;
+    renewal.stop(); // what is left is short; a late renewal must not end this request
+
+    if (!complete) {
+      const row = await sql.commitAppend(this.db, upload.id, lease, total, size);
+      if (!row) throw await this.leaseLost(caller, upload.id);
+      this.hashes.keep(upload.id, hash, total);
+      return { complete: false, state: this.stateOf(row) };
+    }
+
+    const violation = wholeFileRule(total, true);
+    if (violation) await failWhole(violation);
+    const sha256 = hash.digest();
+    for (const digest of [request.expected, upload.expected_sha256])
+      if (digest && !digest.equals(sha256))
+        await failWhole(new Problem('bad-content', 'The SHA-256 of the uploaded bytes does not match the digest sent; nothing was stored, the upload starts over at offset 0.'));
+    const meta: FileMeta = {
+      contentLength: total,
+      extension: upload.extension,
+      mimeType: await detectMimeType(await this.head(upload.id, total), total),
+      hash: { sha256: sha256.toString('hex') },
+    };
+    const elementId = upload.element_id;
+    try {
+      if (elementId === null) throw notFound();
+      await this.files.place(caller, elementId, { key: upload.id }, meta, {
+        inTransaction: async (tx) => {
+          if (await sql.deleteLeasedUpload(tx, upload.id, lease)) return;
+          throw (await sql.uploadOf(tx, upload.id, caller.userId)) ? leaseLostProblem() : notFound();
+        },
+      });
+    } catch (error) {
+      // The target is gone or no longer writable by the creator, or the upload was cancelled meanwhile.
+      if (error instanceof Problem && error.slug === 'not-found') await this.drop(upload.id);
+      throw error;
+    }
+    this.hashes.forget(upload.id);
+    return { complete: true, elementId: elementId!, offset: total };
+  }
+
+  /**
+   * DELETE `/upload/<id>`: removes the upload and its bytes, ending a request still appending to it here. An
+   * upload whose creator lost UPDATE on its target was cancelled already: 404, as for anyone else's.
+   */
+  async cancel(caller: Caller, id: string): Promise<void> {
+    if (!isUuid(id)) throw notFound();
+    const upload = await sql.uploadOf(this.db, id.toLowerCase(), caller.userId);
+    if (!upload) throw notFound();
+    await this.inFlight.preempt(upload.id);
+    await this.drop(upload.id);
+    if (!upload.permitted) throw notFound();
+  }
+
+  /**
+   * The background job (every instance, DESIGN.md section 1): removes uploads that expired more than the grace
+   * period ago and uploads whose target was deleted or whose creator lost UPDATE on it, with their bytes. Rows are
+   * deleted by statements that skip rows another instance is deleting, so each upload is removed once.
+   */
+  async cleanup(): Promise<CleanupReport> {
+    const report: CleanupReport = { expired: 0, cancelled: 0 };
+    const graceMs = this.settings.file.expiredUploadCanBeDeletedAfterExpirationInSeconds * 1000;
+    const before = new Date(this.clock.now().getTime() - graceMs);
+    for (;;) {
+      const rows = await sql.deleteExpiredOrOrphaned(this.db, before, CLEANUP_BATCH);
+      for (const row of rows) {
+        await this.dropBytes(row.id, true);
+        report[row.cancelled ? 'cancelled' : 'expired']++;
+      }
+      if (rows.length < CLEANUP_BATCH) break;
+    }
+    let after: string | null = null;
+    do {
+      const batch = await sql.uploadsWithoutAccess(this.db, after, CLEANUP_BATCH);
+      for (const id of await sql.deleteWithoutAccess(this.db, batch.denied)) {
+        await this.dropBytes(id, true);
+        report.cancelled++;
+      }
+      after = batch.last;
+    } while (after !== null);
+    return report;
+  }
+
+  /** The upload, if the caller created it and may still write its target; 404, 410 or cancellation otherwise. */
+  private async usable(caller: Caller, id: string, entered = false): Promise<sql.UploadAccess> {
+    if (!isUuid(id)) throw notFound();
+    const upload = await sql.uploadOf(this.db, id.toLowerCase(), caller.userId);
+    if (!upload) throw notFound();
+    if (!upload.permitted) {
+      // Creator lost UPDATE on the target, or the target was deleted: the upload is cancelled.
+      if (!entered) this.inFlight.abort(upload.id);
+      await this.drop(upload.id);
+      throw notFound();
+    }
+    if (upload.expires.getTime() <= this.clock.now().getTime())
+      throw new Problem('gone', 'The upload has expired; start a new one.');
+    if (((await this.blobs.size(upload.id)) ?? 0) < upload.offset) {
+      // The draft: a server that lost part of an upload's state deactivates it.
+      if (!entered) this.inFlight.abort(upload.id);
+      await this.drop(upload.id);
+      throw new Problem('gone', 'The stored bytes of this upload were lost; start a new upload.');
+    }
+    return upload;
+  }
+
+  /** Streams a body into the upload's blob at its offset, hashing it; the bytes of a body that breaks off are kept. */
+  private async stream(
+    upload: sql.UploadRow,
+    body: AsyncIterable<Uint8Array>,
+    hash: Hash,
+    maxBytes: number,
+    control: RequestControl,
+    check?: (size: number) => void,
+  ): Promise<number> {
+    const idle = setTimeout(control.abort, IDLE_MS);
+    idle.unref();
+    try {
+      const appended = await this.blobs.append(upload.id, upload.offset, body, {
+        maxBytes,
+        keepPartial: true,
+        check,
+        observe: (chunk) => {
+          idle.refresh();
+          hash.update(chunk);
+        },
+      });
+      return appended.size;
+    } finally {
+      clearTimeout(idle);
+    }
+  }
+
+  /** The hash of the first `offset` stored bytes, read back once (this instance had no live hash for them). */
+  private async rehash(id: string, offset: number): Promise<Hash> {
+    const hash = createHash('sha256');
+    if (offset === 0) return hash;
+    const blob = await this.blobs.open(id, { start: 0, end: offset - 1 });
+    if (!blob || blob.size < offset) throw new Error(`upload ${id} has fewer stored bytes than its offset ${offset}`);
+    for await (const chunk of blob.stream) hash.update(chunk as Buffer);
+    return hash;
+  }
+
+  /** The leading bytes of a completed upload, for content detection. */
+  private async head(id: string, total: number): Promise<Buffer> {
+    if (total === 0) return Buffer.alloc(0);
+    const blob = await this.blobs.open(id, { start: 0, end: Math.min(SNIFF_BYTES, total) - 1 });
+    if (!blob) throw new Error(`upload ${id} has no stored bytes`);
+    const parts: Buffer[] = [];
+    for await (const chunk of blob.stream) parts.push(chunk as Buffer);
+    return Buffer.concat(parts);
+  }
+
+  /**
+   * A completion that failed a whole-file rule: the stored bytes are discarded and the upload stays in progress
+   * at offset 0 (DESIGN.md), so the client can send it again. Returns the problem to answer with.
+   */
+  private async discard(upload: sql.UploadRow, lease: string, problem: Problem): Promise<Problem> {
+    // Offset first, bytes next, still under the lease: a crash in between leaves extra bytes (cut off by the next
+    // append), never an offset the bytes do not back.
+    if (!(await sql.resetUpload(this.db, upload.id, lease))) return leaseLostProblem();
+    await this.blobs.delete(upload.id);
+    this.hashes.keep(upload.id, createHash('sha256'), 0);
+    return inProgress(problem, this.stateOf({ ...upload, offset: 0 }));
+  }
+
+  /** After a commit found the lease gone: the upload was cancelled (404, its bytes go), or another request took over. */
+  private async leaseLost(caller: Caller, id: string): Promise<Problem> {
+    const still = await sql.uploadOf(this.db, id, caller.userId);
+    if (!still) {
+      await this.dropBytes(id);
+      return notFound();
+    }
+    return inProgress(leaseLostProblem(), this.stateOf(still));
+  }
+
+  /** Removes an upload's row and bytes (cancellation). */
+  private async drop(id: string): Promise<void> {
+    await sql.deleteUpload(this.db, id);
+    await this.dropBytes(id);
+  }
+
+  /**
+   * The row is gone: so go the bytes and the live hash. `endRequests` also ends a request of this instance still
+   * appending to it (never when the caller is that request itself).
+   */
+  private async dropBytes(id: string, endRequests = false): Promise<void> {
+    if (endRequests) this.inFlight.abort(id);
+    this.hashes.forget(id);
+    await this.blobs.delete(id);
+  }
+
+  /** Renews the lease while a request works; a lease found lost (taken over, upload removed) ends the request. */
+  private keepLease(id: string, lease: string, control: RequestControl): { stop(): void } {
+    const timer = setInterval(() => {
+      sql.renewLease(this.db, id, lease, this.leaseUntil()).then(
+        (held) => held || control.abort(),
+        () => {}, // a failed renewal is retried at the next tick; the lease outlives a few of them
+      );
+    }, RENEW_MS);
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  private leaseUntil(): Date {
+    return new Date(this.clock.now().getTime() + LEASE_SECONDS * 1000);
+  }
+
+  private stateOf(row: sql.UploadRow): UploadState {
+    return {
+      id: row.id,
+      elementId: row.element_id ?? '',
+      offset: row.offset,
+      length: row.length,
+      expires: row.expires,
+      limits: this.limitsAt(row.expires),
+    };
+  }
+
+  /** `Upload-Limit`; `max-age` is the lifetime left, counted from now (the draft: from the response). */
+  private limitsAt(expires: Date): UploadLimits {
+    const f = this.settings.file;
+    return {
+      maxAge: Math.max(0, Math.ceil((expires.getTime() - this.clock.now().getTime()) / 1000)),
+      maxSize: f.maxFileSizeInBytes,
+      minAppendSize: f.uploadMinChunkSizeInBytes,
+      maxAppendSize: f.uploadMaxChunkSizeInBytes,
+    };
+  }
+}
+
+const tooLarge = (max: number) => new Problem('bad-content', `The file would be larger than the maximum of ${max} bytes (max-size).`);
+const chunkTooLarge = (max: number) => new Problem('bad-content', `A chunk may have at most ${max} bytes (max-append-size).`);
+const interrupted = (kept: number) =>
+  new Problem('bad-content', `The request body ended before it was complete; the ${kept} bytes that arrived were kept. Ask for the offset (HEAD) and go on from there.`);
+const leaseLostProblem = () =>
+  new Problem('conflict', 'Another request took over this upload while this one was appending; ask for the offset (HEAD) and go on from there.');
+
+function offsetMismatch(upload: sql.UploadRow, provided: number, state: UploadState): Problem {
+  return inProgress(
+    new Problem('conflict', `The upload is at offset ${upload.offset}, not ${provided}.`, {
+      'expected-offset': upload.offset,
+      'provided-offset': provided,
+    }),
+    state,
+  );
+}

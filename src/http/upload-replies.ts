@@ -1,0 +1,56 @@
+// The HTTP side of resumable uploads shared by the two route files that touch them: `/<id>/file` (a POST/PUT with
+// `Upload-Complete: ?0` starts one) and `/upload/<id>`.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { interopVersion, progressFields, usesUploadIncomplete, type UploadState } from '../domain/upload-fields.js';
+import type { RequestControl } from '../domain/uploads.js';
+import { sendInterim } from './interim.js';
+
+export const headerOf = (request: FastifyRequest, name: string): string | undefined => {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+};
+
+/** The announced draft interop version, when it is one we speak (see upload-fields.ts). */
+export const interopOf = (request: FastifyRequest) => interopVersion(headerOf(request, 'upload-draft-interop-version'));
+
+/**
+ * The request body as an iterable that does not destroy the request when the reader stops early (a size limit
+ * passed): the connection must survive long enough to carry the 400.
+ */
+export const bodyOf = (request: FastifyRequest): AsyncIterable<Uint8Array> => ({
+  [Symbol.asyncIterator]: () => request.raw.iterator({ destroyOnReturn: false }),
+});
+
+/** Ending a request that a newer one to the same upload takes over: its connection is closed. */
+export const controlOf = (request: FastifyRequest, interop: number | null): RequestControl => ({
+  abort: () => request.raw.destroy(),
+  interop,
+});
+
+/**
+ * The 104 (Upload Resumption Supported) interim response with the upload's `Location` and `Upload-Limit`, for
+ * clients that announced a draft interop version we speak. False when it could not be sent.
+ */
+export function announceUpload(reply: FastifyReply, state: UploadState): boolean {
+  const { 'upload-limit': limit } = progressFields(state);
+  return sendInterim(reply, 104, 'Upload Resumption Supported', { Location: uploadPath(state.id), 'Upload-Limit': limit! });
+}
+
+export const uploadPath = (id: string) => `/upload/${id}`;
+
+/** The fields of an upload in progress on a final response. */
+export function sendProgress(reply: FastifyReply, state: UploadState, status: 204, location?: string) {
+  reply.headers(progressFields(state));
+  if (location) reply.header('location', location);
+  return reply.code(status).send();
+}
+
+/**
+ * onSend hook: clients of interop 3 (draft-01) read `Upload-Incomplete`, the negation of `Upload-Complete`.
+ */
+export async function legacyCompleteness(request: FastifyRequest, reply: FastifyReply) {
+  if (!usesUploadIncomplete(interopOf(request))) return;
+  const complete = reply.getHeader('upload-complete');
+  if (complete === '?0') reply.header('upload-incomplete', '?1');
+  else if (complete === '?1') reply.header('upload-incomplete', '?0');
+}
