@@ -19,7 +19,7 @@
 //                        e.g. bench/experiments/access-plpgsql.sql); the servers under test then use it
 //   --generic-plans      experiment: ALTER DATABASE ... SET plan_cache_mode = force_generic_plan (all sessions)
 //   --no-build           skip `tsc -p tsconfig.build.json`
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import { existsSync, readFileSync } from 'node:fs';
@@ -83,7 +83,7 @@ const datasets: Record<string, Dataset['counts'] & { seconds: number; targets: n
 let tool: LoadTool = 'wrk';
 let work = '';
 let cluster: PgCluster | null = null;
-const FILE_SCENARIOS = () => [`B3 upload ${fileLabel()}`, `B3 download ${fileLabel()}`, `upload ${fileLabel()} direct`, `download ${fileLabel()}`];
+const FILE_SCENARIOS = () => [`B3 upload ${fileLabel()}`, `B3 download ${fileLabel()}`, `upload ${fileLabel()} direct`, `download ${fileLabel()}`, `upload ${fileLabel()} resumable, 100 MiB chunks`];
 const fileLabel = () => (settings.fileBytes % (1024 * MiB) === 0 ? `${settings.fileBytes / (1024 * MiB)} GiB` : `${settings.fileBytes / MiB} MiB`);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -163,20 +163,26 @@ function failedRow(scenario: string, backend: string, note: string, target?: str
   return { scenario, backend, status: 'failed', note, target, met: null };
 }
 
+interface TransferStep {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  file?: string;
+  start?: number;
+  end?: number;
+}
+
 interface TransferResult {
-  status: number;
-  bytes: number;
-  sent: number;
+  steps: { status: number; bytes: number; sent: number; seconds: number; body: string; location: string | null }[];
   seconds: number;
-  body: string;
   rssGrowthMiB: number | null;
 }
 
-/** A streaming upload (file) or download in a child process, sampling the server's RSS meanwhile. */
-async function transfer(serverPid: number, job: { method: string; url: string; headers: Record<string, string>; file?: string }): Promise<TransferResult> {
+/** Streaming uploads/downloads, one after the other, in a child process, sampling the server's RSS meanwhile. */
+async function transfer(serverPid: number, ...steps: TransferStep[]): Promise<TransferResult> {
   const sampler = sampleRss(serverPid);
   const child = join(ROOT, 'bench/lib/transfer.ts');
-  const { code, stdout, stderr } = await capture(process.execPath, ['--import', 'tsx', child, JSON.stringify(job)]);
+  const { code, stdout, stderr } = await capture(process.execPath, ['--import', 'tsx', child, JSON.stringify({ steps })]);
   const rss = sampler.stop();
   const line = stdout.split('\n').find((l) => l.startsWith('BENCHJSON '));
   if (code !== 0 || !line) throw new Error(`transfer client failed (exit ${code}): ${stderr.trim()}`);
@@ -184,11 +190,33 @@ async function transfer(serverPid: number, job: { method: string; url: string; h
   return { ...result, rssGrowthMiB: rss ? (rss.max - rss.before) / MiB : null };
 }
 
-function transferRow(scenario: string, backend: string, t: TransferResult, expectStatus: number[], expectBytes: number): Row {
-  const ok = expectStatus.includes(t.status) && t.bytes + t.sent >= expectBytes;
+/**
+ * The fastest of `n` runs (the machine is shared and noisy; the slower runs measure the neighbours), with the
+ * largest RSS growth seen in any of them. A failed run is returned as it is.
+ */
+async function bestOf(n: number, run: () => Promise<TransferResult>): Promise<TransferResult> {
+  let best: TransferResult | null = null;
+  let rss: number | null = null;
+  for (let i = 0; i < n; i++) {
+    const t = await run();
+    if (t.steps.some((s) => s.status >= 400)) return t;
+    if (t.rssGrowthMiB !== null) rss = Math.max(rss ?? 0, t.rssGrowthMiB);
+    if (!best || t.seconds < best.seconds) best = t;
+  }
+  return { ...best!, rssGrowthMiB: rss };
+}
+
+/** `expect`: the statuses each step may answer (the last entry applies to every later step too). */
+function transferRow(scenario: string, backend: string, t: TransferResult, expect: number[][], expectBytes: number): Row {
+  const moved = t.steps.reduce((sum, s) => sum + s.bytes + s.sent, 0);
+  const wrong = t.steps.findIndex((s, i) => !(expect[Math.min(i, expect.length - 1)] ?? []).includes(s.status));
   const mibps = expectBytes / MiB / t.seconds;
-  log(`${scenario} on ${backend}: status ${t.status}, ${mibps.toFixed(0)} MiB/s, RSS growth ${t.rssGrowthMiB?.toFixed(1)} MiB`);
-  if (!ok) return failedRow(scenario, backend, `status ${t.status}, ${t.bytes} bytes received: ${t.body.slice(0, 200)}`);
+  const statuses = t.steps.map((s) => s.status).join(',');
+  log(`${scenario} on ${backend}: status ${statuses}, ${mibps.toFixed(0)} MiB/s, RSS growth ${t.rssGrowthMiB?.toFixed(1)} MiB`);
+  if (wrong >= 0 || moved < expectBytes) {
+    const step = t.steps[wrong] ?? t.steps[t.steps.length - 1]!;
+    return failedRow(scenario, backend, `step ${wrong + 1} answered ${step.status}, ${moved} bytes moved: ${step.body.slice(0, 200)}`);
+  }
   return { scenario, backend, status: 'measured', mibps, rssGrowthMiB: t.rssGrowthMiB ?? undefined, met: null };
 }
 
@@ -254,8 +282,8 @@ async function baselinePhase(backend: Backend, server: ServerProcess, ds: Datase
   }
   if (!b3 && wanted(...FILE_SCENARIOS())) {
     // Plain fs streams do not depend on the database: measured once, compared with both backends.
-    const upload = transferRow(FILE_SCENARIOS()[0]!, '-', await transfer(server.pid, { method: 'PUT', url: `${url}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: join(work, 'payload.bin') }), [201], settings.fileBytes);
-    const download = transferRow(FILE_SCENARIOS()[1]!, '-', await transfer(server.pid, { method: 'GET', url: `${url}/b3/file`, headers: {} }), [200], settings.fileBytes);
+    const upload = transferRow(FILE_SCENARIOS()[0]!, '-', await bestOf(2, () => transfer(server.pid, { method: 'PUT', url: `${url}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: join(work, 'payload.bin') })), [[201]], settings.fileBytes);
+    const download = transferRow(FILE_SCENARIOS()[1]!, '-', await bestOf(2, () => transfer(server.pid, { method: 'GET', url: `${url}/b3/file`, headers: {} })), [[200]], settings.fileBytes);
     b3 = { upload, download };
     rows.push(upload, download);
     await rm(join(dataDir, 'baseline-files'), { recursive: true, force: true });
@@ -332,7 +360,7 @@ async function fileScenarios(backend: Backend, server: ServerProcess, ds: Datase
   const probe = await fetch(fileUrl, { method: 'PUT', headers: fileHeaders, body: 'probe' });
   const probeBody = await probe.text();
   if (probe.status === 404 || probe.status === 405) {
-    for (const [name, target] of [[upName, targets.up], [downName, targets.down]] as const) {
+    for (const [name, target] of [[upName, targets.up], [downName, targets.down], [RESUMABLE(), '>= 0.6 x B3, RSS <= 64 MiB']] as const) {
       log(`${name} on ${backend}: not available (${probe.status})`);
       rows.push({ scenario: name, backend, status: 'not available', target, met: null, note: `PUT /<id>/file answered ${probe.status}` });
     }
@@ -342,14 +370,57 @@ async function fileScenarios(backend: Backend, server: ServerProcess, ds: Datase
     rows.push(failedRow(upName, backend, `probe PUT /<id>/file answered ${probe.status}: ${probeBody.slice(0, 200)}`, targets.up));
     return;
   }
-  const up = transferRow(upName, backend, await transfer(server.pid, { method: 'PUT', url: fileUrl, headers: fileHeaders, file: join(work, 'payload.bin') }), [201, 204], settings.fileBytes);
+  const up = transferRow(upName, backend, await bestOf(2, () => transfer(server.pid, { method: 'PUT', url: fileUrl, headers: fileHeaders, file: join(work, 'payload.bin') })), [[201, 204]], settings.fileBytes);
   compare(up, b3?.upload, 0.7);
   withRss(up);
   rows.push(up);
-  const down = transferRow(downName, backend, await transfer(server.pid, { method: 'GET', url: fileUrl, headers: auth(token) }), [200], settings.fileBytes);
+  const down = transferRow(downName, backend, await bestOf(2, () => transfer(server.pid, { method: 'GET', url: fileUrl, headers: auth(token) })), [[200]], settings.fileBytes);
   compare(down, b3?.download, 0.7);
   withRss(down);
   rows.push(down);
+  if (wanted(RESUMABLE())) await resumableScenario(backend, server, token);
+}
+
+/**
+ * Resumable upload of the same file: POST /<id>/file with `Upload-Complete: ?0` and an empty body starts it
+ * (204, `Location: /upload/<id>`), then PATCH /upload/<id> appends 100 MiB chunks at `Upload-Offset`, the last one
+ * with `Upload-Complete: ?1` (201). Throughput counts every request of the sequence.
+ */
+const RESUMABLE = () => `upload ${fileLabel()} resumable, 100 MiB chunks`;
+async function resumableScenario(backend: Backend, server: ServerProcess, token: string) {
+  const url = server.baseUrl;
+  const target = '>= 0.6 x B3';
+  const created = await fetch(`${url}/`, { method: 'POST', headers: jsonHeaders(token), body: JSON.stringify({ type: 'Attachment', data: { name: 'resumable' } }) });
+  await created.arrayBuffer();
+  const location = created.headers.get('location');
+  if (created.status !== 201 || !location) {
+    rows.push(failedRow(RESUMABLE(), backend, `could not create the element (${created.status})`, target));
+    return;
+  }
+  const CHUNK = 100 * MiB;
+  const steps: TransferStep[] = [{ method: 'POST', url: `${url}${location}/file`, headers: { ...auth(token), 'upload-complete': '?0' } }];
+  for (let offset = 0; offset < settings.fileBytes; offset += CHUNK) {
+    const end = Math.min(settings.fileBytes, offset + CHUNK);
+    steps.push({
+      method: 'PATCH',
+      url: `${url}{location}`,
+      headers: { ...auth(token), 'content-type': 'application/partial-upload', 'upload-offset': String(offset), 'upload-complete': end === settings.fileBytes ? '?1' : '?0' },
+      file: join(work, 'payload.bin'),
+      start: offset,
+      end,
+    });
+  }
+  const t = await transfer(server.pid, ...steps);
+  if (t.steps[0]!.status === 404 || t.steps[0]!.status === 405 || (t.steps[0]!.status === 204 && !t.steps[0]!.location?.startsWith('/upload/'))) {
+    log(`${RESUMABLE()} on ${backend}: not available (${t.steps[0]!.status})`);
+    rows.push({ scenario: RESUMABLE(), backend, status: 'not available', target: `${target}, RSS <= 64 MiB`, met: null, note: `POST /<id>/file with Upload-Complete: ?0 answered ${t.steps[0]!.status}` });
+    return;
+  }
+  const expect = [[204], ...steps.slice(1, -1).map(() => [204]), [201]];
+  const row = transferRow(RESUMABLE(), backend, t, expect, settings.fileBytes);
+  compare(row, b3?.upload, 0.6);
+  withRss(row);
+  rows.push(row);
 }
 
 /** The file targets hold both a throughput ratio and an RSS ceiling. */
@@ -360,18 +431,13 @@ function withRss(row: Row) {
 
 // HOOKS for the scenarios of issue 8 whose features have not landed yet. Replace each with a real measurement
 // when its feature exists (never a made-up number):
-//   - resumable upload: POST /<id>/file with `Upload-Complete: ?0`, then PATCH /upload/<id> in 100 MiB chunks
-//     (`Upload-Offset`, `Content-Type: application/partial-upload`), the last with `Upload-Complete: ?1`; vs B3.
 //   - search: POST /search with a text-property match, 8 concurrent clients, on the 100k data set.
 //   - cypher: POST /search with a `cypher-path-subset` step, depth-3 variable-length path from one node.
-//   - backup:load of 1M elements on PostgreSQL (bench/backup-load.ts, another engineer's file).
 function laterScenarios(): Row[] {
   const later = (scenario: string, backend: string, target: string): Row => ({ scenario, backend, status: 'not available yet', target, met: null });
   return [
-    later(`upload ${fileLabel()} resumable, 100 MiB chunks`, 'postgres', '>= 0.6 x B3, RSS <= 64 MiB'),
     later('POST /search text match, 8 clients', 'postgres', 'p50 <= 20 ms, p99 <= 80 ms'),
     later('POST /search cypher depth-3 path', 'postgres', 'p50 <= 20 ms'),
-    later('backup:load 1M elements', 'postgres', '>= 5,000 elements/s'),
   ];
 }
 
@@ -383,6 +449,7 @@ function laterScenarios(): Row[] {
 const LARGE = 'GET /<id> p50, 1M vs 10k nodes';
 async function largeScenario() {
   const p50: Record<string, number> = {};
+  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
   for (const [name, nodes] of [['10k', 10_000], ['1M', 1_000_000]] as const) {
     const database = `bench_${name.toLowerCase()}`;
     const admin = await openPostgres(cluster!.url, 1);
@@ -417,6 +484,46 @@ async function largeScenario() {
   }
   const ratio = p50['1M']! / p50['10k']!;
   rows.push({ scenario: LARGE, backend: 'postgres', status: 'measured', p50: p50['1M'], ratio, baseline: '10k p50', target: '<= 1.5 x', met: ratio <= 1.5 });
+}
+
+/** backup:load throughput, measured by bench/backup-load.ts in its own process (with its own PostgreSQL server). */
+const BACKUP_LOAD = () => `backup:load ${settings.quick ? '20k' : '1M'} elements`;
+async function backupLoadScenario() {
+  const elements = settings.quick ? 20_000 : 1_000_000;
+  log(`${BACKUP_LOAD()}: running bench/backup-load.ts`);
+  const target = '>= 5,000 elements/s';
+  const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/backup-load.ts'), '--elements', String(elements), '--backend', 'postgres'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    // Its progress lines are ours too.
+    child.stderr.setEncoding('utf8').on('data', (d: string) => process.stderr.write(d));
+    child.on('error', reject);
+    child.on('close', (c) => resolve({ code: c ?? 1, stdout: out }));
+  });
+  const result = ((): { loadRate?: number; loadSeconds?: number } | null => {
+    try {
+      return JSON.parse(stdout) as { loadRate?: number; loadSeconds?: number };
+    } catch {
+      return null; // reported below
+    }
+  })();
+  if (code !== 0 || typeof result?.loadRate !== 'number') {
+    rows.push(failedRow(BACKUP_LOAD(), 'postgres', `bench/backup-load.ts exited with ${code}`, target));
+    return;
+  }
+  rows.push({
+    scenario: BACKUP_LOAD(),
+    backend: 'postgres',
+    status: 'measured',
+    target,
+    elementsPerSecond: result.loadRate,
+    met: result.loadRate >= 5000,
+    note: `${result.loadSeconds!.toFixed(1)} s`,
+  });
 }
 
 async function applyExperiments(db: Awaited<ReturnType<typeof openPostgres>>) {
@@ -515,7 +622,9 @@ async function main() {
       log(`writing a ${fileLabel()} payload for the file scenarios`);
       await writePayload(join(work, 'payload.bin'), settings.fileBytes);
     }
-    for (const backend of settings.backends) await backendPhase(backend);
+    const phaseScenarios = ['B0 fixed JSON', 'B1 PK SELECT', 'B2 INSERT', 'GET /<id>', 'GET /<id>/children', 'POST / node', 'PATCH /<id>', ...FILE_SCENARIOS()];
+    if (wanted(...phaseScenarios)) for (const backend of settings.backends) await backendPhase(backend);
+    if (settings.backends.includes('postgres') && wanted(BACKUP_LOAD())) await backupLoadScenario();
     if (argv.large && settings.backends.includes('postgres')) await largeScenario();
     else rows.push({ scenario: LARGE, backend: 'postgres', status: 'not run', target: '<= 1.5 x', met: null, note: 'run with --large' });
   } finally {

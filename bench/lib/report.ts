@@ -12,6 +12,8 @@ export interface Row {
   p99?: number;
   /** Throughput in MiB/s (file scenarios). */
   mibps?: number;
+  /** Elements per second (backup:load). */
+  elementsPerSecond?: number;
   /** Growth of the server's resident set size during the transfer, MiB. */
   rssGrowthMiB?: number;
   requests?: number;
@@ -33,6 +35,7 @@ const ms = (n: number | undefined) => (n === undefined ? '' : n < 10 ? n.toFixed
 function throughput(row: Row): string {
   if (row.rps !== undefined) return `${int(row.rps)} req/s`;
   if (row.mibps !== undefined) return `${int(row.mibps)} MiB/s`;
+  if (row.elementsPerSecond !== undefined) return `${int(row.elementsPerSecond)} el/s`;
   return '';
 }
 
