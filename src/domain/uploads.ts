@@ -197,15 +197,20 @@ export class Uploads {
 
   /** PATCH `/upload/<id>`: appends the body at `Upload-Offset`; with `Upload-Complete: ?1` completes the upload. */
   async append(caller: Caller, id: string, body: AsyncIterable<Uint8Array>, headers: AppendHeaders, control: RequestControl): Promise<AppendResult> {
-    // Everything that can be refused from the headers alone is refused before the upload is touched.
-    const complete = parseUploadComplete(headers.uploadComplete);
-    const provided = parseUploadOffset(headers.uploadOffset);
-    checkAppendContentType(headers.contentType, control.interop);
-    const requestLength = parseUploadLength(headers.uploadLength) ?? null;
-    const contentLength = headers.contentLength === undefined ? undefined : Number(headers.contentLength);
-    const expected = complete ? parseSha256Digest(headers.reprDigest, headers.contentDigest) ?? null : null;
-
     let upload = await this.usable(caller, id);
+    // Malformed fields are refused before anything else happens to the upload (with its offset, like every
+    // refusal that leaves it in progress); someone else's upload is a 404 whatever the fields say.
+    let complete: boolean, provided: number, requestLength: number | null, expected: Buffer | null;
+    try {
+      complete = parseUploadComplete(headers.uploadComplete);
+      provided = parseUploadOffset(headers.uploadOffset);
+      checkAppendContentType(headers.contentType, control.interop);
+      requestLength = parseUploadLength(headers.uploadLength) ?? null;
+      expected = complete ? parseSha256Digest(headers.reprDigest, headers.contentDigest) ?? null : null;
+    } catch (error) {
+      throw error instanceof Problem ? inProgress(error, this.stateOf(upload)) : error;
+    }
+    const contentLength = headers.contentLength === undefined ? undefined : Number(headers.contentLength);
     const { leave, preempted } = await this.inFlight.enter(upload.id, control.abort);
     try {
       if (preempted) upload = await this.usable(caller, id, true);
