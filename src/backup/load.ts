@@ -283,20 +283,33 @@ async function orderRelations(
     const on = [p.start, p.end].map((id) => index.get(id)).filter((i): i is number => i !== undefined && kind[i] === KIND_RELATION);
     if (on.length > 0) deps.set(p.at, on);
   }
+  // Depth-first without recursion (a long chain must not exhaust the stack). A dependency met again while it is
+  // still being expanded lies on the current path: a cycle.
   const level = new Map<number, number>();
-  const visiting = new Set<number>();
-  const levelOf = (at: number): number => {
-    const known = level.get(at);
-    if (known !== undefined) return known;
-    const on = deps.get(at);
-    if (!on) return 1;
-    // Iterative deepening would be safer for very deep chains; relation-on-relation chains are short in practice.
-    if (visiting.has(at)) throw new BackupError(paths[at]!, 'is part of a cycle of relations attached to each other');
-    visiting.add(at);
-    const l = 1 + Math.max(...on.map(levelOf));
-    visiting.delete(at);
-    level.set(at, l);
-    return l;
+  const expanding = new Set<number>();
+  const levelOf = (root: number): number => {
+    const stack = [root];
+    while (stack.length > 0) {
+      const at = stack[stack.length - 1]!;
+      const on = deps.get(at);
+      if (!on || level.has(at)) {
+        stack.pop();
+        continue;
+      }
+      if (!expanding.has(at)) {
+        expanding.add(at);
+        for (const d of on) {
+          if (level.has(d) || !deps.has(d)) continue;
+          if (expanding.has(d)) throw new BackupError(paths[d]!, 'is part of a cycle of relations attached to each other');
+          stack.push(d);
+        }
+        continue;
+      }
+      level.set(at, 1 + Math.max(...on.map((d) => level.get(d) ?? 1)));
+      expanding.delete(at);
+      stack.pop();
+    }
+    return level.get(root) ?? 1;
   };
   const order: number[] = [];
   const later: Array<[number, number]> = [];
