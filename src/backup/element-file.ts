@@ -5,7 +5,6 @@ import { isPlainObject, isUuid } from '../domain/values.js';
 import type { FileMeta } from '../storage/queries/elements.js';
 import { BackupError, TOKEN_STATES, type BackupTokenState } from './format.js';
 
-
 export interface ParsedToken {
   hash: string | null;
   state: BackupTokenState;

@@ -180,6 +180,8 @@ describeBackends(
       await expectRead(ref(`${b}/directedOwnsRelation/token1`), ref(`${b}/directedOwnsRelation/data2`), 200);
       await expectRead(ref(`${b}/directedOwnsRelation/token2`), ref(`${b}/directedOwnsRelation/data2`), 200);
       await expectRead(ref(`${b}/directedOwnsRelation/token2`), ref(`${b}/directedOwnsRelation/data1`), 404);
+      // DESIGN.md: an access-granting relation is readable by the owners of its end, even without READ on its start.
+      await expectRead(ref(`${b}/directedOwnsRelation/token2`), ref(`${R}/basic/directedOwnsRelation/owns2`), 200);
       await expectRead(ref(`${b}/immediateNodeOwnership/token`), ref(`${b}/immediateNodeOwnership/data`), 200);
       await expectRead(ref(`${b}/immediateRelationOwnership/token`), ref(`${R}/basic/immediateRelationOwnership/relationship`), 200);
       const missing = `${b}/missingAccessToStartOrEndNode`;
