@@ -134,6 +134,20 @@ describeBackends('backup:load validation', (h) => {
     await expectRejected(h(), cycle, 'relation/x.json', /cycle of relations/);
   });
 
+  it('orders a chain of 12,000 relations, each attached to the one before, read in reverse order', async () => {
+    const g = graph();
+    const chain = Array.from({ length: 12_000 }, () => id());
+    const files: Record<string, unknown> = { ...g.files };
+    // File names sort in the opposite order of the chain: every relation is read before the one it attaches to.
+    chain.forEach((rid, i) => {
+      const on = i === 0 ? g.ids.owns : chain[i - 1]!;
+      files[`relation/chain/${String(chain.length - i).padStart(6, '0')}.json`] = { type: 'NEXT', id: rid, start: on, end: g.ids.data, data: {} };
+    });
+    const report = await loadInto(h(), await writeBackup(files));
+    expect(report.relations).toBe(2 + chain.length);
+    expect((await counts(h().db)).elements).toBe(5 + chain.length);
+  });
+
   it('loads tokens without exactly one owning user, but they never authenticate', async () => {
     const g = graph();
     const second = id();
