@@ -192,6 +192,7 @@ export class Uploads {
   async state(caller: Caller, id: string): Promise<UploadState> {
     let upload = await this.usable(caller, id);
     if (await this.inFlight.preempt(upload.id)) upload = await this.usable(caller, id);
+    await this.checkStored(caller, upload);
     return this.stateOf(upload);
   }
 
@@ -230,6 +231,7 @@ export class Uploads {
       }
       const renewal = this.keepLease(leased.id, lease, control);
       try {
+        await this.checkStored(caller, leased, lease);
         return await this.appendLeased(caller, leased, lease, body, { complete, requestLength, contentLength, expected }, control, renewal);
       } finally {
         renewal.stop();
@@ -405,13 +407,22 @@ export class Uploads {
     }
     if (upload.expires.getTime() <= this.clock.now().getTime())
       throw new Problem('gone', 'The upload has expired; start a new one.');
-    if (((await this.blobs.size(upload.id)) ?? 0) < upload.offset) {
-      // The draft: a server that lost part of an upload's state deactivates it.
-      if (!entered) this.inFlight.abort(upload.id);
-      await this.drop(upload.id);
-      throw new Problem('gone', 'The stored bytes of this upload were lost; start a new upload.');
-    }
     return upload;
+  }
+
+  /**
+   * The draft: a server that lost part of an upload's state deactivates it. Bytes shorter than the offset mean
+   * exactly that, unless a request (of another instance) holds the upload right now: it may be completing it,
+   * and has moved the bytes already. `lease` is the caller's own, if it holds one.
+   */
+  private async checkStored(caller: Caller, upload: sql.UploadRow, lease: string | null = null): Promise<void> {
+    if (((await this.blobs.size(upload.id)) ?? 0) >= upload.offset) return;
+    const now = await sql.uploadOf(this.db, upload.id, caller.userId);
+    if (!now) throw notFound();
+    const heldElsewhere = now.lease_token !== null && now.lease_token !== lease && now.lease_until!.getTime() > this.clock.now().getTime();
+    if (heldElsewhere) return;
+    await this.drop(upload.id);
+    throw new Problem('gone', 'The stored bytes of this upload were lost; start a new upload.');
   }
 
   /** Streams a body into the upload's blob at its offset, hashing it; the bytes of a body that breaks off are kept. */
