@@ -7,7 +7,8 @@
 // Prints one JSON line {"ready":true} on stdout once listening.
 //   B0  GET  /b0          a fixed small JSON
 //   B1  GET  /b1/:id      one primary-key SELECT of a JSONB row (prepared, like Trellis' statements)
-//   B2  POST /b2          one single-row INSERT of the posted JSON
+//   B2  POST /b2          one single-row INSERT of the posted JSON, into bench_b2: a copy of the elements table's
+//                         definition (same columns, constraints and indexes), so Trellis' own table stays as generated
 //   B3  PUT  /b3/file     the request body streamed to a file; GET /b3/file streams it back (plain fs streams)
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -38,6 +39,7 @@ const pool = pglite
   ? new pg.Pool(createPgConfig(pglite) as unknown as pg.PoolConfig)
   : new pg.Pool({ connectionString: args['database-url'], max: 10 });
 pool.on('error', () => {});
+await pool.query('CREATE TABLE IF NOT EXISTS bench_b2 (LIKE elements INCLUDING ALL)');
 
 const filesDir = args.files;
 await mkdir(filesDir, { recursive: true });
@@ -65,7 +67,7 @@ app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2', asy
   const now = new Date();
   await pool.query({
     name: 'b2',
-    text: 'INSERT INTO elements (id, type, data, created, updated) VALUES ($1, $2, $3, $4, $4)',
+    text: 'INSERT INTO bench_b2 (id, type, data, created, updated) VALUES ($1, $2, $3, $4, $4)',
     values: [id, request.body?.type ?? 'Baseline', request.body?.data ?? {}, now],
   });
   return reply.code(201).header('location', `/${id}`).send();

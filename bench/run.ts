@@ -23,7 +23,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -259,99 +259,120 @@ const auth = (token: string) => ({ authorization: `Bearer ${token}` });
 const jsonHeaders = (token?: string): Record<string, string> => ({ 'content-type': 'application/json', ...(token ? auth(token) : {}) });
 const noteBody = (k: number) => JSON.stringify({ type: 'Note', data: { title: `Bench note ${k}`, text: 'created by the benchmark', rank: k } });
 
-let b3: { upload: Row; download: Row } | null = null;
-
-async function baselinePhase(backend: Backend, server: ServerProcess, ds: Dataset, dataDir: string) {
-  const base: Record<string, Row> = {};
-  const url = server.baseUrl;
-  if (rows.every((r) => !r.scenario.startsWith('B0')) && wanted('B0 fixed JSON')) {
-    rows.push(requestRow('B0 fixed JSON', backend, await measure('B0 fixed JSON', url, [{ method: 'GET', path: '/b0' }])));
-  }
-  if (wanted('B1 PK SELECT', 'GET /<id>', 'GET /<id>/children')) {
-    const problem = await check(`${url}/b1/${ds.targets[0]!.id}`, {}, 200);
-    base.B1 = problem
-      ? failedRow('B1 PK SELECT', backend, problem)
-      : requestRow('B1 PK SELECT', backend, await measure(`B1 PK SELECT (${backend})`, url, ds.targets.map((t) => ({ method: 'GET', path: `/b1/${t.id}` }))));
-    rows.push(base.B1);
-  }
-  if (wanted('B2 INSERT', 'POST / node', 'PATCH /<id>')) {
-    const problem = await check(`${url}/b2`, { method: 'POST', headers: jsonHeaders(), body: noteBody(0) }, 201);
-    const requests = Array.from({ length: 500 }, (_, k) => ({ method: 'POST', path: '/b2', headers: jsonHeaders(), body: noteBody(k) }));
-    base.B2 = problem ? failedRow('B2 INSERT', backend, problem) : requestRow('B2 INSERT', backend, await measure(`B2 INSERT (${backend})`, url, requests));
-    rows.push(base.B2);
-  }
-  if (!b3 && wanted(...FILE_SCENARIOS())) {
-    // Plain fs streams do not depend on the database: measured once, compared with both backends.
-    const upload = transferRow(FILE_SCENARIOS()[0]!, '-', await bestOf(2, () => transfer(server.pid, { method: 'PUT', url: `${url}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: join(work, 'payload.bin') })), [[201]], settings.fileBytes);
-    const download = transferRow(FILE_SCENARIOS()[1]!, '-', await bestOf(2, () => transfer(server.pid, { method: 'GET', url: `${url}/b3/file`, headers: {} })), [[200]], settings.fileBytes);
-    b3 = { upload, download };
-    rows.push(upload, download);
-    await rm(join(dataDir, 'baseline-files'), { recursive: true, force: true });
-  }
-  return base;
+interface Servers {
+  backend: Backend;
+  baselines: ServerProcess;
+  trellis: ServerProcess;
+  ds: Dataset;
 }
 
-async function trellisPhase(backend: Backend, server: ServerProcess, ds: Dataset, base: Record<string, Row>) {
-  const url = server.baseUrl;
+/** The first measurement of each baseline per backend is listed as a row of its own. */
+const listedBaselines = new Set<string>();
+
+/**
+ * One scenario against its baseline, measured back to back (the baseline first), so that both see the same
+ * machine: on a shared machine the load of the neighbours drifts over minutes, not seconds.
+ */
+async function paired(
+  s: Servers,
+  scenario: string,
+  baseline: { name: string; requests: HttpRequest[]; check: () => Promise<string | null> },
+  target: { requests: HttpRequest[]; check: () => Promise<string | null>; minRatio: number; note?: string },
+) {
+  const problem = await baseline.check();
+  const base = problem
+    ? failedRow(baseline.name, s.backend, problem)
+    : requestRow(baseline.name, s.backend, await measure(`${baseline.name} (${s.backend})`, s.baselines.baseUrl, baseline.requests));
+  if (!listedBaselines.has(`${baseline.name}|${s.backend}`)) {
+    listedBaselines.add(`${baseline.name}|${s.backend}`);
+    rows.push(base);
+  }
+  const trouble = await target.check();
+  const row = trouble
+    ? failedRow(scenario, s.backend, trouble)
+    : requestRow(scenario, s.backend, await measure(`${scenario} (${s.backend})`, s.trellis.baseUrl, target.requests));
+  compare(row, base, target.minRatio);
+  if (target.note) row.note = [row.note, target.note].filter(Boolean).join('; ');
+  rows.push(row);
+}
+
+async function requestScenarios(s: Servers) {
+  const { ds, backend } = s;
+  const b = s.baselines.baseUrl;
+  const url = s.trellis.baseUrl;
   const t0 = ds.targets[0]!;
 
+  if (backend === settings.backends[0] && wanted('B0 fixed JSON')) {
+    rows.push(requestRow('B0 fixed JSON', backend, await measure('B0 fixed JSON', b, [{ method: 'GET', path: '/b0' }])));
+  }
+  const b1 = {
+    name: 'B1 PK SELECT',
+    requests: ds.targets.map((t) => ({ method: 'GET', path: `/b1/${t.id}` })),
+    check: () => check(`${b}/b1/${t0.id}`, {}, 200),
+  };
+  const b2 = {
+    name: 'B2 INSERT',
+    requests: Array.from({ length: 500 }, (_, k) => ({ method: 'POST', path: '/b2', headers: jsonHeaders(), body: noteBody(k) })),
+    check: () => check(`${b}/b2`, { method: 'POST', headers: jsonHeaders(), body: noteBody(0) }, 201),
+  };
+
   // GET /<id>: 4 OWNS hops + 2 group hops from the caller.
-  const getName = 'GET /<id>';
-  if (wanted(getName)) {
-    const problem = await check(`${url}/${t0.id}`, { headers: auth(t0.token) }, 200, (b) => (JSON.parse(b).id === t0.id ? null : `unexpected body ${b.slice(0, 200)}`));
-    const row = problem
-      ? failedRow(getName, backend, problem)
-      : requestRow(getName, backend, await measure(`${getName} (${backend})`, url, ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}`, headers: auth(t.token) }))));
-    compare(row, base.B1, backend === 'postgres' ? 0.9 : 0.8);
-    rows.push(row);
-  }
-
-  const childrenName = 'GET /<id>/children';
-  if (wanted(childrenName)) {
-    const problem = await check(`${url}/${t0.id}/children`, { headers: auth(t0.token) }, 200, (b) => {
-      const page = JSON.parse(b) as { totalNodes: number; nodes: unknown[] };
-      return page.nodes.length === 25 && page.totalNodes === TARGET_CHILDREN ? null : `expected 25 of ${TARGET_CHILDREN} children, got ${page.nodes.length} of ${page.totalNodes}`;
+  if (wanted('GET /<id>', 'B1 PK SELECT'))
+    await paired(s, 'GET /<id>', b1, {
+      requests: ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}`, headers: auth(t.token) })),
+      check: () => check(`${url}/${t0.id}`, { headers: auth(t0.token) }, 200, (body) => (JSON.parse(body).id === t0.id ? null : `unexpected body ${body.slice(0, 200)}`)),
+      minRatio: backend === 'postgres' ? 0.9 : 0.8,
     });
-    const row = problem
-      ? failedRow(childrenName, backend, problem)
-      : requestRow(childrenName, backend, await measure(`${childrenName} (${backend})`, url, ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}/children`, headers: auth(t.token) }))));
-    compare(row, base.B1, 0.5);
-    row.note = [row.note, 'page of 25 (of 30)'].filter(Boolean).join('; ');
-    rows.push(row);
-  }
 
-  const postName = 'POST / node';
-  if (wanted(postName)) {
-    const problem = await check(`${url}/`, { method: 'POST', headers: jsonHeaders(t0.token), body: noteBody(0) }, 201);
-    const requests = Array.from({ length: 500 }, (_, k) => ({ method: 'POST', path: '/', headers: jsonHeaders(ds.users[k % ds.users.length]!.token), body: noteBody(k) }));
-    const row = problem ? failedRow(postName, backend, problem) : requestRow(postName, backend, await measure(`${postName} (${backend})`, url, requests));
-    compare(row, base.B2, 0.4);
-    rows.push(row);
-  }
+  if (wanted('GET /<id>/children'))
+    await paired(s, 'GET /<id>/children', b1, {
+      requests: ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}/children`, headers: auth(t.token) })),
+      check: () =>
+        check(`${url}/${t0.id}/children`, { headers: auth(t0.token) }, 200, (body) => {
+          const page = JSON.parse(body) as { totalNodes: number; nodes: unknown[] };
+          return page.nodes.length === 25 && page.totalNodes === TARGET_CHILDREN ? null : `expected 25 of ${TARGET_CHILDREN} children, got ${page.nodes.length} of ${page.totalNodes}`;
+        }),
+      minRatio: 0.5,
+      note: `page of 25 (of ${TARGET_CHILDREN})`,
+    });
 
-  const patchName = 'PATCH /<id>';
-  if (wanted(patchName)) {
-    const problem = await check(`${url}/${t0.id}`, { method: 'PATCH', headers: jsonHeaders(t0.token), body: '{"counter":0}' }, 204);
-    const requests = ds.targets.map((t, k) => ({ method: 'PATCH', path: `/${t.id}`, headers: jsonHeaders(t.token), body: JSON.stringify({ counter: k, touched: 'bench' }) }));
-    const row = problem ? failedRow(patchName, backend, problem) : requestRow(patchName, backend, await measure(`${patchName} (${backend})`, url, requests));
-    compare(row, base.B2, 0.4);
-    rows.push(row);
-  }
+  if (wanted('POST / node', 'B2 INSERT'))
+    await paired(s, 'POST / node', b2, {
+      requests: Array.from({ length: 500 }, (_, k) => ({ method: 'POST', path: '/', headers: jsonHeaders(ds.users[k % ds.users.length]!.token), body: noteBody(k) })),
+      check: () => check(`${url}/`, { method: 'POST', headers: jsonHeaders(t0.token), body: noteBody(0) }, 201),
+      minRatio: 0.4,
+    });
 
-  if (wanted(...FILE_SCENARIOS().slice(2))) await fileScenarios(backend, server, ds);
+  if (wanted('PATCH /<id>'))
+    await paired(s, 'PATCH /<id>', b2, {
+      requests: ds.targets.map((t, k) => ({ method: 'PATCH', path: `/${t.id}`, headers: jsonHeaders(t.token), body: JSON.stringify({ counter: k, touched: 'bench' }) })),
+      check: () => check(`${url}/${t0.id}`, { method: 'PATCH', headers: jsonHeaders(t0.token), body: '{"counter":0}' }, 204),
+      minRatio: 0.4,
+    });
 }
 
-/** Direct upload (PUT /<id>/file, Upload-Complete: ?1) and download of one large file. */
-async function fileScenarios(backend: Backend, server: ServerProcess, ds: Dataset) {
-  const url = server.baseUrl;
+/**
+ * Direct upload (PUT /<id>/file, Upload-Complete: ?1) and download of one large file, and the resumable upload,
+ * each right after the matching B3 transfer (plain fs streams). Best of 2 each.
+ */
+async function fileScenarios(s: Servers) {
+  const { backend, ds } = s;
+  const url = s.trellis.baseUrl;
+  const b = s.baselines.baseUrl;
   const token = ds.users[0]!.token;
-  const [, , upName, downName] = FILE_SCENARIOS() as [string, string, string, string];
-  const targets = { up: '>= 0.7 x B3, RSS <= 64 MiB', down: '>= 0.7 x B3, RSS <= 64 MiB' };
+  const payload = join(work, 'payload.bin');
+  const [b3UpName, b3DownName, upName, downName, resumableName] = FILE_SCENARIOS() as [string, string, string, string, string];
+  const target = '>= 0.7 x B3';
+  const listB3 = (row: Row) => {
+    if (listedBaselines.has(`${row.scenario}|${backend}`)) return;
+    listedBaselines.add(`${row.scenario}|${backend}`);
+    rows.push(row);
+  };
   const created = await fetch(`${url}/`, { method: 'POST', headers: jsonHeaders(token), body: JSON.stringify({ type: 'Attachment', data: { name: 'bench' } }) });
   await created.arrayBuffer();
   const location = created.headers.get('location');
   if (created.status !== 201 || !location) {
-    rows.push(failedRow(upName, backend, `could not create the element (${created.status})`, targets.up));
+    rows.push(failedRow(upName, backend, `could not create the element (${created.status})`, target));
     return;
   }
   const fileUrl = `${url}${location}/file`;
@@ -360,25 +381,43 @@ async function fileScenarios(backend: Backend, server: ServerProcess, ds: Datase
   const probe = await fetch(fileUrl, { method: 'PUT', headers: fileHeaders, body: 'probe' });
   const probeBody = await probe.text();
   if (probe.status === 404 || probe.status === 405) {
-    for (const [name, target] of [[upName, targets.up], [downName, targets.down], [RESUMABLE(), '>= 0.6 x B3, RSS <= 64 MiB']] as const) {
+    for (const name of [upName, downName, resumableName]) {
       log(`${name} on ${backend}: not available (${probe.status})`);
-      rows.push({ scenario: name, backend, status: 'not available', target, met: null, note: `PUT /<id>/file answered ${probe.status}` });
+      rows.push({ scenario: name, backend, status: 'not available', target: `${name === resumableName ? '>= 0.6 x B3' : target}, RSS <= 64 MiB`, met: null, note: `PUT /<id>/file answered ${probe.status}` });
     }
     return;
   }
   if (probe.status !== 201 && probe.status !== 204) {
-    rows.push(failedRow(upName, backend, `probe PUT /<id>/file answered ${probe.status}: ${probeBody.slice(0, 200)}`, targets.up));
+    rows.push(failedRow(upName, backend, `probe PUT /<id>/file answered ${probe.status}: ${probeBody.slice(0, 200)}`, target));
     return;
   }
-  const up = transferRow(upName, backend, await bestOf(2, () => transfer(server.pid, { method: 'PUT', url: fileUrl, headers: fileHeaders, file: join(work, 'payload.bin') })), [[201, 204]], settings.fileBytes);
-  compare(up, b3?.upload, 0.7);
+
+  const b3Upload = () => bestOf(2, () => transfer(s.baselines.pid, { method: 'PUT', url: `${b}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: payload }));
+  const b3Down = () => bestOf(2, () => transfer(s.baselines.pid, { method: 'GET', url: `${b}/b3/file`, headers: {} }));
+
+  let base = transferRow(b3UpName, backend, await b3Upload(), [[201]], settings.fileBytes);
+  listB3(base);
+  const up = transferRow(upName, backend, await bestOf(2, () => transfer(s.trellis.pid, { method: 'PUT', url: fileUrl, headers: fileHeaders, file: payload })), [[201, 204]], settings.fileBytes);
+  compare(up, base, 0.7);
   withRss(up);
   rows.push(up);
-  const down = transferRow(downName, backend, await bestOf(2, () => transfer(server.pid, { method: 'GET', url: fileUrl, headers: auth(token) })), [[200]], settings.fileBytes);
-  compare(down, b3?.download, 0.7);
+
+  base = transferRow(b3DownName, backend, await b3Down(), [[200]], settings.fileBytes);
+  listB3(base);
+  const down = transferRow(downName, backend, await bestOf(2, () => transfer(s.trellis.pid, { method: 'GET', url: fileUrl, headers: auth(token) })), [[200]], settings.fileBytes);
+  compare(down, base, 0.7);
   withRss(down);
   rows.push(down);
-  if (wanted(RESUMABLE())) await resumableScenario(backend, server, token);
+
+  if (wanted(resumableName)) {
+    base = transferRow(b3UpName, backend, await b3Upload(), [[201]], settings.fileBytes);
+    const row = await resumable(s, token, resumableName);
+    if (row) {
+      compare(row, base, 0.6);
+      withRss(row);
+      rows.push(row);
+    }
+  }
 }
 
 /**
@@ -386,17 +425,13 @@ async function fileScenarios(backend: Backend, server: ServerProcess, ds: Datase
  * (204, `Location: /upload/<id>`), then PATCH /upload/<id> appends 100 MiB chunks at `Upload-Offset`, the last one
  * with `Upload-Complete: ?1` (201). Throughput counts every request of the sequence.
  */
-const RESUMABLE = () => `upload ${fileLabel()} resumable, 100 MiB chunks`;
-async function resumableScenario(backend: Backend, server: ServerProcess, token: string) {
-  const url = server.baseUrl;
-  const target = '>= 0.6 x B3';
+async function resumable(s: Servers, token: string, name: string): Promise<Row | null> {
+  const { backend } = s;
+  const url = s.trellis.baseUrl;
   const created = await fetch(`${url}/`, { method: 'POST', headers: jsonHeaders(token), body: JSON.stringify({ type: 'Attachment', data: { name: 'resumable' } }) });
   await created.arrayBuffer();
   const location = created.headers.get('location');
-  if (created.status !== 201 || !location) {
-    rows.push(failedRow(RESUMABLE(), backend, `could not create the element (${created.status})`, target));
-    return;
-  }
+  if (created.status !== 201 || !location) return failedRow(name, backend, `could not create the element (${created.status})`, '>= 0.6 x B3');
   const CHUNK = 100 * MiB;
   const steps: TransferStep[] = [{ method: 'POST', url: `${url}${location}/file`, headers: { ...auth(token), 'upload-complete': '?0' } }];
   for (let offset = 0; offset < settings.fileBytes; offset += CHUNK) {
@@ -410,17 +445,14 @@ async function resumableScenario(backend: Backend, server: ServerProcess, token:
       end,
     });
   }
-  const t = await transfer(server.pid, ...steps);
-  if (t.steps[0]!.status === 404 || t.steps[0]!.status === 405 || (t.steps[0]!.status === 204 && !t.steps[0]!.location?.startsWith('/upload/'))) {
-    log(`${RESUMABLE()} on ${backend}: not available (${t.steps[0]!.status})`);
-    rows.push({ scenario: RESUMABLE(), backend, status: 'not available', target: `${target}, RSS <= 64 MiB`, met: null, note: `POST /<id>/file with Upload-Complete: ?0 answered ${t.steps[0]!.status}` });
-    return;
+  const t = await transfer(s.trellis.pid, ...steps);
+  const first = t.steps[0]!;
+  if (first.status === 404 || first.status === 405 || (first.status === 204 && !first.location?.startsWith('/upload/'))) {
+    log(`${name} on ${backend}: not available (${first.status})`);
+    rows.push({ scenario: name, backend, status: 'not available', target: '>= 0.6 x B3, RSS <= 64 MiB', met: null, note: `POST /<id>/file with Upload-Complete: ?0 answered ${first.status}` });
+    return null;
   }
-  const expect = [[204], ...steps.slice(1, -1).map(() => [204]), [201]];
-  const row = transferRow(RESUMABLE(), backend, t, expect, settings.fileBytes);
-  compare(row, b3?.upload, 0.6);
-  withRss(row);
-  rows.push(row);
+  return transferRow(name, backend, t, [[204], ...steps.slice(1, -1).map(() => [204]), [201]], settings.fileBytes);
 }
 
 /** The file targets hold both a throughput ratio and an RSS ceiling. */
@@ -565,23 +597,26 @@ async function backendPhase(backend: Backend) {
   const dataDir = join(work, `data-${backend}`);
   await mkdir(dataDir, { recursive: true });
   const { ds, dbUrl } = await prepareDatabase(backend, dataDir);
-
-  // Baselines and Trellis never run at the same time: PGlite allows one process per data directory, and each
-  // measurement should have the machine to itself.
-  const baselines = await startBaselines(backend, dbUrl, dataDir);
-  let base: Record<string, Row>;
+  // Baselines and Trellis run side by side and are loaded one after the other. PGlite allows one process per
+  // data directory: the PGlite baselines get a copy of the generated one.
+  const baselineDir = join(work, `baselines-${backend}`);
+  await mkdir(baselineDir, { recursive: true });
+  if (!dbUrl) await cp(join(dataDir, 'db'), join(baselineDir, 'db'), { recursive: true });
+  const baselines = await startBaselines(backend, dbUrl, baselineDir);
   try {
-    base = await baselinePhase(backend, baselines, ds, dataDir);
+    const trellis = await startTrellis(backend, dbUrl, dataDir);
+    try {
+      const servers: Servers = { backend, baselines, trellis, ds };
+      await requestScenarios(servers);
+      if (wanted(...FILE_SCENARIOS())) await fileScenarios(servers);
+    } finally {
+      await trellis.stop();
+    }
   } finally {
     await baselines.stop();
   }
-  const trellis = await startTrellis(backend, dbUrl, dataDir);
-  try {
-    await trellisPhase(backend, trellis, ds, base);
-  } finally {
-    await trellis.stop();
-  }
-  if (backend === 'pglite') await rm(dataDir, { recursive: true, force: true });
+  await rm(dataDir, { recursive: true, force: true });
+  await rm(baselineDir, { recursive: true, force: true });
 }
 
 function build() {
