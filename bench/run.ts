@@ -142,6 +142,7 @@ function compare(row: Row, baseline: Row | undefined, minRatio: number) {
   const base = baseline.rps ?? baseline.mibps!;
   const value = row.rps ?? row.mibps!;
   row.baseline = baseline.scenario.split(' ')[0];
+  row.baselineValue = base;
   row.ratio = value / base;
   row.met = row.ratio >= minRatio;
 }

@@ -20,6 +20,8 @@ export interface Row {
   errors?: number;
   /** Name of the baseline row this one is compared with, and the ratio to it. */
   baseline?: string;
+  /** The baseline's throughput in the measurement this row was compared with (taken right before it). */
+  baselineValue?: number;
   ratio?: number;
   target?: string;
   /** Whether the target is met; null when the row has no target or could not be measured. */
@@ -54,7 +56,7 @@ export function formatTable(rows: Row[]): string {
     throughput(r),
     ms(r.p50),
     ms(r.p99),
-    r.ratio === undefined ? '' : `${r.ratio.toFixed(2)} x ${r.baseline}`,
+    r.ratio === undefined ? '' : `${r.ratio.toFixed(2)} x ${r.baseline}${r.baselineValue === undefined ? '' : ` (${int(r.baselineValue)})`}`,
     r.target ?? '',
     verdict(r),
     [r.rssGrowthMiB === undefined ? '' : `RSS +${r.rssGrowthMiB.toFixed(0)} MiB`, r.errors ? `${r.errors} errors` : '', r.note ?? '',
