@@ -45,8 +45,9 @@ export interface TempBlob {
 export interface AppendOptions extends WriteOptions {
   /**
    * When the source fails (a client that went away), keep the bytes that arrived instead of cutting back to
-   * `offset`: they are made durable and `append` rejects with a PartialAppendError that says how long the blob now
-   * is. A size limit passed (BlobLimitError) or a failed `check` still cuts back.
+   * `offset`: all of them are written and made durable, and `append` rejects with a PartialAppendError that says
+   * how long the blob now is (`observe` has seen exactly those bytes). A size limit passed (BlobLimitError) or a
+   * failed `check` still cuts back.
    */
   keepPartial?: boolean;
   /** Runs once the whole source is stored, with the bytes appended; throwing cuts back to `offset`. */
@@ -288,19 +289,29 @@ export class FsBlobStore implements BlobStore {
     } else if (existing < offset) throw new Error(`blob ${key} holds ${existing} bytes, expected at least ${offset}`);
     else if (existing > offset) await truncate(path, offset);
     const m = meter(options);
+    // With keepPartial, a failing source ends the stream as if it were complete: everything that arrived is
+    // written and fsynced (a destroyed sink would drop what it still had buffered). Limits are checked after this
+    // guard, so passing one still fails the pipeline.
+    const failure: { error: unknown } | { error?: undefined } = {};
+    async function* guarded(input: AsyncIterable<Uint8Array>) {
+      try {
+        yield* input;
+      } catch (error) {
+        Object.assign(failure, { error });
+      }
+    }
     const sink = createWriteStream(path, { flags: 'r+', start: offset, flush: true });
     try {
-      await pipeline(source, m.pass, sink);
+      await pipeline(options.keepPartial ? guarded(source) : source, m.pass, sink);
     } catch (error) {
       // Wait until the stream has let go of the descriptor, so that no late write lands after the cut.
       await closed(sink);
-      if (options.keepPartial && !(error instanceof BlobLimitError)) {
-        // Writes are sequential, so what reached the file is an unbroken prefix of the source.
-        const total = await syncedLength(path);
-        if (total > offset) throw new PartialAppendError(total, error);
-      }
       await truncate(path, offset);
       throw error;
+    }
+    if ('error' in failure) {
+      if (m.state.size > 0) throw new PartialAppendError(offset + m.state.size, failure.error);
+      throw failure.error;
     }
     try {
       options.check?.(m.state.size);
@@ -397,17 +408,6 @@ export class FsBlobStore implements BlobStore {
 async function closed(stream: Writable): Promise<void> {
   if (stream.closed) return;
   await new Promise<void>((resolve) => stream.once('close', () => resolve()));
-}
-
-/** Flushes a file to disk and returns its length. */
-async function syncedLength(path: string): Promise<number> {
-  const handle = await open(path, 'r+');
-  try {
-    await handle.sync();
-    return (await handle.stat()).size;
-  } finally {
-    await handle.close();
-  }
 }
 
 /** Makes a rename durable: fsync the directory that holds the entry. */

@@ -163,6 +163,7 @@ export class Uploads {
           // The client knows where the upload is (104): it can ask for the offset and go on from there.
           const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept);
           if (!row) throw await this.leaseLost(caller, upload.id);
+          this.hashes.keep(upload.id, hash, kept);
           throw inProgress(interrupted(kept), this.stateOf(row));
         }
         // Nobody was told about the upload, or its first chunk broke a limit: it goes.
@@ -219,14 +220,14 @@ export class Uploads {
       const lease = newId();
       const leased = await sql.takeLease(this.db, upload.id, caller.userId, provided, lease, this.clock.now(), this.leaseUntil());
       if (!leased) {
-        const now = await this.usable(caller, id, true);
-        if (now.offset !== provided) throw offsetMismatch(now, provided, this.stateOf(now));
+        const current = await this.usable(caller, id, true);
+        if (current.offset !== provided) throw offsetMismatch(current, provided, this.stateOf(current));
         throw inProgress(
           new Problem('conflict', 'Another request is appending to this upload right now; ask for the offset (HEAD) and go on from there.', {
-            'expected-offset': now.offset,
+            'expected-offset': current.offset,
             'provided-offset': provided,
           }),
-          this.stateOf(now),
+          this.stateOf(current),
         );
       }
       const renewal = this.keepLease(leased.id, lease, control);
@@ -302,7 +303,7 @@ export class Uploads {
         const kept = error instanceof PartialAppendError ? error.total : offset;
         const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept - offset);
         if (!row) throw await this.leaseLost(caller, upload.id);
-        this.hashes.forget(upload.id); // it has seen chunks the file may not have kept whole
+        this.hashes.keep(upload.id, hash, kept); // it has seen exactly the bytes kept
         throw inProgress(interrupted(kept - offset), this.stateOf(row));
       }
       if (error instanceof BlobLimitError) {

@@ -3,6 +3,8 @@
 // forever"). The offset HEAD reports is always what is durably stored and always accepted by the next PATCH.
 import { statSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { Readable } from 'node:stream';
+import { Uploads } from '../../src/domain/uploads.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 import { noise, sha256 } from '../files/fixtures.js';
 import { append, blobOf, blobPath, head, partialRequest, startUpload, uploadRow } from './helpers.js';
@@ -174,6 +176,25 @@ describeBackends('resumable uploads: interruptions and concurrency', (h) => {
       expect(blobOf(h(), id)!.equals(data.subarray(0, KiB))).toBe(true);
       h().clock.advance(61);
       expect((await append(h(), alice.token, path, KiB, data.subarray(KiB, 2 * KiB), false)).status).toBe(204);
+      await finishAndCheck(path, elementId, data);
+    });
+
+    it('another instance takes over half-way: each recomputes the hash from the stored bytes once; the digest is right', async () => {
+      const data = noise(300 * KiB, 39);
+      const { path, id, elementId } = await begin(data);
+      expect((await append(h(), alice.token, path, KiB, data.subarray(KiB, 100 * KiB), false)).status).toBe(204);
+      // A second instance on the same database and blob store, with no hash state of its own.
+      const { db, clock, blobs, elements, files } = h().services;
+      const other = new Uploads(db, h().config.settings, clock, blobs, elements, files);
+      const result = await other.append(
+        { userId: alice.id, tokenId: null },
+        id,
+        Readable.from([data.subarray(100 * KiB, 200 * KiB)]),
+        { uploadComplete: '?0', uploadOffset: String(100 * KiB), contentType: 'application/partial-upload', contentLength: String(100 * KiB) },
+        { abort: () => {}, interop: null },
+      );
+      expect(result).toMatchObject({ complete: false, state: { offset: 200 * KiB } });
+      // This instance's hash covers 100 KiB only: it reads the 200 KiB back and goes on.
       await finishAndCheck(path, elementId, data);
     });
 
