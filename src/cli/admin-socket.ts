@@ -1,7 +1,7 @@
 // PGlite allows one process per data directory. While the embedded server runs, CLI commands are handed to it over
 // a unix socket inside DATA_DIR (mode 0600, so only the owner of the data can use it) and run in the server with
 // its database. Protocol: newline-delimited JSON. Client: {command, args, interactive}, later {answer}.
-// Server: {out} | {err} | {confirm} | {exit}.
+// Server: {out} | {err} | {confirm} | {exit}. `cwd` is the CLI's working directory, for relative paths.
 import { chmod, rm } from 'node:fs/promises';
 import { createConnection, createServer, type Socket } from 'node:net';
 import { createHash } from 'node:crypto';
@@ -36,7 +36,7 @@ export async function startAdminSocket(config: Config, services: Services, logge
     let pendingAnswer: ((answer: boolean) => void) | null = null;
     let started = false;
     lines.on('line', (line) => {
-      let message: { command?: string; args?: string[]; interactive?: boolean; answer?: boolean };
+      let message: { command?: string; args?: string[]; interactive?: boolean; cwd?: string; answer?: boolean };
       try {
         message = JSON.parse(line);
       } catch {
@@ -58,6 +58,7 @@ export async function startAdminSocket(config: Config, services: Services, logge
         out: (text) => send(socket, { out: text }),
         err: (text) => send(socket, { err: text }),
         interactive: message.interactive === true,
+        cwd: typeof message.cwd === 'string' ? message.cwd : config.runtime.dataDir,
         confirm: (question) =>
           new Promise<boolean>((resolve) => {
             if (message.interactive !== true) return resolve(false);
@@ -91,7 +92,7 @@ export function runViaServer(dataDir: string, command: string, args: string[], i
     const socket = createConnection(adminSocketPath(dataDir));
     let exited = false;
     socket.on('error', reject);
-    socket.on('connect', () => send(socket, { command, args, interactive: io.interactive }));
+    socket.on('connect', () => send(socket, { command, args, interactive: io.interactive, cwd: io.cwd }));
     createInterface({ input: socket }).on('line', (line) => {
       const message = JSON.parse(line) as { out?: string; err?: string; confirm?: string; exit?: number };
       if (message.out !== undefined) io.out(message.out);

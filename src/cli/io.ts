@@ -10,6 +10,8 @@ export interface CommandIO {
   /** Asks a yes/no question; false when there is no terminal to ask. */
   confirm(question: string): Promise<boolean>;
   readonly interactive: boolean;
+  /** The caller's working directory: relative paths in arguments are resolved against it, also inside a server. */
+  readonly cwd: string;
 }
 
 export interface CommandContext {
@@ -26,6 +28,7 @@ export function processIO(): CommandIO {
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),
     interactive,
+    cwd: process.cwd(),
     async confirm(question) {
       if (!interactive) return false;
       const rl = createInterface({ input: process.stdin, output: process.stdout });

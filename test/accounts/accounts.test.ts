@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { hashToken } from '../../src/domain/accounts/tokens.js';
+import { activeTokens } from '../../src/storage/queries/accounts.js';
 import { describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
 
 const register = (h: Harness, body: unknown) => h.request('POST', '/register', { body });
@@ -99,6 +100,14 @@ describeBackends('accounts', (h) => {
     h().clock.advance(1209600);
     expect(await h().services.accounts.deleteExpiredTokens()).toBeGreaterThanOrEqual(2);
     expect((await h().db.query('SELECT 1 FROM tokens WHERE hash = $1', [hash])).rows).toHaveLength(0);
+  });
+
+  it('token:revoke lists only tokens that are still active (not revoked, not expired)', async () => {
+    const { id } = await userWithToken(h(), 'ivan@example.dev');
+    const listed = await activeTokens(h().db, { userIds: [id], now: h().clock.now() });
+    expect(listed).toHaveLength(1);
+    h().clock.advance(3 * 3600 + 1);
+    expect(await activeTokens(h().db, { userIds: [id], now: h().clock.now() })).toHaveLength(0);
   });
 
   it('DELETE /token kills exactly that token', async () => {

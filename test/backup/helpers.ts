@@ -80,7 +80,7 @@ export async function writeBackup(files: Record<string, unknown>, summary?: Reco
 export function captureIO(interactive = false): CommandIO & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];
   const stderr: string[] = [];
-  return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l), interactive, confirm: async () => false };
+  return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l), interactive, cwd: process.cwd(), confirm: async () => false };
 }
 
 /** Every file below `dir` (relative path -> bytes), for comparing two backups. */

@@ -89,6 +89,17 @@ describe('trellis serve (embedded PGlite)', () => {
     expect((await fetch(`${url}/me`, { headers: { authorization: `Bearer ${t}` } })).status).toBe(401);
   });
 
+  it('resolves relative paths against the CLI caller, also when the server runs the command', async () => {
+    const here = await mkdtemp(join(tmpdir(), 'trellis-cwd-'));
+    try {
+      const res = await runCli(['backup:create', 'my-backup'], { DATA_DIR: dataDir }, undefined, here);
+      expect(res.code, res.stderr).toBe(0);
+      expect(existsSync(join(here, 'my-backup', 'summary.json'))).toBe(true);
+    } finally {
+      await rm(here, { recursive: true, force: true });
+    }
+  });
+
   it('shuts down gracefully on SIGTERM and releases the DATA_DIR', async () => {
     server.kill('SIGTERM');
     const res = await server.done;

@@ -1,9 +1,11 @@
 // Spawning the real CLI as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ENTRY = fileURLToPath(new URL('./cli-entry.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 export interface Finished {
   code: number | null;
@@ -11,9 +13,10 @@ export interface Finished {
   stderr: string;
 }
 
-export function spawnCli(args: string[], env: Record<string, string>, input?: string): ChildProcess & { done: Promise<Finished> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
-    cwd: ROOT,
+export function spawnCli(args: string[], env: Record<string, string>, input?: string, cwd = ROOT): ChildProcess & { done: Promise<Finished> } {
+  // tsx is resolved from the repository, whatever the working directory.
+  const child = spawn(process.execPath, ['--import', TSX, ENTRY, ...args], {
+    cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -27,7 +30,7 @@ export function spawnCli(args: string[], env: Record<string, string>, input?: st
   return Object.assign(child, { done });
 }
 
-export const runCli = (args: string[], env: Record<string, string>, input?: string) => spawnCli(args, env, input).done;
+export const runCli = (args: string[], env: Record<string, string>, input?: string, cwd?: string) => spawnCli(args, env, input, cwd).done;
 
 /** Waits until `url` answers (any status). */
 export async function waitForHttp(url: string, timeoutMs = 60_000): Promise<void> {

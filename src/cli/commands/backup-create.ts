@@ -1,4 +1,5 @@
 // backup:create <dir>: writes the database as a backup folder (reference format) from one consistent snapshot.
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BackupTargetError, createBackup } from '../../backup/create.js';
 import { lineProgress } from '../../backup/progress.js';
@@ -20,7 +21,7 @@ export const backupCreate: DbCommand = async ({ services }, args, io) => {
   }
   const progress = lineProgress((line) => io.err(line), { tty: io.interactive });
   try {
-    const report = await createBackup({ db: services.db, blobs: services.blobs, now: services.clock.now() }, parsed.positionals[0]!, { progress });
+    const report = await createBackup({ db: services.db, blobs: services.blobs, now: services.clock.now() }, resolve(io.cwd, parsed.positionals[0]!), { progress });
     io.out(
       `Wrote ${report.nodes} nodes, ${report.relations} relations and ${report.files} files to ${parsed.positionals[0]} in ${report.seconds.toFixed(1)} s` +
         `${report.warnings.length > 0 ? `, with ${report.warnings.length} warning(s)` : ''}.`,

@@ -1,4 +1,5 @@
 // backup:load <dir> [--force]: loads a backup folder (reference format) into the database.
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BackupError } from '../../backup/format.js';
 import { DatabaseNotEmptyError, loadBackup } from '../../backup/load.js';
@@ -19,7 +20,7 @@ export const backupLoad: DbCommand = async ({ config, services }, args, io) => {
     io.err(USAGE);
     return 2;
   }
-  const dir = parsed.positionals[0]!;
+  const dir = resolve(io.cwd, parsed.positionals[0]!);
   const progress = lineProgress((line) => io.err(line), { tty: io.interactive });
   try {
     const report = await loadBackup(

@@ -27,7 +27,7 @@ export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
       'issued-without-expiration-date': { type: 'boolean' },
     },
   });
-  const filter: TokenFilter = {};
+  const filter: TokenFilter = { now: services.clock.now() };
   if (values.user !== undefined) {
     const id = await services.accounts.findUser(values.user);
     if (!id) {

@@ -89,6 +89,8 @@ export interface TokenFilter {
   issuedAfter?: Date;
   withExpirationDate?: boolean;
   withoutExpirationDate?: boolean;
+  /** Tokens that expired before this instant are no longer active. */
+  now: Date;
 }
 
 export interface TokenListing {
@@ -101,8 +103,8 @@ export interface TokenListing {
 
 /** Active tokens matching the filter (token:revoke). Group members are found transitively through IS_IN_GROUP. */
 export async function activeTokens(q: Queryable, filter: TokenFilter): Promise<TokenListing[]> {
-  const where: string[] = [`t.state = 'ACTIVE'`];
-  const values: unknown[] = [];
+  const values: unknown[] = [filter.now];
+  const where: string[] = [`t.state = 'ACTIVE'`, '(t.expires IS NULL OR t.expires > $1)'];
   const add = (sql: string, value: unknown) => {
     values.push(value);
     where.push(sql.replace('?', `$${values.length}`));
