@@ -17,7 +17,8 @@
 //   --profile            run Trellis with --cpu-prof; the profiles are kept in bench/results/profiles-<date>/
 //   --sql FILE           experiment: run this SQL on the generated database before the servers start (repeatable;
 //                        e.g. bench/experiments/access-plpgsql.sql); the servers under test then use it
-//   --generic-plans      experiment: ALTER DATABASE ... SET plan_cache_mode = force_generic_plan (all sessions)
+//   --generic-plans      experiment: ALTER SYSTEM SET plan_cache_mode = force_generic_plan (every session of the
+//                        servers under test and of the baselines)
 //   --no-build           skip `tsc -p tsconfig.build.json`
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -566,7 +567,10 @@ async function applyExperiments(db: Awaited<ReturnType<typeof openPostgres>>) {
   }
   if (argv['generic-plans']) {
     log('experiment: plan_cache_mode = force_generic_plan for every new session');
-    await db.query(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET plan_cache_mode = force_generic_plan', current_database()); END $$`);
+    // postgresql.auto.conf: read by every new PostgreSQL session after the reload, and by PGlite when it opens
+    // (PGlite ignores per-database settings).
+    await db.query('ALTER SYSTEM SET plan_cache_mode = force_generic_plan');
+    await db.query('SELECT pg_reload_conf()');
   }
 }
 
