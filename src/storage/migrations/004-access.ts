@@ -31,6 +31,9 @@ CREATE FUNCTION trellis_grant_types(p_perm text) RETURNS text[] LANGUAGE sql IMM
 $fn$;
 
 -- Does a relation of one of these types lead from a principal to the target or to an element owning it?
+-- The grant test is one index probe of (end_id, type) per ancestor, stopping at the first hit (LATERAL ... LIMIT 1):
+-- a plain join lets the planner scan every relation that starts at any principal instead, whose cost grows with
+-- how much the caller's groups own rather than with the depth of the path.
 CREATE FUNCTION trellis_granted(p_principals uuid[], p_target uuid, p_types text[]) RETURNS boolean
 LANGUAGE plpgsql STABLE AS $fn$
 BEGIN
@@ -40,8 +43,11 @@ BEGIN
       UNION
       SELECT r.start_id FROM elements r JOIN up ON r.end_id = up.id WHERE r.type = 'OWNS'
     )
-    SELECT 1 FROM up JOIN elements g ON g.end_id = up.id AND g.type = ANY(p_types)
-    WHERE g.start_id = ANY(p_principals));
+    SELECT 1 FROM up, LATERAL (
+      SELECT 1 FROM elements g
+      WHERE g.end_id = up.id AND g.type = ANY(p_types) AND g.start_id = ANY(p_principals)
+      LIMIT 1
+    ) hit);
 END
 $fn$;
 
