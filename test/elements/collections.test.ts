@@ -39,6 +39,22 @@ describeBackends('collections', (h) => {
     expect((await h().request('GET', `/${folder}/children`, { token: bob.token })).status).toBe(404);
   });
 
+  it('checks each member when READ on the anchor does not propagate (READ through CREATED only)', async () => {
+    const carol = await userWithToken(h(), 'carol@coll.dev');
+    const folder2 = await createElement(h(), alice.token, { type: 'Folder' });
+    expect((await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_CREATE_ACCESS', start: carol.id, end: folder2 } })).status).toBe(201);
+    const c1 = await createElement(h(), carol.token, { type: 'Doc' }, folder2); // carol reads it through CREATED
+    await createElement(h(), alice.token, { type: 'Doc' }, c1); // not readable for carol
+    const c2 = await createElement(h(), carol.token, { type: 'Doc' }, c1); // readable for carol (CREATED)
+    const asCarol = await h().request('GET', `/${c1}/children`, { token: carol.token });
+    expect(asCarol.status).toBe(200);
+    expect(asCarol.json.totalNodes).toBe(1);
+    expect(asCarol.json.nodes.map((n: any) => n.id)).toEqual([c2]);
+    expect(asCarol.json.relations.map((r: any) => r.end)).toEqual([c2]);
+    const asAlice = await h().request('GET', `/${c1}/children`, { token: alice.token });
+    expect(asAlice.json.totalNodes).toBe(2);
+  });
+
   it('clamps page sizes and rejects non-integers', async () => {
     const small = await h().request('GET', `/${folder}/children?pageSize=1`, { token: alice.token });
     expect(small.json.nodes).toHaveLength(5);

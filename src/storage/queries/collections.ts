@@ -6,9 +6,11 @@ import { ELEMENT_COLUMNS, type ElementRow } from './elements.js';
 export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
 
 // Which relations connect the anchor ($2) to the members, and which end of each is the member.
-const SHAPES: Record<CollectionKind, { where: string; other: string }> = {
+// `inherits`: every member and relation is readable when the caller's READ on the anchor comes from an OWNS path
+// or a READ grant, because those propagate down OWNS (DESIGN.md access model); the per-row check is then skipped.
+const SHAPES: Record<CollectionKind, { where: string; other: string; inherits?: boolean }> = {
   index: { where: `e.start_id = $2 AND e.type IN ('OWNS', 'IS_IN_GROUP', 'HAS_READ_ACCESS')`, other: 'e.end_id' },
-  children: { where: `e.start_id = $2 AND e.type = 'OWNS'`, other: 'e.end_id' },
+  children: { where: `e.start_id = $2 AND e.type = 'OWNS'`, other: 'e.end_id', inherits: true },
   parents: {
     where: `e.end_id = $2 AND e.type IN ('OWNS', 'HAS_READ_ACCESS', 'HAS_SEARCH_ACCESS', 'HAS_CREATE_ACCESS', 'HAS_UPDATE_ACCESS', 'HAS_DELETE_ACCESS')`,
     other: 'e.start_id',
@@ -35,11 +37,16 @@ export async function collectionPage(
   offset: number,
 ): Promise<CollectionPage> {
   const shape = SHAPES[kind];
+  const inherited = shape.inherits ? `trellis_granted(ids, $2::uuid, trellis_grant_types('READ'))` : 'false';
+  // CASE, not OR: the cheap answer is taken without evaluating the per-row check.
+  const readable = `CASE WHEN p.inherited THEN true ELSE ${allowsSql('$1::uuid', 'p.ids', `'READ'`)} END`;
   const { rows } = await q.query<ElementRow & { kind: 'total' | 'node' | 'relation'; total: number; other: string | null }>(
-    `WITH p AS (SELECT trellis_principals($1::uuid) AS ids),
+    `WITH p AS MATERIALIZED (
+       SELECT ids, ${inherited} AS inherited FROM (SELECT trellis_principals($1::uuid) AS ids) q
+     ),
      rels AS MATERIALIZED (
        SELECT ${ELEMENT_COLUMNS}, ${shape.other} AS other FROM elements e, p
-       WHERE ${shape.where} AND ${allowsSql('$1::uuid', 'p.ids', `'READ'`)}
+       WHERE ${shape.where} AND ${readable}
      ),
      members AS (SELECT DISTINCT other FROM rels),
      page AS (SELECT other FROM members ORDER BY other LIMIT $3 OFFSET $4)
@@ -48,7 +55,7 @@ export async function collectionPage(
             NULL::jsonb AS file, NULL::timestamptz AS created, NULL::timestamptz AS updated
      UNION ALL
      SELECT 'node', 0, e.id, ${ELEMENT_COLUMNS} FROM page JOIN elements e ON e.id = page.other, p
-       WHERE ${allowsSql('$1::uuid', 'p.ids', `'READ'`)}
+       WHERE ${readable}
      UNION ALL
      SELECT 'relation', 0, r.other, r.id, r.type, r.start_id, r.end_id, r.data, r.file, r.created, r.updated
        FROM rels r JOIN page ON page.other = r.other`,
