@@ -5,7 +5,7 @@ import type { Settings } from '../config/schema.js';
 import { notFound, Problem } from '../errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { Db, Queryable } from '../storage/db.js';
-import { isPermitted, owns, type Permission } from '../storage/queries/access.js';
+import { owns, type Permission } from '../storage/queries/access.js';
 import type { Caller, Credentials } from '../storage/queries/accounts.js';
 import { unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
@@ -34,9 +34,9 @@ export class Elements {
   /** The element if the caller may do `permission` on it, else 404 (the same answer as a missing element). */
   async require(q: Queryable, caller: Caller, id: string, permission: Permission, lock = false): Promise<sql.ElementRow> {
     if (!isUuid(id)) throw notFound();
-    const row = await sql.elementById(q, id.toLowerCase(), lock);
-    if (!row || !(await isPermitted(q, caller.userId, permission, row.id))) throw notFound();
-    return row;
+    const found = await sql.elementWithPermission(q, id.toLowerCase(), caller.userId, permission, lock);
+    if (!found?.allowed) throw notFound();
+    return found.row;
   }
 
   /** GET /<id>: authentication, the element and the access check in one round trip (the hottest path). */

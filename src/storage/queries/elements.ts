@@ -53,6 +53,26 @@ export async function elementById(q: Queryable, id: string, lock = false): Promi
   return rows[0] ?? null;
 }
 
+/** The element and whether `userId` may do `permission` on it, in one statement (optionally locking the row). */
+export async function elementWithPermission(
+  q: Queryable,
+  id: string,
+  userId: string,
+  permission: string,
+  lock: boolean,
+): Promise<{ row: ElementRow; allowed: boolean } | null> {
+  const { rows } = await q.query<ElementRow & { allowed: boolean }>(
+    `SELECT ${ELEMENT_COLUMNS}, ${allowsSql('$2::uuid', 'trellis_principals($2::uuid)', '$3::text')} AS allowed
+     FROM elements e WHERE e.id = $1${lock ? ' FOR UPDATE OF e' : ''}`,
+    [id, userId, permission],
+    lock ? 'element_with_permission_locked' : 'element_with_permission',
+  );
+  const first = rows[0];
+  if (!first) return null;
+  const { allowed, ...row } = first;
+  return { row, allowed: allowed === true };
+}
+
 /**
  * GET /<id> in one statement: resolves the credentials, reads the element and checks READ. `authenticated` is
  * false when the credentials name no user (401); `row` is null when the element is missing or not readable.
