@@ -19,10 +19,6 @@ export async function permittedIds(q: Queryable, userId: string, permission: Per
   return new Set(rows.map((r) => r.id));
 }
 
-export async function isPermitted(q: Queryable, userId: string, permission: Permission, id: string): Promise<boolean> {
-  return (await permittedIds(q, userId, permission, [id])).has(id);
-}
-
 /** Does the user own the element (an OWNS path from the user or one of its groups)? */
 export async function owns(q: Queryable, userId: string, id: string): Promise<boolean> {
   const { rows } = await q.query<{ ok: boolean }>(
