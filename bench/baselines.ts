@@ -9,7 +9,8 @@
 //   B1  GET  /b1/:id      one primary-key SELECT of a JSONB row (prepared, like Trellis' statements)
 //   B2  POST /b2          one single-row INSERT of the posted JSON, into bench_b2: a copy of the elements table's
 //                         definition (same columns, constraints and indexes), so Trellis' own table stays as generated
-//   B3  PUT  /b3/file     the request body streamed to a file; GET /b3/file streams it back (plain fs streams)
+//   B3  PUT  /b3/file     the request body streamed to a file; GET /b3/file streams it back (plain fs streams);
+//                         PUT /b3/file?fsync=1 also flushes the file to disk before answering (as a durable store must)
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rename, stat } from 'node:fs/promises';
@@ -73,9 +74,9 @@ app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2', asy
   return reply.code(201).header('location', `/${id}`).send();
 });
 
-app.put('/b3/file', async (request, reply) => {
+app.put<{ Querystring: { fsync?: string } }>('/b3/file', async (request, reply) => {
   const temp = join(filesDir, `b3-${randomUUID()}.part`);
-  await pipeline(request.body as NodeJS.ReadableStream, createWriteStream(temp));
+  await pipeline(request.body as NodeJS.ReadableStream, createWriteStream(temp, { flush: request.query.fsync === '1' }));
   await rename(temp, stored);
   return reply.code(201).send();
 });

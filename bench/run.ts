@@ -192,6 +192,9 @@ async function transfer(serverPid: number, ...steps: TransferStep[]): Promise<Tr
   return { ...result, rssGrowthMiB: rss ? (rss.max - rss.before) / MiB : null };
 }
 
+/** Runs of each file transfer; the fastest counts. */
+const TRIES = 3;
+
 /**
  * The fastest of `n` runs (the machine is shared and noisy; the slower runs measure the neighbours), with the
  * largest RSS growth seen in any of them. A failed run is returned as it is.
@@ -355,7 +358,7 @@ async function requestScenarios(s: Servers) {
 
 /**
  * Direct upload (PUT /<id>/file, Upload-Complete: ?1) and download of one large file, and the resumable upload,
- * each right after the matching B3 transfer (plain fs streams). Best of 2 each.
+ * each right after the matching B3 transfer (plain fs streams). Best of TRIES each.
  */
 async function fileScenarios(s: Servers) {
   const { backend, ds } = s;
@@ -394,19 +397,25 @@ async function fileScenarios(s: Servers) {
     return;
   }
 
-  const b3Upload = () => bestOf(2, () => transfer(s.baselines.pid, { method: 'PUT', url: `${b}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: payload }));
-  const b3Down = () => bestOf(2, () => transfer(s.baselines.pid, { method: 'GET', url: `${b}/b3/file`, headers: {} }));
+  const b3Upload = () => bestOf(TRIES, () => transfer(s.baselines.pid, { method: 'PUT', url: `${b}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: payload }));
+  const b3Down = () => bestOf(TRIES, () => transfer(s.baselines.pid, { method: 'GET', url: `${b}/b3/file`, headers: {} }));
 
   let base = transferRow(b3UpName, backend, await b3Upload(), [[201]], settings.fileBytes);
   listB3(base);
-  const up = transferRow(upName, backend, await bestOf(2, () => transfer(s.trellis.pid, { method: 'PUT', url: fileUrl, headers: fileHeaders, file: payload })), [[201, 204]], settings.fileBytes);
+  const up = transferRow(upName, backend, await bestOf(TRIES, () => transfer(s.trellis.pid, { method: 'PUT', url: fileUrl, headers: fileHeaders, file: payload })), [[201, 204]], settings.fileBytes);
   compare(up, base, 0.7);
   withRss(up);
   rows.push(up);
+  // Trellis makes the file durable (fsync) before it answers; plain B3 leaves it in the page cache. The same
+  // baseline with an fsync shows how much of the difference that is.
+  const durable = transferRow(`${b3UpName} + fsync`, backend, await bestOf(TRIES, () => transfer(s.baselines.pid, { method: 'PUT', url: `${b}/b3/file?fsync=1`, headers: { 'content-type': 'application/octet-stream' }, file: payload })), [[201]], settings.fileBytes);
+  listB3(durable);
+  if (durable.status === 'measured' && up.status === 'measured')
+    up.note = [up.note, `${(up.mibps! / durable.mibps!).toFixed(2)} x B3 + fsync`].filter(Boolean).join('; ');
 
   base = transferRow(b3DownName, backend, await b3Down(), [[200]], settings.fileBytes);
   listB3(base);
-  const down = transferRow(downName, backend, await bestOf(2, () => transfer(s.trellis.pid, { method: 'GET', url: fileUrl, headers: auth(token) })), [[200]], settings.fileBytes);
+  const down = transferRow(downName, backend, await bestOf(TRIES, () => transfer(s.trellis.pid, { method: 'GET', url: fileUrl, headers: auth(token) })), [[200]], settings.fileBytes);
   compare(down, base, 0.7);
   withRss(down);
   rows.push(down);
