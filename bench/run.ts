@@ -15,8 +15,8 @@
 //   --file-mib N         size of the file scenarios in MiB (default 1024, quick 256)
 //   --tool wrk|autocannon
 //   --profile            run Trellis with --cpu-prof; the profiles are kept in bench/results/profiles-<date>/
-//   --sql FILE           experiment: run this SQL on the generated database before the servers start (repeatable;
-//                        e.g. bench/experiments/access-plpgsql.sql); the servers under test then use it
+//   --sql FILE           experiment: run this SQL on the generated database before the servers start (repeatable),
+//                        e.g. a CREATE OR REPLACE of an access function, to measure a change before making it a migration
 //   --generic-plans      experiment: ALTER SYSTEM SET plan_cache_mode = force_generic_plan (every session of the
 //                        servers under test and of the baselines)
 //   --no-build           skip `tsc -p tsconfig.build.json`
