@@ -1,5 +1,6 @@
 // Helpers of the backup tests: the reference dataset as data, small hand-made backups, and what is stored.
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -10,8 +11,21 @@ import { loadBackup, type LoadOptions } from '../../src/backup/load.js';
 import type { Queryable } from '../../src/storage/db.js';
 import type { Harness } from '../helpers/harness.js';
 
-/** The reference dataset lives beside the repository (../shared/fixtures); TRELLIS_REFERENCE_DATASET overrides. */
-export const REFERENCE = process.env.TRELLIS_REFERENCE_DATASET ?? fileURLToPath(new URL('../../../shared/fixtures/reference-dataset', import.meta.url));
+/**
+ * The reference dataset: TRELLIS_REFERENCE_DATASET when set, else the copy beside the repository
+ * (../shared/fixtures), else the one vendored in test/fixtures/reference-dataset.tar.gz (release 0.0.28, MIT),
+ * unpacked once per test process: a clean clone in CI may not sit beside ../shared.
+ */
+function referenceDataset(): string {
+  if (process.env.TRELLIS_REFERENCE_DATASET) return process.env.TRELLIS_REFERENCE_DATASET;
+  const beside = fileURLToPath(new URL('../../../shared/fixtures/reference-dataset', import.meta.url));
+  if (existsSync(join(beside, 'summary.json'))) return beside;
+  const target = mkdtempSync(join(tmpdir(), 'trellis-reference-'));
+  execFileSync('tar', ['-xzf', fileURLToPath(new URL('../fixtures/reference-dataset.tar.gz', import.meta.url)), '-C', target]);
+  return join(target, 'reference-dataset');
+}
+
+export const REFERENCE = referenceDataset();
 export const ANONYMOUS_USER_UUID = '2d376349-c5e2-42c8-8ce0-d6f525256cf7';
 
 export interface FixtureElement {
