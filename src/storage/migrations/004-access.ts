@@ -9,14 +9,17 @@
 export default /* sql */ `
 CREATE INDEX elements_type_kind ON elements (type, (start_id IS NULL));
 
--- The user and every group it is in, transitively (IS_IN_GROUP from member to group; groups nest).
+-- The user and every group it is in, transitively (IS_IN_GROUP from member to group; groups nest). Every walk
+-- step is a LATERAL index probe (OFFSET 0 keeps it from being flattened): with a plain join the planner may
+-- hash-join all IS_IN_GROUP relations instead.
 CREATE FUNCTION trellis_principals(p_user uuid) RETURNS uuid[] LANGUAGE plpgsql STABLE AS $fn$
 BEGIN
   RETURN (
     WITH RECURSIVE p(id) AS (
       SELECT p_user
       UNION
-      SELECT r.end_id FROM elements r JOIN p ON r.start_id = p.id WHERE r.type = 'IS_IN_GROUP'
+      SELECT r.end_id FROM p,
+        LATERAL (SELECT r.end_id FROM elements r WHERE r.start_id = p.id AND r.type = 'IS_IN_GROUP' OFFSET 0) r
     )
     SELECT array_agg(p.id) FROM p);
 END
@@ -41,7 +44,8 @@ BEGIN
     WITH RECURSIVE up(id) AS (
       SELECT p_target
       UNION
-      SELECT r.start_id FROM elements r JOIN up ON r.end_id = up.id WHERE r.type = 'OWNS'
+      SELECT r.start_id FROM up,
+        LATERAL (SELECT r.start_id FROM elements r WHERE r.end_id = up.id AND r.type = 'OWNS' OFFSET 0) r
     )
     SELECT 1 FROM up, LATERAL (
       SELECT 1 FROM elements g

@@ -1,6 +1,6 @@
 // SQL of elements (nodes and relations).
 import type { Queryable } from '../db.js';
-import { allowsSql } from './access.js';
+import { allowsSql, inlineReadCheck } from './access.js';
 import { CALLER_SQL, callerParams, type Credentials } from './accounts.js';
 
 export interface FileMeta {
@@ -83,9 +83,10 @@ export async function readableElement(
   now: Date,
   id: string,
 ): Promise<{ authenticated: boolean; row: ElementRow | null }> {
+  const read = inlineReadCheck('(SELECT user_id FROM c)', '$4::uuid');
   const { rows } = await q.query<ElementRow & { allowed: boolean | null }>(
-    `WITH c AS (${CALLER_SQL})
-     SELECT ${ELEMENT_COLUMNS}, ${allowsSql('c.user_id', 'trellis_principals(c.user_id)', `'READ'`)} AS allowed
+    `WITH RECURSIVE c AS (${CALLER_SQL}), ${read.ctes}
+     SELECT ${ELEMENT_COLUMNS}, ${read.allowed} AS allowed
      FROM c LEFT JOIN elements e ON e.id = $4::uuid`,
     [...callerParams(credentials, now), id],
     'readable_element',
