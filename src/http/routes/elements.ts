@@ -1,12 +1,11 @@
 // Element endpoints and collections. Each handler authenticates and makes one call into the domain.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isUuid } from '../../domain/values.js';
-import { Problem } from '../../errors.js';
 import type { PageRequest } from '../../domain/collections.js';
 import type { CollectionKind } from '../../storage/queries/collections.js';
 import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, noContent, sendJson } from '../reply.js';
 import { resource } from '../resource.js';
+import { rejectNonUuidIds } from '../route-context.js';
 import type { App } from '../types.js';
 
 type WithId = FastifyRequest<{ Params: { id: string }; Querystring: PageRequest }>;
@@ -14,11 +13,7 @@ type WithId = FastifyRequest<{ Params: { id: string }; Querystring: PageRequest 
 export default async function elementRoutes(app: App, { services }: RouteDeps) {
   const { elements, collections } = services;
 
-  // A path segment that is not a UUID names no element: 404 before anything else (no authentication needed).
-  app.addHook('onRequest', async (request) => {
-    const id = (request.params as { id?: string }).id;
-    if (id !== undefined && !isUuid(id)) throw new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`);
-  });
+  rejectNonUuidIds(app);
 
   const list = (kind: CollectionKind) => async (request: FastifyRequest, reply: FastifyReply) => {
     const r = request as WithId;

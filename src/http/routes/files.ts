@@ -9,13 +9,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Download, UploadHeaders } from '../../domain/files.js';
 import { reprDigestOf } from '../../domain/file-headers.js';
 import { uploadCompleteValue, type UploadState } from '../../domain/upload-fields.js';
-import { isUuid } from '../../domain/values.js';
-import { Problem } from '../../errors.js';
 import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, noContent } from '../reply.js';
 import { resource } from '../resource.js';
+import { rejectNonUuidIds, streamBodies } from '../route-context.js';
 import type { App } from '../types.js';
-import { announceUpload, bodyOf, controlOf, interopOf, legacyCompleteness, sendProgress, uploadPath } from '../upload-replies.js';
+import { announceUpload, bodyOf, controlOf, interopOf, sendProgress, uploadPath } from '../upload-replies.js';
 
 type WithId = FastifyRequest<{ Params: { id: string } }>;
 
@@ -67,19 +66,8 @@ function sendDownload(reply: FastifyReply, download: Download) {
 export default async function fileRoutes(app: App, { services }: RouteDeps) {
   const { files, uploads } = services;
 
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
-
-  app.addHook('onRequest', async (request) => {
-    const id = (request.params as { id?: string }).id;
-    if (id !== undefined && !isUuid(id)) throw new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`);
-  });
-  // A request refused before its body was read (no access, too large, 409, 412): close the connection after the
-  // answer instead of reading (possibly gigabytes of) a body nobody wants.
-  app.addHook('onSend', async (request, reply) => {
-    if (!request.raw.complete) reply.header('connection', 'close');
-  });
-  app.addHook('onSend', legacyCompleteness);
+  streamBodies(app);
+  rejectNonUuidIds(app);
 
   const download = async (request: FastifyRequest, reply: FastifyReply) => {
     const r = request as WithId;

@@ -5,32 +5,20 @@
 // own) drops the JSON parsers and accepts any Content-Type, or none, without reading the body.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { uploadCompleteValue } from '../../domain/upload-fields.js';
-import { isUuid } from '../../domain/values.js';
-import { Problem } from '../../errors.js';
 import type { RouteDeps } from '../app.js';
 import { caller, noContent } from '../reply.js';
 import { resource } from '../resource.js';
+import { rejectNonUuidIds, streamBodies } from '../route-context.js';
 import type { App } from '../types.js';
-import { bodyOf, controlOf, headerOf, interopOf, legacyCompleteness, sendProgress } from '../upload-replies.js';
+import { bodyOf, controlOf, headerOf, interopOf, sendProgress } from '../upload-replies.js';
 
 type WithId = FastifyRequest<{ Params: { id: string } }>;
 
 export default async function uploadRoutes(app: App, { services }: RouteDeps) {
   const { uploads } = services;
 
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
-
-  app.addHook('onRequest', async (request) => {
-    const id = (request.params as { id?: string }).id;
-    if (id !== undefined && !isUuid(id)) throw new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`);
-  });
-  // A request refused before its body was read: close the connection after the answer instead of reading a body
-  // nobody wants.
-  app.addHook('onSend', async (request, reply) => {
-    if (!request.raw.complete) reply.header('connection', 'close');
-  });
-  app.addHook('onSend', legacyCompleteness);
+  streamBodies(app);
+  rejectNonUuidIds(app);
 
   resource(app, '/upload/:id', {
     HEAD: async (request: FastifyRequest, reply: FastifyReply) => {

@@ -1,0 +1,28 @@
+// Set-ups shared by the route plugins (each applies to the encapsulated plugin it is called in).
+import { isUuid } from '../domain/values.js';
+import { Problem } from '../errors.js';
+import { legacyCompleteness } from './upload-replies.js';
+import type { App } from './types.js';
+
+/** A path segment `:id` that is not a UUID names nothing: 404 before anything else (no authentication needed). */
+export function rejectNonUuidIds(app: App): void {
+  app.addHook('onRequest', async (request) => {
+    const id = (request.params as { id?: string }).id;
+    if (id !== undefined && !isUuid(id)) throw new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`);
+  });
+}
+
+/**
+ * Bodies of file and upload requests are streamed, never parsed: drop the JSON parsers and accept any
+ * Content-Type (or none) without reading the body, so Fastify's bodyLimit does not apply and handlers read
+ * `request.raw`. A request refused before its body was read (no access, too large, 409, 412) closes the connection
+ * after the answer instead of reading (possibly gigabytes of) a body nobody wants.
+ */
+export function streamBodies(app: App): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+  app.addHook('onSend', async (request, reply) => {
+    if (!request.raw.complete) reply.header('connection', 'close');
+  });
+  app.addHook('onSend', legacyCompleteness);
+}
