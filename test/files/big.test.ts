@@ -9,37 +9,16 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { beforeAll, expect, it } from 'vitest';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
-import { noise } from './fixtures.js';
+import { peakRss, stampedBlocks } from './fixtures.js';
 
 const BIG = process.env.TRELLIS_BIG_TESTS === '1';
 const MiB = 1024 * 1024;
 const SIZE = 1024 * MiB;
 const CHUNK = MiB;
 
-/** Chunk `i` of the file: one fixed MiB of noise, stamped with its index so that no two chunks are equal. */
-const block = noise(CHUNK, 12345);
-function chunk(i: number): Buffer {
-  block.writeUInt32BE(i, 0);
-  return block;
-}
-
-function expectedDigest(): Buffer {
-  const hash = createHash('sha256');
-  for (let i = 0; i < SIZE / CHUNK; i++) hash.update(chunk(i));
-  return hash.digest();
-}
-
-/** Samples RSS while `work` runs; returns the peak. */
-async function peakRss<T>(work: () => Promise<T>): Promise<{ result: T; peak: number }> {
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
-  try {
-    const result = await work();
-    return { result, peak: Math.max(peak, process.memoryUsage.rss()) };
-  } finally {
-    clearInterval(timer);
-  }
-}
+const blocks = stampedBlocks(CHUNK, 12345);
+const chunk = blocks.at;
+const expectedDigest = () => blocks.digest(SIZE / CHUNK);
 
 function uploadBig(url: string, path: string, token: string, digest: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -91,3 +91,33 @@ export function rawRequest(url: string, method: string, path: string, headers: R
     req.end();
   });
 }
+
+/**
+ * A large file generated on the fly: block `i` is one fixed block of noise stamped with its index, so no two blocks
+ * are equal and nothing large is ever held in memory. The returned buffer is reused: copy it if you keep it.
+ */
+export function stampedBlocks(blockSize: number, seed: number) {
+  const block = noise(blockSize, seed);
+  const at = (i: number): Buffer => {
+    block.writeUInt32BE(i, 0);
+    return block;
+  };
+  const digest = (count: number): Buffer => {
+    const hash = createHash('sha256');
+    for (let i = 0; i < count; i++) hash.update(at(i));
+    return hash.digest();
+  };
+  return { at, digest };
+}
+
+/** Samples this process's RSS while `work` runs; returns the peak. */
+export async function peakRss<T>(work: () => Promise<T>): Promise<{ result: T; peak: number }> {
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+  try {
+    const result = await work();
+    return { result, peak: Math.max(peak, process.memoryUsage.rss()) };
+  } finally {
+    clearInterval(timer);
+  }
+}

@@ -5,11 +5,10 @@
 // Slow (tens of seconds, 1 GiB of disk per backend): it runs only when TRELLIS_BIG_TESTS=1, e.g.
 //   TRELLIS_BIG_TESTS=1 npm test -- test/uploads/big.test.ts
 // and prints the measured throughput and RSS growth.
-import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { beforeAll, expect, it } from 'vitest';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
-import { noise } from '../files/fixtures.js';
+import { peakRss, stampedBlocks } from '../files/fixtures.js';
 
 const BIG = process.env.TRELLIS_BIG_TESTS === '1';
 const MiB = 1024 * 1024;
@@ -17,29 +16,9 @@ const SIZE = 1024 * MiB;
 const CHUNK = 100 * MiB;
 const BLOCK = MiB;
 
-/** Block `i` of the file: one fixed MiB of noise, stamped with its index so that no two blocks are equal. */
-const block = noise(BLOCK, 54321);
-function blockAt(i: number): Buffer {
-  block.writeUInt32BE(i, 0);
-  return block;
-}
-
-function expectedDigest(): Buffer {
-  const hash = createHash('sha256');
-  for (let i = 0; i < SIZE / BLOCK; i++) hash.update(blockAt(i));
-  return hash.digest();
-}
-
-async function peakRss<T>(work: () => Promise<T>): Promise<{ result: T; peak: number }> {
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
-  try {
-    const result = await work();
-    return { result, peak: Math.max(peak, process.memoryUsage.rss()) };
-  } finally {
-    clearInterval(timer);
-  }
-}
+const blocks = stampedBlocks(BLOCK, 54321);
+const blockAt = blocks.at;
+const expectedDigest = () => blocks.digest(SIZE / BLOCK);
 
 /** One request whose body is blocks [from, to) written as they drain; resolves with status and headers. */
 function send(url: string, method: string, path: string, headers: Record<string, string>, from: number, to: number) {
