@@ -10,6 +10,7 @@ import { generateToken, hashToken } from '../../src/domain/accounts/tokens.js';
 import { hashPassword } from '../../src/domain/accounts/passwords.js';
 import { isoTime } from '../../src/domain/values.js';
 import type { Db, Queryable } from '../../src/storage/db.js';
+import { deferAccessIndex, rebuildAccessIndex } from '../../src/storage/queries/access.js';
 
 export interface DatasetSpec {
   /** Number of nodes (users, tokens, groups, tags and tree nodes together). */
@@ -201,6 +202,7 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
   log(`data set: ${nodes.length} nodes, ${relations.length} relations built in memory (${Date.now() - started} ms), inserting...`);
 
   await db.transaction(async (tx) => {
+    await deferAccessIndex(tx);
     const all = [...nodes, ...relations]; // nodes first: relations reference them
     for (let i = 0; i < all.length; i += BATCH) {
       await insertElements(tx, all.slice(i, i + BATCH), now);
@@ -219,12 +221,15 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
          FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, hash text, user_id uuid, state text, issued timestamptz, expires timestamptz)`,
         [JSON.stringify(tokenRows.slice(i, i + BATCH))],
       );
+    await rebuildAccessIndex(tx);
   });
   // Fresh statistics and visibility map, as autovacuum would leave them on a long-running server (PGlite has no
   // autovacuum at all).
   await db.query('VACUUM ANALYZE elements');
   await db.query('VACUUM ANALYZE users');
   await db.query('VACUUM ANALYZE tokens');
+  await db.query('VACUUM ANALYZE element_owners');
+  await db.query('VACUUM ANALYZE group_memberships');
 
   return {
     spec,

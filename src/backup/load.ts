@@ -13,6 +13,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Db, Queryable } from '../storage/db.js';
+import { deferAccessIndex, rebuildAccessIndex } from '../storage/queries/access.js';
 import {
   existingElements,
   existingUsers,
@@ -407,6 +408,7 @@ async function write(ctx: LoadContext, dir: string, plan: Plan, progress: Progre
   progress.start('loading', plan.paths.length);
   try {
     await ctx.db.transaction(async (tx) => {
+      await deferAccessIndex(tx);
       await insertAll(tx, [...Array(plan.nodeCount).keys()]);
       const tokens: BackupTokenRow[] = [];
       for (const [at, t] of plan.tokens) {
@@ -419,6 +421,7 @@ async function write(ctx: LoadContext, dir: string, plan: Plan, progress: Progre
       for (const batch of chunks(tokens, batchSize)) await insertTokenRows(tx, batch);
       tokenRows = tokens.length;
       await insertAll(tx, plan.relationOrder);
+      await rebuildAccessIndex(tx);
     });
   } catch (error) {
     await Promise.all(placed.map((p) => rm(p.final, { force: true })));

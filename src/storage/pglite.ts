@@ -3,7 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import pg from 'pg';
-import { poolDb, type Db } from './db.js';
+import { PLAN_CACHE_MODE, poolDb, type Db } from './db.js';
 
 export const pgliteExtensions = { pg_trgm };
 
@@ -13,7 +13,9 @@ export async function createPglite(dataDir?: string): Promise<PGlite> {
 }
 
 /** Wraps a PGlite instance. `owned` instances are closed with the Db. */
-export function pgliteDb(instance: PGlite, owned = true): Db {
+export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
+  // Session settings: PGlite is a single session, so setting them once covers every statement.
+  await instance.exec(`SET plan_cache_mode = ${PLAN_CACHE_MODE}`);
   // PGlite runs one statement at a time; its adapter is a pool of one connection, so transactions serialise.
   const pool = new pg.Pool(createPgConfig(instance) as unknown as pg.PoolConfig);
   return poolDb('pglite', pool, async () => {
@@ -22,5 +24,5 @@ export function pgliteDb(instance: PGlite, owned = true): Db {
 }
 
 export async function openPglite(dataDir: string): Promise<Db> {
-  return pgliteDb(await createPglite(dataDir));
+  return await pgliteDb(await createPglite(dataDir));
 }

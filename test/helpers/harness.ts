@@ -35,11 +35,11 @@ export async function freshDatabase(backend: BackendName): Promise<{ db: Db; dis
     // Creating a PGlite database takes seconds; cloning a migrated template takes a fraction of one.
     pgliteTemplate ??= (async () => {
       const template = await createPglite();
-      await migrate(pgliteDb(template, false));
+      await migrate(await pgliteDb(template, false));
       return template;
     })();
     const instance = (await (await pgliteTemplate).clone()) as PGlite;
-    const db = pgliteDb(instance, true);
+    const db = await pgliteDb(instance, true);
     return { db, dispose: () => db.close() };
   }
   const adminUrl = inject('pgUrl') as string | null;

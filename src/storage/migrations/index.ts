@@ -3,6 +3,7 @@ import elements from './001-elements.js';
 import accounts from './002-accounts.js';
 import uploads from './003-uploads.js';
 import access from './004-access.js';
+import accessIndex from './005-access-index.js';
 
 export interface Migration {
   version: number;
@@ -15,4 +16,5 @@ export const migrations: Migration[] = [
   { version: 2, name: 'accounts', sql: accounts },
   { version: 3, name: 'uploads', sql: uploads },
   { version: 4, name: 'access', sql: access },
+  { version: 5, name: 'access-index', sql: accessIndex },
 ];

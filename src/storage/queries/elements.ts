@@ -83,11 +83,9 @@ export async function readableElement(
   now: Date,
   id: string,
 ): Promise<{ authenticated: boolean; row: ElementRow | null }> {
-  const read = inlineReadCheck('(SELECT user_id FROM c)', '$4::uuid');
   const { rows } = await q.query<ElementRow & { allowed: boolean | null }>(
-    `WITH RECURSIVE c AS (${CALLER_SQL}), ${read.ctes}
-     SELECT ${ELEMENT_COLUMNS}, ${read.allowed} AS allowed
-     FROM c LEFT JOIN elements e ON e.id = $4::uuid`,
+    `SELECT ${ELEMENT_COLUMNS}, ${inlineReadCheck('caller.user_id')} AS allowed
+     FROM (${CALLER_SQL}) caller LEFT JOIN elements e ON e.id = $4::uuid`,
     [...callerParams(credentials, now), id],
     'readable_element',
   );

@@ -1,0 +1,120 @@
+// The access index of migration 005 (element_owners, group_memberships): after every kind of graph change, made
+// through the HTTP interface, the maintained closures equal a fresh walk of the relations
+// (trellis_access_index_drift() is empty) and access follows.
+import { beforeAll, expect, it } from 'vitest';
+import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+
+type User = Awaited<ReturnType<typeof userWithToken>>;
+
+describeBackends('access index', (h) => {
+  let owner: User;
+  let member: User;
+  let other: User;
+
+  const drift = async () => (await h().db.query('SELECT closure, a, b, problem FROM trellis_access_index_drift()')).rows;
+  const relate = async (token: string, type: string, start: string, end: string) => {
+    const r = await h().request('POST', '/', { token, body: { type, start, end } });
+    expect(r.status).toBe(201);
+    return r.headers.get('location')!.slice(1);
+  };
+  const status = async (user: User, id: string) => (await h().request('GET', `/${id}`, { token: user.token })).status;
+  const owners = async (id: string) =>
+    (await h().db.query<{ owner_id: string }>('SELECT owner_id FROM element_owners WHERE element_id = $1 ORDER BY 1', [id])).rows.map((r) => r.owner_id);
+
+  beforeAll(async () => {
+    owner = await userWithToken(h(), 'owner@index.dev');
+    member = await userWithToken(h(), 'member@index.dev');
+    other = await userWithToken(h(), 'other@index.dev');
+  });
+
+  it('records the owners of new elements and children, and the groups of members, transitively', async () => {
+    const a = await createElement(h(), owner.token, { type: 'Folder' });
+    const b = await createElement(h(), owner.token, { type: 'Folder' }, a);
+    const c = await createElement(h(), owner.token, { type: 'Doc' }, b);
+    expect(await owners(c)).toEqual([owner.id, a, b].sort());
+    const inner = await createElement(h(), owner.token, { type: 'Group' });
+    const outer = await createElement(h(), owner.token, { type: 'Group' });
+    await relate(owner.token, 'IS_IN_GROUP', member.id, inner);
+    await relate(owner.token, 'IS_IN_GROUP', inner, outer);
+    const { rows } = await h().db.query<{ group_id: string }>('SELECT group_id FROM group_memberships WHERE member_id = $1 ORDER BY 1', [member.id]);
+    expect(rows.map((r) => r.group_id)).toEqual([inner, outer].sort());
+    expect(await drift()).toEqual([]);
+  });
+
+  it('follows re-parenting, grants at the top of a tree, removed relations and deleted middle nodes', async () => {
+    const group = await createElement(h(), owner.token, { type: 'Group' });
+    await relate(owner.token, 'IS_IN_GROUP', member.id, group);
+    const top = await createElement(h(), owner.token, { type: 'Folder' });
+    const mid = await createElement(h(), owner.token, { type: 'Folder' }, top);
+    const leaf = await createElement(h(), owner.token, { type: 'Doc' }, mid);
+    expect(await status(member, leaf)).toBe(404);
+
+    // The group gets ownership of the top: the whole tree below becomes readable for the member.
+    const grant = await relate(owner.token, 'OWNS', group, top);
+    expect(await owners(leaf)).toEqual([owner.id, group, top, mid].sort());
+    expect(await status(member, leaf)).toBe(200);
+    expect(await drift()).toEqual([]);
+
+    // A second parent for the middle node (an existing element, not a new one).
+    const side = await createElement(h(), other.token, { type: 'Folder' });
+    const extra = await createElement(h(), owner.token, { type: 'Folder' });
+    await relate(owner.token, 'OWNS', extra, mid);
+    expect(await owners(leaf)).toEqual([owner.id, group, top, mid, extra].sort());
+    expect(await drift()).toEqual([]);
+
+    // Revoking the grant relation.
+    expect((await h().request('DELETE', `/${grant}`, { token: owner.token })).status).toBe(204);
+    expect(await status(member, leaf)).toBe(404);
+    expect(await drift()).toEqual([]);
+
+    // Deleting the middle node cuts the leaf off from everything above it.
+    expect((await h().request('DELETE', `/${mid}`, { token: owner.token })).status).toBe(204);
+    expect(await owners(leaf)).toEqual([]);
+    expect(await status(owner, leaf)).toBe(200); // still its creator
+    expect(await status(member, side)).toBe(404);
+    expect(await drift()).toEqual([]);
+  });
+
+  it('follows group changes: leaving a group, a deleted group between member and owner group', async () => {
+    const inner = await createElement(h(), owner.token, { type: 'Group' });
+    const outer = await createElement(h(), owner.token, { type: 'Group' });
+    const membership = await relate(owner.token, 'IS_IN_GROUP', member.id, inner);
+    await relate(owner.token, 'IS_IN_GROUP', inner, outer);
+    const doc = await createElement(h(), owner.token, { type: 'Doc' }, outer);
+    expect(await status(member, doc)).toBe(200);
+
+    expect((await h().request('DELETE', `/${membership}`, { token: owner.token })).status).toBe(204);
+    expect(await status(member, doc)).toBe(404);
+    expect(await drift()).toEqual([]);
+
+    await relate(owner.token, 'IS_IN_GROUP', member.id, inner);
+    expect(await status(member, doc)).toBe(200);
+    expect((await h().request('DELETE', `/${inner}`, { token: owner.token })).status).toBe(204);
+    expect(await status(member, doc)).toBe(404);
+    expect(await drift()).toEqual([]);
+  });
+
+  it('stays consistent when children are created while their ancestors are granted and re-parented concurrently', async () => {
+    const group = await createElement(h(), owner.token, { type: 'Group' });
+    await relate(owner.token, 'IS_IN_GROUP', member.id, group);
+    const root = await createElement(h(), owner.token, { type: 'Folder' });
+    const branch = await createElement(h(), owner.token, { type: 'Folder' }, root);
+    const work: Promise<unknown>[] = [];
+    for (let i = 0; i < 24; i++) work.push(createElement(h(), owner.token, { type: 'Doc', data: { i } }, branch));
+    work.push(relate(owner.token, 'OWNS', group, root));
+    const holder = await createElement(h(), owner.token, { type: 'Folder' });
+    work.push(relate(owner.token, 'OWNS', holder, branch));
+    const ids = (await Promise.all(work)).slice(0, 24) as string[];
+    expect(await drift()).toEqual([]);
+    for (const id of ids) expect(await status(member, id)).toBe(200);
+  });
+
+  it('is rebuilt from scratch to the same rows', async () => {
+    const before = (await h().db.query('SELECT element_id, owner_id FROM element_owners ORDER BY 1, 2')).rows;
+    await h().db.transaction(async (tx) => {
+      await tx.query('SELECT trellis_rebuild_access_index()');
+    });
+    expect((await h().db.query('SELECT element_id, owner_id FROM element_owners ORDER BY 1, 2')).rows).toEqual(before);
+    expect(await drift()).toEqual([]);
+  });
+});
