@@ -6,11 +6,11 @@ import { notFound, Problem } from '../errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { Db, Queryable } from '../storage/db.js';
 import { owns, type Permission } from '../storage/queries/access.js';
-import type { Caller, Credentials } from '../storage/queries/accounts.js';
+import { resolveCaller, type Caller, type Credentials } from '../storage/queries/accounts.js';
 import { unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
 import { checkWritePreconditions, ifNoneMatchHits, type Conditions } from './conditions.js';
-import { checkNewType, checkProperties, reservedProperties } from './properties.js';
+import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
 import { renderElement } from './representation.js';
 import { isPlainObject, isUuid, newId } from './values.js';
 
@@ -50,36 +50,67 @@ export class Elements {
   }
 
   /** POST / (parentId undefined) or POST /<parentId>. Returns the new id. */
-  async create(caller: Caller, body: unknown, parentId?: string): Promise<string> {
-    if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
-    const type = checkNewType(body.type);
-    const data = checkProperties(body.data, this.reserved(type));
-    const id = body.id === undefined || body.id === null ? newId() : body.id;
-    if (!isUuid(id)) throw new Problem('bad-content', "The property 'id' must be a UUID.");
-    const hasStart = body.start !== undefined && body.start !== null;
-    const hasEnd = body.end !== undefined && body.end !== null;
-    if (hasStart !== hasEnd)
-      throw new Problem('incomplete-mutual-dependency', "A relation needs both 'start' and 'end'; only one of them was given.");
-    if (hasStart && parentId !== undefined)
-      throw new Problem('bad-content', 'Relations are created with POST /, not as children of an element.');
-    if (hasStart && (!isUuid(body.start) || !isUuid(body.end)))
-      throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
-    if (type === 'CREATED') throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
+  async create(credentials: Credentials, body: unknown, parentId?: string): Promise<string> {
     const now = this.clock.now();
+    let type: string;
+    let data: Record<string, unknown>;
+    let id: unknown;
+    let hasStart: boolean;
+    try {
+      if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
+      type = checkNewType(body.type);
+      data = checkProperties(body.data, this.reserved(type));
+      id = body.id === undefined || body.id === null ? newId() : body.id;
+      if (!isUuid(id)) throw new Problem('bad-content', "The property 'id' must be a UUID.");
+      hasStart = body.start !== undefined && body.start !== null;
+      const hasEnd = body.end !== undefined && body.end !== null;
+      if (hasStart !== hasEnd)
+        throw new Problem('incomplete-mutual-dependency', "A relation needs both 'start' and 'end'; only one of them was given.");
+      if (hasStart && parentId !== undefined)
+        throw new Problem('bad-content', 'Relations are created with POST /, not as children of an element.');
+      if (hasStart && (!isUuid(body.start) || !isUuid(body.end)))
+        throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
+      if (type === 'CREATED') throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
+    } catch (problem) {
+      return this.failAfterAuthentication(credentials, now, problem);
+    }
     const newIdLower = id.toLowerCase();
+    if (!hasStart) {
+      // A node: one statement (the common case: POST / and POST /<parent>).
+      if (parentId !== undefined && !isUuid(parentId)) return this.failAfterAuthentication(credentials, now, notFound());
+      const result = await sql.insertNodeAs(this.db, credentials, now, {
+        id: newIdLower,
+        type,
+        data,
+        parentId: parentId?.toLowerCase() ?? null,
+        ownsId: newId(),
+        createdId: newId(),
+      });
+      if (!result.authenticated) throw unauthorized(credentials);
+      if (!result.allowed) throw notFound();
+      if (!result.inserted) throw new Problem('reserved-identifier', `The id ${newIdLower} is already in use.`);
+      return newIdLower;
+    }
+    const caller = await this.authenticate(credentials, now);
+    const start = (body as Record<string, string>).start!.toLowerCase();
+    const end = (body as Record<string, string>).end!.toLowerCase();
     await this.db.transaction(async (tx) => {
-      if (hasStart) {
-        await this.checkRelationCreate(tx, caller, type, (body.start as string).toLowerCase(), (body.end as string).toLowerCase());
-        await this.insertOrReserved(tx, { id: newIdLower, type, start: (body.start as string).toLowerCase(), end: (body.end as string).toLowerCase(), data, at: now });
-        return;
-      }
-      let owner = caller.userId;
-      if (parentId !== undefined) owner = (await this.require(tx, caller, parentId, 'CREATE')).id;
-      await this.insertOrReserved(tx, { id: newIdLower, type, data, at: now });
-      await sql.insertElement(tx, { id: newId(), type: 'OWNS', start: owner, end: newIdLower, data: {}, at: now });
-      await sql.insertElement(tx, { id: newId(), type: 'CREATED', start: caller.userId, end: newIdLower, data: {}, at: now });
+      await this.checkRelationCreate(tx, caller, type, start, end);
+      await this.insertOrReserved(tx, { id: newIdLower, type, start, end, data, at: now });
     });
     return newIdLower;
+  }
+
+  private async authenticate(credentials: Credentials, now: Date): Promise<Caller> {
+    const caller = await resolveCaller(this.db, credentials, now);
+    if (!caller) throw unauthorized(credentials);
+    return caller;
+  }
+
+  /** A request found invalid before the database was asked: 401 still comes first when the credentials are bad. */
+  private async failAfterAuthentication(credentials: Credentials, now: Date, problem: unknown): Promise<never> {
+    await this.authenticate(credentials, now);
+    throw problem;
   }
 
   private async insertOrReserved(tx: Queryable, element: sql.NewElement) {
@@ -107,8 +138,29 @@ export class Elements {
   }
 
   /** PUT (replace all client properties) or PATCH (merge; null removes). */
-  async update(caller: Caller, id: string, body: unknown, mode: 'replace' | 'merge', conditions: Conditions = {}): Promise<void> {
-    if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object of properties.');
+  async update(credentials: Credentials, id: string, body: unknown, mode: 'replace' | 'merge', conditions: Conditions = {}): Promise<void> {
+    const now = this.clock.now();
+    if (!isPlainObject(body))
+      return this.failAfterAuthentication(credentials, now, new Problem('bad-content', 'The request body must be a JSON object of properties.'));
+    if (!isUuid(id)) return this.failAfterAuthentication(credentials, now, notFound());
+    // One statement when nothing depends on the stored element before writing: no preconditions (they compare the
+    // ETag of the rendered element) and no property that is reserved for any type (the check depends on the type).
+    if (conditions.ifMatch === undefined && conditions.ifNoneMatch === undefined && !this.touchesReserved(body)) {
+      const props = checkPropertiesOrNull(body);
+      if (props) {
+        const set: Record<string, unknown> = {};
+        const remove: string[] = [];
+        for (const [key, value] of Object.entries(props)) {
+          if (value !== null) set[key] = value;
+          else remove.push(key);
+        }
+        const result = await sql.updateDataAs(this.db, credentials, now, { id: id.toLowerCase(), mode, set, remove, keep: this.keptOnReplace });
+        if (!result.authenticated) throw unauthorized(credentials);
+        if (!result.updated) throw notFound();
+        return;
+      }
+    }
+    const caller = await this.authenticate(credentials, now);
     await this.db.transaction(async (tx) => {
       // The row lock makes If-Match a compare-and-set: concurrent writers queue here and see each other's change.
       const row = await this.require(tx, caller, id, 'UPDATE', true);
@@ -128,6 +180,20 @@ export class Elements {
       }
       await sql.replaceData(tx, row.id, data, this.clock.now());
     });
+  }
+
+  /** Per type, the properties a replace keeps from the stored data ('*': every other type). */
+  private get keptOnReplace(): Record<string, string[]> {
+    return {
+      User: [...this.reserved('User')],
+      Token: [...this.reserved('Token')],
+      '*': [...this.reserved('*')],
+    };
+  }
+
+  private touchesReserved(body: Record<string, unknown>): boolean {
+    const kept = this.keptOnReplace;
+    return Object.keys(body).some((key) => Object.values(kept).some((keys) => keys.includes(key)));
   }
 
   async delete(caller: Caller, id: string, conditions: Conditions = {}): Promise<void> {

@@ -46,3 +46,12 @@ export function checkProperties(
   }
   return properties;
 }
+
+/** checkProperties with nothing reserved beyond the rules for every property: the properties, or null if invalid. */
+export function checkPropertiesOrNull(properties: Record<string, unknown>): Record<string, unknown> | null {
+  try {
+    return checkProperties(properties, new Set(), 'body');
+  } catch {
+    return null;
+  }
+}

@@ -8,7 +8,8 @@ export const newId = (): string => randomUUID();
 
 /** ISO 8601 with a numeric offset, as the reference implementation writes it: 2024-05-06T12:00:00+00:00. */
 export function isoTime(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, '+00:00');
+  // toISOString() is always YYYY-MM-DDTHH:mm:ss.sssZ for the years we store.
+  return `${date.toISOString().slice(0, 19)}+00:00`;
 }
 
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>

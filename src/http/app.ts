@@ -35,8 +35,9 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
 
   const baseUrl = config.settings.baseUrl;
 
-  app.addHook('onRequest', async (_request, reply) => {
+  app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(COMMON_HEADERS);
+    done();
   });
   // Fastify logs each request (method, url) and its completion (status, response time); its serialisers log no
   // headers, so Authorization never reaches the log.

@@ -159,6 +159,50 @@ describeBackends('element CRUD', (h) => {
     expect(Object.keys(final).filter((k) => k.startsWith('w'))).toEqual([`w${winner}`]);
   });
 
+  it('concurrent PATCHes without preconditions merge into each other: no property is lost', async () => {
+    const id = await createElement(h(), alice.token, { type: 'Counter', data: { base: true } });
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => h().request('PATCH', `/${id}`, { token: alice.token, body: { [`w${i}`]: i } })),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(204));
+    const { rows } = await h().db.query<{ data: Record<string, unknown> }>('SELECT data FROM elements WHERE id = $1', [id]);
+    expect(rows[0]!.data).toEqual({ base: true, w0: 0, w1: 1, w2: 2, w3: 3, w4: 4, w5: 5, w6: 6, w7: 7 });
+  });
+
+  it('answers 401 before anything else for unknown tokens, and writes nothing', async () => {
+    const bogus = 'secret-token:' + '1'.repeat(22);
+    const id = await createElement(h(), alice.token, { type: 'Doc', data: { keep: 1 } });
+    const before = (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
+    for (const [method, path, body] of [
+      ['POST', '/', { type: 'Doc' }],
+      ['POST', '/', { type: 'User' }],
+      ['POST', '/', 'not an object'],
+      ['POST', `/${id}`, { type: 'Doc' }],
+      ['PATCH', `/${id}`, { x: 1 }],
+      ['PATCH', `/${id}`, [1, 2]],
+      ['PUT', `/${id}`, { _internal: 1 }],
+    ] as const) {
+      const r = await h().request(method, path, { token: bogus, body });
+      expect([method, path, r.status]).toEqual([method, path, 401]);
+    }
+    expect((await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n).toBe(before);
+    expect((await h().request('GET', `/${id}`, { token: alice.token })).json.data.keep).toBe(1);
+  });
+
+  it('children of an element the caller may not create in, and PATCHes of one it may not update, are 404 and write nothing', async () => {
+    const bob = await userWithToken(h(), 'bob@crud.dev');
+    const id = await createElement(h(), alice.token, { type: 'Doc', data: { keep: 1 } });
+    const before = (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
+    const child = await h().request('POST', `/${id}`, { token: bob.token, body: { type: 'Doc' } });
+    expect(child.status).toBe(404);
+    expect((await h().request('POST', `/${crypto.randomUUID()}`, { token: bob.token, body: { type: 'Doc' } })).status).toBe(404);
+    expect((await h().request('PATCH', `/${id}`, { token: bob.token, body: { keep: 2 } })).status).toBe(404);
+    expect((await h().request('PUT', `/${id}`, { token: bob.token, body: {} })).status).toBe(404);
+    expect((await h().request('PATCH', `/${crypto.randomUUID()}`, { token: bob.token, body: { keep: 2 } })).status).toBe(404);
+    expect((await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n).toBe(before);
+    expect((await h().request('GET', `/${id}`, { token: alice.token })).json.data.keep).toBe(1);
+  });
+
   it('introspection: graph structure and instance configuration', async () => {
     const gs = await h().request('GET', '/graph-structure', { token: alice.token });
     expect(gs.status).toBe(200);

@@ -145,3 +145,79 @@ export async function elementTypes(q: Queryable): Promise<{ nodeTypes: string[];
     relationTypes: visible.filter((r) => !r.is_node).map((r) => r.type).sort(),
   };
 }
+
+/**
+ * POST / and POST /<parent> of a node in one statement (autocommit, so atomic): resolves the credentials, checks
+ * CREATE on the parent, inserts the node, its OWNS (from the parent, else from the caller) and its CREATED relation.
+ * The access index trigger (migration 005) records the new node's owners at the end of the statement. Returns what
+ * failed, in the order the endpoint reports it: no caller (401), parent missing or not permitted (404), id taken.
+ */
+export async function insertNodeAs(
+  q: Queryable,
+  credentials: Credentials,
+  now: Date,
+  node: { id: string; type: string; data: Record<string, unknown>; parentId: string | null; ownsId: string; createdId: string },
+): Promise<{ authenticated: boolean; allowed: boolean; inserted: boolean }> {
+  const { rows } = await q.query<{ authenticated: boolean; allowed: boolean; inserted: boolean }>(
+    `WITH caller AS MATERIALIZED (${CALLER_SQL}),
+     owner AS MATERIALIZED (
+       SELECT caller.user_id AS creator, COALESCE(p.id, caller.user_id) AS owner_id
+       FROM caller LEFT JOIN elements p ON p.id = $4::uuid
+       WHERE $4::uuid IS NULL
+          OR (p.id IS NOT NULL AND ${allowsSql('caller.user_id', 'trellis_principals(caller.user_id)', `'CREATE'`, 'p')})
+     ),
+     node AS (
+       INSERT INTO elements (id, type, data, created, updated)
+       SELECT $5::uuid, $6::text, $7::jsonb, $2::timestamptz, $2::timestamptz FROM owner
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id
+     ),
+     rels AS (
+       INSERT INTO elements (id, type, start_id, end_id, data, created, updated)
+       SELECT r.id, r.type, r.start_id, node.id, '{}'::jsonb, $2::timestamptz, $2::timestamptz
+       FROM node, owner, LATERAL (VALUES ($8::uuid, 'OWNS', owner.owner_id), ($9::uuid, 'CREATED', owner.creator)) r(id, type, start_id)
+       RETURNING id
+     )
+     SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM owner) AS allowed,
+            EXISTS (SELECT 1 FROM node) AND (SELECT count(*) FROM rels) = 2 AS inserted`,
+    [...callerParams(credentials, now), node.parentId, node.id, node.type, node.data, node.ownsId, node.createdId],
+    'insert_node_as',
+  );
+  return rows[0]!;
+}
+
+/**
+ * PATCH/PUT without preconditions in one statement: resolves the credentials, checks UPDATE and changes the data
+ * under the row lock the UPDATE takes (a concurrent change is merged into, not overwritten: READ COMMITTED
+ * re-evaluates the row). `set` holds the properties to write, `remove` the keys to drop (merge); a replace keeps the
+ * keys of `keep` (per type: properties clients cannot set) from the stored data.
+ */
+export async function updateDataAs(
+  q: Queryable,
+  credentials: Credentials,
+  now: Date,
+  change: { id: string; mode: 'replace' | 'merge'; set: Record<string, unknown>; remove: string[]; keep: Record<string, string[]> },
+): Promise<{ authenticated: boolean; updated: boolean }> {
+  const { rows } = await q.query<{ authenticated: boolean; updated: boolean }>(
+    `WITH caller AS MATERIALIZED (${CALLER_SQL}),
+     target AS MATERIALIZED (
+       SELECT e.id FROM caller, elements e
+       WHERE e.id = $4::uuid AND ${allowsSql('caller.user_id', 'trellis_principals(caller.user_id)', `'UPDATE'`)}
+     ),
+     upd AS (
+       UPDATE elements u SET
+         data = CASE WHEN $5::text = 'merge' THEN (u.data - $7::text[]) || $6::jsonb
+                ELSE $6::jsonb || COALESCE((
+                  SELECT jsonb_object_agg(kv.key, kv.value) FROM jsonb_each(u.data) kv
+                  WHERE kv.key IN (SELECT jsonb_array_elements_text(COALESCE($8::jsonb -> u.type, $8::jsonb -> '*')))), '{}'::jsonb)
+                END,
+         updated = $2::timestamptz
+       FROM target WHERE u.id = target.id
+       RETURNING u.id
+     )
+     SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM upd) AS updated`,
+    [...callerParams(credentials, now), change.id, change.mode, change.set, change.remove, change.keep],
+    'update_data_as',
+  );
+  return rows[0]!;
+}
