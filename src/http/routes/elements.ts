@@ -24,7 +24,8 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
 
   resource(app, '/', {
     GET: list('index'),
-    POST: async (request, reply) => created(reply, `/${await elements.create(await caller(services, request), request.body)}`),
+    POST: async (request, reply) =>
+      created(reply, `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body)}`),
   });
 
   resource(app, '/:id', {
@@ -36,16 +37,16 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
     },
     POST: async (request, reply) => {
       const r = request as WithId;
-      return created(reply, `/${await elements.create(await caller(services, r), r.body, r.params.id)}`);
+      return created(reply, `/${await elements.create(services.accounts.credentials(r.headers.authorization), r.body, r.params.id)}`);
     },
     PUT: async (request, reply) => {
       const r = request as WithId;
-      await elements.update(await caller(services, r), r.params.id, r.body, 'replace', conditionsOf(r));
+      await elements.update(services.accounts.credentials(r.headers.authorization), r.params.id, r.body, 'replace', conditionsOf(r));
       return noContent(reply);
     },
     PATCH: async (request, reply) => {
       const r = request as WithId;
-      await elements.update(await caller(services, r), r.params.id, r.body, 'merge', conditionsOf(r));
+      await elements.update(services.accounts.credentials(r.headers.authorization), r.params.id, r.body, 'merge', conditionsOf(r));
       return noContent(reply);
     },
     DELETE: async (request, reply) => {
