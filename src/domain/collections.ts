@@ -1,12 +1,14 @@
 // The collection endpoints (`/`, `/<id>/parents`, `/<id>/children`, `/<id>/related`) as `_PartialCollection`s.
 import type { Settings } from '../config/schema.js';
-import { Problem } from '../errors.js';
+import { notFound, Problem } from '../errors.js';
 import type { Db } from '../storage/db.js';
-import type { Caller } from '../storage/queries/accounts.js';
+import { resolveCaller, type Credentials } from '../storage/queries/accounts.js';
 import { collectionPage, type CollectionKind } from '../storage/queries/collections.js';
 import { ifNoneMatchHits, type Conditions } from './conditions.js';
+import { unauthorized } from './accounts/accounts.js';
 import type { Elements } from './elements.js';
 import { etagOf, toElementJson } from './representation.js';
+import { isUuid } from './values.js';
 
 export interface PageRequest {
   page?: string;
@@ -17,7 +19,8 @@ export class Collections {
   constructor(
     private readonly db: Db,
     private readonly settings: Settings,
-    private readonly elements: Elements,
+    // No longer used (the anchor's READ check is part of the page statement); kept for the composition root.
+    _elements?: Elements,
   ) {}
 
   /** `page` from 1 and `pageSize` clamped to the configured range; non-integers are 400 bad-content. */
@@ -33,8 +36,15 @@ export class Collections {
     return { page, pageSize };
   }
 
+  /**
+   * One collection page in one round trip: authentication, READ on the anchor and the page are one statement.
+   * `credentials` come from `Accounts.credentials` (which already refused malformed headers); `anchorId` is null
+   * for the index. 401 for credentials that name no user, then 400 for bad paging, then 404 for an anchor that is
+   * missing or not readable (the same answer).
+   */
   async list(
-    caller: Caller,
+    credentials: Credentials,
+    now: Date,
     kind: CollectionKind,
     anchorId: string | null,
     path: string,
@@ -42,10 +52,24 @@ export class Collections {
     requestId: string,
     conditions: Conditions = {},
   ): Promise<{ body: string; etag: string | null; notModified: boolean }> {
-    const { page, pageSize } = this.pagination(query);
-    let anchor = caller.userId;
-    if (anchorId !== null) anchor = (await this.elements.require(this.db, caller, anchorId, 'READ')).id;
-    const result = await collectionPage(this.db, kind, caller.userId, anchor, pageSize, (page - 1) * pageSize);
+    let paging: { page: number; pageSize: number };
+    try {
+      paging = this.pagination(query);
+    } catch (err) {
+      // Bad credentials answer 401 before bad paging answers 400; only this error path pays a round trip for it.
+      if (!(await resolveCaller(this.db, credentials, now))) throw unauthorized(credentials);
+      throw err;
+    }
+    const { page, pageSize } = paging;
+    const anchor = anchorId === null ? null : anchorId.toLowerCase();
+    if (anchor !== null && !isUuid(anchor)) {
+      // The routes refuse non-UUID ids before authentication; this is for other callers, with the same order.
+      if (!(await resolveCaller(this.db, credentials, now))) throw unauthorized(credentials);
+      throw notFound();
+    }
+    const result = await collectionPage(this.db, kind, credentials, now, anchor, pageSize, (page - 1) * pageSize);
+    if (!result.authenticated) throw unauthorized(credentials);
+    if (!result.found) throw notFound();
     const lastPage = Math.max(1, Math.ceil(result.total / pageSize));
     const link = (n: number) => {
       const params = new URLSearchParams();

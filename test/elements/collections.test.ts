@@ -86,6 +86,49 @@ describeBackends('collections', (h) => {
     expect(aliceIndex.json.nodes.map((n: any) => n.id)).not.toContain(children[0]); // two hops away
   });
 
+  it('answers each page in one database round trip, the index included', async () => {
+    const db = h().db;
+    const original = db.query;
+    const statements: string[] = [];
+    db.query = ((text: string, values?: readonly unknown[], name?: string) => {
+      statements.push(name ?? text);
+      return original.call(db, text, values, name);
+    }) as typeof db.query;
+    try {
+      for (const path of [`/${folder}/children`, `/${folder}/parents`, `/${folder}/related`, '/']) {
+        statements.length = 0;
+        expect((await h().request('GET', path, { token: alice.token })).status, path).toBe(200);
+        expect(statements, path).toHaveLength(1);
+      }
+      statements.length = 0;
+      expect((await h().request('GET', `/${folder}/children`, { token: bob.token })).status).toBe(404);
+      expect(statements).toHaveLength(1);
+    } finally {
+      db.query = original;
+    }
+  });
+
+  it('401 for bad credentials before 400 for bad paging; 404 alike for missing, unreadable and non-UUID anchors', async () => {
+    const unknown = 'secret-token:1234567890ABCDEFabcdef';
+    for (const path of [`/${folder}/children`, `/${folder}/parents`, `/${folder}/related`, '/']) {
+      const res = await h().request('GET', path, { token: unknown });
+      expect(res.status, path).toBe(401);
+      expect(res.json.type).toMatch(/\/error\/401\/unauthorized$/);
+      expect(res.json.detail).toBe('The token is unknown, expired or revoked.');
+      expect((await h().request('GET', path, { headers: { authorization: 'Bearer nonsense' } })).status, path).toBe(401);
+      expect((await h().request('GET', path)).status, path).toBe(401); // no anonymous user configured
+      expect((await h().request('GET', `${path}?page=abc`, { token: unknown })).status, path).toBe(401);
+      expect((await h().request('GET', `${path}?page=abc`, { token: alice.token })).status, path).toBe(400);
+    }
+    const missing = await h().request('GET', `/00000000-0000-4000-8000-000000000000/children`, { token: alice.token });
+    const hidden = await h().request('GET', `/${folder}/related`, { token: bob.token });
+    expect(missing.status).toBe(404);
+    expect(hidden.status).toBe(404);
+    expect(hidden.json.type).toBe(missing.json.type);
+    expect((await h().request('GET', `/${folder.toUpperCase()}/children`, { token: alice.token })).status).toBe(200);
+    expect((await h().request('GET', `/not-a-uuid/children`, { token: unknown })).status).toBe(404);
+  });
+
   it('collection ETags change with membership and member data; 304 on match', async () => {
     const first = await h().request('GET', `/${folder}/children`, { token: alice.token });
     const etag = first.headers.get('etag')!;

@@ -19,7 +19,9 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
     const r = request as WithId;
     const path = r.url.split('?')[0]!;
     const anchor = kind === 'index' ? null : r.params.id;
-    return sendJson(reply, await collections.list(await caller(services, r), kind, anchor, path, r.query, r.url, conditionsOf(r)));
+    const credentials = services.accounts.credentials(r.headers.authorization);
+    const now = services.clock.now();
+    return sendJson(reply, await collections.list(credentials, now, kind, anchor, path, r.query, r.url, conditionsOf(r)));
   };
 
   resource(app, '/', {

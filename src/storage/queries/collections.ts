@@ -1,71 +1,108 @@
-// SQL of the collection endpoints: one statement per page that filters by access, counts and pages.
+// SQL of the collection endpoints: one statement per request that authenticates, checks the anchor, filters by
+// access, counts and pages.
 import type { Queryable } from '../db.js';
-import { allowsSql } from './access.js';
+import { allowsSql, inlineReadCheck } from './access.js';
+import { CALLER_SQL, callerParams, type Credentials } from './accounts.js';
 import { ELEMENT_COLUMNS, type ElementRow } from './elements.js';
 
 export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
 
-// Which relations connect the anchor ($2) to the members, and which end of each is the member.
+// Which relations connect the anchor (`p.anchor_id`) to the members, and which end of each is the member.
 // `inherits`: every member and relation is readable when the caller's READ on the anchor comes from an OWNS path
 // or a READ grant, because those propagate down OWNS (DESIGN.md access model); the per-row check is then skipped.
 const SHAPES: Record<CollectionKind, { where: string; other: string; inherits?: boolean }> = {
-  index: { where: `e.start_id = $2 AND e.type IN ('OWNS', 'IS_IN_GROUP', 'HAS_READ_ACCESS')`, other: 'e.end_id' },
-  children: { where: `e.start_id = $2 AND e.type = 'OWNS'`, other: 'e.end_id', inherits: true },
+  index: { where: `e.start_id = p.anchor_id AND e.type IN ('OWNS', 'IS_IN_GROUP', 'HAS_READ_ACCESS')`, other: 'e.end_id' },
+  children: { where: `e.start_id = p.anchor_id AND e.type = 'OWNS'`, other: 'e.end_id', inherits: true },
   parents: {
-    where: `e.end_id = $2 AND e.type IN ('OWNS', 'HAS_READ_ACCESS', 'HAS_SEARCH_ACCESS', 'HAS_CREATE_ACCESS', 'HAS_UPDATE_ACCESS', 'HAS_DELETE_ACCESS')`,
+    where: `e.end_id = p.anchor_id AND e.type IN ('OWNS', 'HAS_READ_ACCESS', 'HAS_SEARCH_ACCESS', 'HAS_CREATE_ACCESS', 'HAS_UPDATE_ACCESS', 'HAS_DELETE_ACCESS')`,
     other: 'e.start_id',
   },
-  related: { where: `(e.start_id = $2 OR e.end_id = $2)`, other: 'CASE WHEN e.start_id = $2 THEN e.end_id ELSE e.start_id END' },
+  related: {
+    where: `(e.start_id = p.anchor_id OR e.end_id = p.anchor_id)`,
+    other: 'CASE WHEN e.start_id = p.anchor_id THEN e.end_id ELSE e.start_id END',
+  },
 };
 
 export interface CollectionPage {
+  /** False when the credentials name no user (401); nothing else is then known. */
+  authenticated: boolean;
+  /** False when the anchor is missing or the caller may not read it (404); the page is then empty. */
+  found: boolean;
   total: number;
   nodes: ElementRow[];
   relations: ElementRow[];
 }
 
+type Row = ElementRow & {
+  kind: 'total' | 'node' | 'relation';
+  total: number;
+  other: string | null;
+  authenticated: boolean | null;
+  found: boolean | null;
+};
+
 /**
- * Members are the far ends of the readable relations that connect the anchor; the page is over members ordered
- * by id. Listed nodes are the readable members of the page; listed relations are the readable relations to them.
+ * One collection page in one statement: resolves the credentials (CALLER_SQL), checks READ on the anchor
+ * (inlineReadCheck; for the index the anchor is the caller's own User node, always readable), then filters by
+ * access, counts and pages. Members are the far ends of the readable relations that connect the anchor; the page
+ * is over members ordered by id. Listed nodes are the readable members of the page; listed relations are the
+ * readable relations to them. `anchorId` is ignored for the index. The 'total' row always comes back and says
+ * whether the caller was authenticated and the anchor found and readable; when not, `p` is empty and so is the page.
  */
 export async function collectionPage(
   q: Queryable,
   kind: CollectionKind,
-  userId: string,
-  anchorId: string,
+  credentials: Credentials,
+  now: Date,
+  anchorId: string | null,
   limit: number,
   offset: number,
 ): Promise<CollectionPage> {
   const shape = SHAPES[kind];
-  const inherited = shape.inherits ? `trellis_granted(ids, $2::uuid, trellis_grant_types('READ'))` : 'false';
+  const params: unknown[] = [...callerParams(credentials, now), limit, offset];
+  // $1-$3 are CALLER_SQL's, $4 and $5 limit and offset, $6 the anchor (not for the index).
+  let anchor = `SELECT caller.user_id AS id, true AS allowed FROM caller`;
+  if (kind !== 'index') {
+    params.push(anchorId);
+    anchor = `SELECT e.id, ${inlineReadCheck('caller.user_id')} AS allowed FROM caller LEFT JOIN elements e ON e.id = $6::uuid`;
+  }
+  const inherited = shape.inherits ? `trellis_granted(q.ids, anchor.id, trellis_grant_types('READ'))` : 'false';
   // CASE, not OR: the cheap answer is taken without evaluating the per-row check.
-  const readable = `CASE WHEN p.inherited THEN true ELSE ${allowsSql('$1::uuid', 'p.ids', `'READ'`)} END`;
-  const { rows } = await q.query<ElementRow & { kind: 'total' | 'node' | 'relation'; total: number; other: string | null }>(
-    `WITH p AS MATERIALIZED (
-       SELECT ids, ${inherited} AS inherited FROM (SELECT trellis_principals($1::uuid) AS ids) q
+  const readable = `CASE WHEN p.inherited THEN true ELSE ${allowsSql('p.user_id', 'p.ids', `'READ'`)} END`;
+  const { rows } = await q.query<Row>(
+    `WITH caller AS MATERIALIZED (${CALLER_SQL}),
+     anchor AS MATERIALIZED (${anchor}),
+     p AS MATERIALIZED (
+       SELECT caller.user_id, anchor.id AS anchor_id, q.ids, ${inherited} AS inherited
+       FROM caller, anchor, LATERAL (SELECT trellis_principals(caller.user_id) AS ids) q
+       WHERE anchor.allowed
      ),
      rels AS MATERIALIZED (
-       SELECT ${ELEMENT_COLUMNS}, ${shape.other} AS other FROM elements e, p
+       SELECT ${ELEMENT_COLUMNS}, ${shape.other} AS other FROM p, elements e
        WHERE ${shape.where} AND ${readable}
      ),
      members AS (SELECT DISTINCT other FROM rels),
-     page AS (SELECT other FROM members ORDER BY other LIMIT $3 OFFSET $4)
+     page AS (SELECT other FROM members ORDER BY other LIMIT $4 OFFSET $5)
      SELECT 'total' AS kind, (SELECT count(*) FROM members) AS total, NULL::uuid AS other,
+            EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM p) AS found,
             NULL::uuid AS id, NULL AS type, NULL::uuid AS start_id, NULL::uuid AS end_id, NULL::jsonb AS data,
             NULL::jsonb AS file, NULL::timestamptz AS created, NULL::timestamptz AS updated
      UNION ALL
-     SELECT 'node', 0, e.id, ${ELEMENT_COLUMNS} FROM page JOIN elements e ON e.id = page.other, p
+     SELECT 'node', 0, e.id, NULL, NULL, ${ELEMENT_COLUMNS} FROM page JOIN elements e ON e.id = page.other, p
        WHERE ${readable}
      UNION ALL
-     SELECT 'relation', 0, r.other, r.id, r.type, r.start_id, r.end_id, r.data, r.file, r.created, r.updated
+     SELECT 'relation', 0, r.other, NULL, NULL, r.id, r.type, r.start_id, r.end_id, r.data, r.file, r.created, r.updated
        FROM rels r JOIN page ON page.other = r.other`,
-    [userId, anchorId, limit, offset],
+    params,
     `collection_${kind}`,
   );
-  const byId = (a: ElementRow & { other: string | null }, b: ElementRow & { other: string | null }) =>
+  const byId = (a: Row, b: Row) =>
     a.other! < b.other! ? -1 : a.other! > b.other! ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  const head = rows.find((r) => r.kind === 'total');
   return {
-    total: Number(rows.find((r) => r.kind === 'total')?.total ?? 0),
+    authenticated: head?.authenticated === true,
+    found: head?.found === true,
+    total: Number(head?.total ?? 0),
     nodes: rows.filter((r) => r.kind === 'node').sort(byId),
     relations: rows.filter((r) => r.kind === 'relation').sort(byId),
   };
