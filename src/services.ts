@@ -27,7 +27,7 @@ export function createServices(config: Config, db: Db, clock: Clock): Services {
   const blobs = new FsBlobStore(join(runtime.dataDir, 'files'));
   const accounts = new Accounts(db, settings, clock, runtime.anonymousUserId);
   const elements = new Elements(db, settings, clock, blobs);
-  const collections = new Collections(db, settings, elements);
+  const collections = new Collections(db, settings);
   const files = new Files(db, settings, clock, blobs, elements);
   const uploads = new Uploads(db, settings, clock, blobs, elements, files);
   return { db, clock, blobs, accounts, elements, collections, files, uploads };

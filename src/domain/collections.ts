@@ -19,8 +19,6 @@ export class Collections {
   constructor(
     private readonly db: Db,
     private readonly settings: Settings,
-    // No longer used (the anchor's READ check is part of the page statement); kept for the composition root.
-    _elements?: Elements,
   ) {}
 
   /** `page` from 1 and `pageSize` clamped to the configured range; non-integers are 400 bad-content. */
