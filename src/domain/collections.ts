@@ -6,7 +6,6 @@ import { resolveCaller, type Credentials } from '../storage/queries/accounts.js'
 import { collectionPage, type CollectionKind } from '../storage/queries/collections.js';
 import { ifNoneMatchHits, type Conditions } from './conditions.js';
 import { unauthorized } from './accounts/accounts.js';
-import type { Elements } from './elements.js';
 import { etagOf, toElementJson } from './representation.js';
 import { isUuid } from './values.js';
 

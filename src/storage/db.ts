@@ -7,12 +7,16 @@ import pg from 'pg';
 export type Row = object;
 
 /**
- * Every statement of ours is a named prepared statement written for one shape of data (lookups by id, index
- * probes), so its generic plan is the plan we want. Left to choose (plan_cache_mode = auto), PostgreSQL keeps
- * re-planning GET /<id>'s statement on every execution because the custom plans are estimated cheaper: 0.6 ms of
- * planning per request, measured as 3.6k instead of 7.8k requests/s in the benchmark.
+ * Settings of every database session of ours (both backends).
+ * - plan_cache_mode: every statement of ours is a named prepared statement written for one shape of data (lookups
+ *   by id, index probes), so its generic plan is the plan we want. Left to choose (auto), PostgreSQL kept
+ *   re-planning GET /<id>'s statement on every execution because custom plans are estimated cheaper: 0.6 ms of
+ *   planning per request, measured as 3.6k instead of 7.8k requests/s in the benchmark.
+ * - random_page_cost: the working set is in memory (or on SSD); with the default of 4 the planner prefers a
+ *   sequential scan of a small tokens table over its unique index in every authenticated statement (measured:
+ *   GET /<id> 7.9k -> 9.0k requests/s, POST / 4.6k -> 5.0k).
  */
-export const PLAN_CACHE_MODE = 'force_generic_plan';
+export const SESSION_SETTINGS: Record<string, string> = { plan_cache_mode: 'force_generic_plan', random_page_cost: '1.1' };
 
 export interface QueryResult<R extends Row = Row> {
   rows: R[];

@@ -3,7 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import pg from 'pg';
-import { PLAN_CACHE_MODE, poolDb, type Db } from './db.js';
+import { poolDb, SESSION_SETTINGS, type Db } from './db.js';
 
 export const pgliteExtensions = { pg_trgm };
 
@@ -15,7 +15,7 @@ export async function createPglite(dataDir?: string): Promise<PGlite> {
 /** Wraps a PGlite instance. `owned` instances are closed with the Db. */
 export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
   // Session settings: PGlite is a single session, so setting them once covers every statement.
-  await instance.exec(`SET plan_cache_mode = ${PLAN_CACHE_MODE}`);
+  for (const [key, value] of Object.entries(SESSION_SETTINGS)) await instance.exec(`SET ${key} = '${value}'`);
   // PGlite runs one statement at a time; its adapter is a pool of one connection, so transactions serialise.
   const pool = new pg.Pool(createPgConfig(instance) as unknown as pg.PoolConfig);
   return poolDb('pglite', pool, async () => {

@@ -1,9 +1,9 @@
 // The PostgreSQL server backend (DATABASE_URL).
 import pg from 'pg';
-import { PLAN_CACHE_MODE, poolDb, type Db } from './db.js';
+import { poolDb, SESSION_SETTINGS, type Db } from './db.js';
 
 export async function openPostgres(url: string, poolSize = 10): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, options: `-c plan_cache_mode=${PLAN_CACHE_MODE}` });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, options: Object.entries(SESSION_SETTINGS).map(([k, v]) => `-c ${k}=${v}`).join(' ') });
   // An idle client that errors (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const client = await pool.connect();
