@@ -7,6 +7,8 @@
 // Prints one JSON line {"ready":true} on stdout once listening.
 //   B0  GET  /b0          a fixed small JSON
 //   B1  GET  /b1/:id      one primary-key SELECT of a JSONB row (prepared, like Trellis' statements)
+//   B1p GET  /b1p/:id     reference for the children page: the 25 children (ordered by id) and the OWNS relations to
+//                         them, as one bare SELECT, returned as {nodes, relations} (no access check, no token)
 //   B2  POST /b2          one single-row INSERT of the posted JSON, into bench_b2: a copy of the elements table's
 //                         definition (same columns, constraints and indexes), so Trellis' own table stays as generated
 //   B3  PUT  /b3/file     the request body streamed to a file; GET /b3/file streams it back (plain fs streams);
@@ -61,6 +63,22 @@ app.get<{ Params: { id: string } }>('/b1/:id', async (request, reply) => {
   });
   if (rows.length === 0) return reply.code(404).send({ status: 404 });
   return rows[0];
+});
+
+app.get<{ Params: { id: string } }>('/b1p/:id', async (request) => {
+  const { rows } = await pool.query({
+    name: 'b1p',
+    text: `SELECT n.id, n.type, n.start_id, n.end_id, n.data, n.file, n.created, n.updated,
+                  r.id AS r_id, r.type AS r_type, r.start_id AS r_start_id, r.end_id AS r_end_id, r.data AS r_data,
+                  r.created AS r_created, r.updated AS r_updated
+           FROM elements r JOIN elements n ON n.id = r.end_id
+           WHERE r.start_id = $1 AND r.type = 'OWNS' ORDER BY n.id LIMIT 25`,
+    values: [request.params.id],
+  });
+  return {
+    nodes: rows.map((x) => ({ type: x.type, id: x.id, data: { ...x.data, created: x.created, updated: x.updated } })),
+    relations: rows.map((x) => ({ type: x.r_type, id: x.r_id, start: x.r_start_id, end: x.r_end_id, data: { ...x.r_data, created: x.r_created, updated: x.r_updated } })),
+  };
 });
 
 app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2', async (request, reply) => {

@@ -273,6 +273,8 @@ interface Servers {
 
 /** The first measurement of each baseline per backend is listed as a row of its own. */
 const listedBaselines = new Set<string>();
+/** Per backend, the B1p row measured before the children scenario (a reference noted next to its ratio). */
+const childrenReference = new Map<string, Row>();
 
 /**
  * One scenario against its baseline, measured back to back (the baseline first), so that both see the same
@@ -329,6 +331,18 @@ async function requestScenarios(s: Servers) {
       minRatio: backend === 'postgres' ? 0.9 : 0.8,
     });
 
+  if (wanted('GET /<id>/children')) {
+    // Reference, not a target: the same page as one bare SELECT (what the data volume alone costs).
+    const b1p = {
+      name: 'B1p children page SELECT',
+      requests: ds.targets.map((t) => ({ method: 'GET', path: `/b1p/${t.id}` })),
+      check: () => check(`${b}/b1p/${t0.id}`, {}, 200, (body) => ((JSON.parse(body) as { nodes: unknown[] }).nodes.length === 25 ? null : 'expected 25 nodes')),
+    };
+    const problem = await b1p.check();
+    const ref = problem ? failedRow(b1p.name, backend, problem) : requestRow(b1p.name, backend, await measure(`${b1p.name} (${backend})`, b, b1p.requests));
+    rows.push(ref);
+    childrenReference.set(backend, ref);
+  }
   if (wanted('GET /<id>/children'))
     await paired(s, 'GET /<id>/children', b1, {
       requests: ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}/children`, headers: auth(t.token) })),
@@ -340,6 +354,10 @@ async function requestScenarios(s: Servers) {
       minRatio: 0.5,
       note: `page of 25 (of ${TARGET_CHILDREN})`,
     });
+  const childRow = [...rows].reverse().find((r) => r.scenario === 'GET /<id>/children' && r.backend === backend);
+  const reference = childrenReference.get(backend);
+  if (childRow?.rps && reference?.rps)
+    childRow.note = `${childRow.note}; ${(childRow.rps / reference.rps).toFixed(2)} x B1p (${Math.round(reference.rps).toLocaleString('en-US')})`;
 
   if (wanted('POST / node', 'B2 INSERT'))
     await paired(s, 'POST / node', b2, {
