@@ -40,6 +40,7 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
           await admin?.close();
           await app.close(); // stops accepting, waits for in-flight requests
           await jobs.stop();
+          await services.blobs.settled(); // background unlinks of dropped bytes
           await db.close();
           releaseLock();
           logger.info('trellis stopped');

@@ -1,7 +1,7 @@
 // The filesystem blob store on its own (no database): streaming writes with hash and limit, replacements that
 // can be undone, appends that survive failures, ranged reads.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
@@ -60,6 +60,23 @@ describe('FsBlobStore', () => {
     expect(read(KEY)).toBe('v2');
     expect(entriesOf(KEY)).toEqual([KEY]);
     expect(tmpEntries()).toEqual([]);
+    // The old bytes left the key's directory at once; they are unlinked in the background.
+    await store.settled();
+    expect(readdirSync(store.trashDir)).toEqual([]);
+  });
+
+  it('deletes by moving the bytes out at once; the startup sweep empties a trash left by a crash', async () => {
+    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none')).finish();
+    await store.delete(KEY);
+    await store.delete(KEY); // nothing there any more: no error
+    expect(existsSync(store.pathOf(KEY))).toBe(false);
+    await store.settled();
+    expect(readdirSync(store.trashDir)).toEqual([]);
+    // A crash between the rename and the unlink:
+    writeFileSync(join(store.trashDir, 'left-by-a-crash'), 'old bytes');
+    const none = { wanted: async () => new Set<string>(), currentTags: async () => new Map<string, string>() };
+    expect((await store.sweep({ graceMs: 0, ...none })).temporary).toBe(1);
+    expect(readdirSync(store.trashDir)).toEqual([]);
   });
 
   it('undoes a replacement: the previous bytes come back, or none when there were none', async () => {
