@@ -74,6 +74,7 @@ describe('FsBlobStore', () => {
     expect(readdirSync(store.trashDir)).toEqual([]);
     // A crash between the rename and the unlink:
     writeFileSync(join(store.trashDir, 'left-by-a-crash'), 'old bytes');
+    await new Promise((resolve) => setTimeout(resolve, 5)); // its ctime must lie before the sweep's "now"
     const none = { wanted: async () => new Set<string>(), currentTags: async () => new Map<string, string>() };
     expect((await store.sweep({ graceMs: 0, ...none })).temporary).toBe(1);
     expect(readdirSync(store.trashDir)).toEqual([]);

@@ -7,30 +7,44 @@ export type Permission = 'READ' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE';
 export const allowsSql = (user: string, principals: string, perm: string, e = 'e') =>
   `trellis_allows(${user}, ${principals}, ${perm}, ${e}.id, ${e}.start_id, ${e}.end_id, ${e}.type)`;
 
+/** Relation types that grant a permission on their end and on what it owns (trellis_grant_types, migration 004). */
+const GRANT_TYPES: Record<Permission, string[]> = {
+  READ: ['OWNS', 'HAS_READ_ACCESS'],
+  SEARCH: ['OWNS', 'HAS_SEARCH_ACCESS', 'HAS_READ_ACCESS'],
+  CREATE: ['OWNS', 'HAS_CREATE_ACCESS'],
+  UPDATE: ['OWNS', 'HAS_UPDATE_ACCESS'],
+  DELETE: ['OWNS', 'HAS_DELETE_ACCESS'],
+};
+
 /**
- * READ on one element, inlined into the caller's statement for the hottest path (GET /<id>): the same rules as
- * trellis_node_allows, written out so that the statement is planned once as a prepared statement instead of
- * entering the functions. The caller's groups and the element's owners come from the access index (migration 005),
+ * A permission on one element, inlined into the caller's statement: the same rules as trellis_node_allows
+ * (migration 004), written out so that the statement is planned once as a prepared statement instead of entering
+ * the PL/pgSQL functions. The caller's groups and the element's owners come from the access index (migration 005),
  * so the check is a few index probes: one range of element_owners, then per owner one probe of the (end_id, type)
- * index for a grant whose start is one of the caller's principals (on the element itself also its creator: one
- * probe for both, so that the planner cannot pick the (start_id, type) index and scan everything the user created). Plain subqueries rather than CTEs: measured on
- * PostgreSQL 15 with 32 statements in flight, 24k statements/s against 18k for the same probes written as CTEs
- * (executor set-up per CTE and InitPlan dominates at this size). Relations, whose rules look at both ends, go
- * through trellis_allows. `user` is a SQL expression for the caller's id, `e` the element row (NULL columns when
- * missing). The access-matrix tests check both paths against one table.
+ * index for a grant whose start is one of the caller's principals (for READ and SEARCH, on the element itself also
+ * its creator: one probe for both, so that the planner cannot pick the (start_id, type) index and scan everything
+ * the user created). Plain subqueries rather than CTEs: measured on PostgreSQL 15 with 32 statements in flight,
+ * 24k statements/s against 18k for the same probes written as CTEs (executor set-up per CTE and InitPlan
+ * dominates at this size). Relations, whose rules look at both ends, go through trellis_allows. `user` is a SQL
+ * expression for the caller's id, `e` the element row (NULL columns when missing). The access-matrix tests check
+ * this and the functions against one table.
  */
-export function inlineReadCheck(user: string, e = 'e'): string {
+export function inlineCheck(user: string, permission: Permission, e = 'e'): string {
+  const readLike = permission === 'READ' || permission === 'SEARCH';
+  const types = [...GRANT_TYPES[permission], ...(readLike ? ['CREATED'] : [])].map((t) => `'${t}'`).join(', ');
+  const principals = `${user} || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = ${user})`;
   return `CASE
       WHEN ${e}.id IS NULL OR ${user} IS NULL THEN false
-      WHEN ${e}.start_id IS NOT NULL THEN ${allowsSql(user, `trellis_principals(${user})`, `'READ'`, e)}
-      ELSE ${e}.id = ${user}
-        OR EXISTS (
+      WHEN ${e}.start_id IS NOT NULL THEN ${allowsSql(user, `trellis_principals(${user})`, `'${permission}'`, e)}
+      ELSE ${readLike ? `${e}.id = ${user} OR ` : ''}EXISTS (
           SELECT 1 FROM (SELECT ${e}.id AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = ${e}.id) up
-          JOIN elements g ON g.end_id = up.id AND g.type IN ('OWNS', 'HAS_READ_ACCESS', 'CREATED')
-          WHERE CASE WHEN g.type = 'CREATED' THEN g.end_id = ${e}.id AND g.start_id = ${user}
-                ELSE g.start_id = ANY(${user} || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = ${user})) END)
+          JOIN elements g ON g.end_id = up.id AND g.type IN (${types})
+          WHERE ${readLike ? `CASE WHEN g.type = 'CREATED' THEN g.end_id = ${e}.id AND g.start_id = ${user} ELSE g.start_id = ANY(${principals}) END` : `g.start_id = ANY(${principals})`})
     END`;
 }
+
+/** READ, for GET /<id> and the collections. */
+export const inlineReadCheck = (user: string, e = 'e'): string => inlineCheck(user, 'READ', e);
 
 /** The subset of `ids` on which `userId` has `permission`. Missing ids are simply absent from the result. */
 export async function permittedIds(q: Queryable, userId: string, permission: Permission, ids: readonly string[]): Promise<Set<string>> {

@@ -1,6 +1,6 @@
 // SQL of elements (nodes and relations).
 import type { Queryable } from '../db.js';
-import { allowsSql, inlineReadCheck } from './access.js';
+import { inlineCheck, inlineReadCheck, type Permission } from './access.js';
 import { CALLER_SQL, callerParams, type Credentials } from './accounts.js';
 
 export interface FileMeta {
@@ -58,14 +58,14 @@ export async function elementWithPermission(
   q: Queryable,
   id: string,
   userId: string,
-  permission: string,
+  permission: Permission,
   lock: boolean,
 ): Promise<{ row: ElementRow; allowed: boolean } | null> {
   const { rows } = await q.query<ElementRow & { allowed: boolean }>(
-    `SELECT ${ELEMENT_COLUMNS}, ${allowsSql('$2::uuid', 'trellis_principals($2::uuid)', '$3::text')} AS allowed
+    `SELECT ${ELEMENT_COLUMNS}, ${inlineCheck('$2::uuid', permission)} AS allowed
      FROM elements e WHERE e.id = $1${lock ? ' FOR UPDATE OF e' : ''}`,
-    [id, userId, permission],
-    lock ? 'element_with_permission_locked' : 'element_with_permission',
+    [id, userId],
+    `element_with_${permission.toLowerCase()}${lock ? '_locked' : ''}`,
   );
   const first = rows[0];
   if (!first) return null;
@@ -164,7 +164,7 @@ export async function insertNodeAs(
        SELECT caller.user_id AS creator, COALESCE(p.id, caller.user_id) AS owner_id
        FROM caller LEFT JOIN elements p ON p.id = $4::uuid
        WHERE $4::uuid IS NULL
-          OR (p.id IS NOT NULL AND ${allowsSql('caller.user_id', 'trellis_principals(caller.user_id)', `'CREATE'`, 'p')})
+          OR ${inlineCheck('caller.user_id', 'CREATE', 'p')}
      ),
      node AS (
        INSERT INTO elements (id, type, data, created, updated)
@@ -202,7 +202,7 @@ export async function updateDataAs(
     `WITH caller AS MATERIALIZED (${CALLER_SQL}),
      target AS MATERIALIZED (
        SELECT e.id FROM caller, elements e
-       WHERE e.id = $4::uuid AND ${allowsSql('caller.user_id', 'trellis_principals(caller.user_id)', `'UPDATE'`)}
+       WHERE e.id = $4::uuid AND ${inlineCheck('caller.user_id', 'UPDATE')}
      ),
      upd AS (
        UPDATE elements u SET
