@@ -73,6 +73,17 @@ describeBackends('access index', (h) => {
     expect(await status(owner, leaf)).toBe(200); // still its creator
     expect(await status(member, side)).toBe(404);
     expect(await drift()).toEqual([]);
+
+    // Deleting an element removes its own rows and its rows as an owner (no foreign keys do it: the triggers).
+    const parent = await createElement(h(), owner.token, { type: 'Folder' });
+    const between = await createElement(h(), owner.token, { type: 'Folder' }, parent);
+    const child = await createElement(h(), owner.token, { type: 'Doc' }, between);
+    expect(await owners(child)).toEqual([owner.id, parent, between].sort());
+    expect((await h().request('DELETE', `/${between}`, { token: owner.token })).status).toBe(204);
+    expect(await owners(child)).toEqual([]);
+    expect(await owners(between)).toEqual([]);
+    expect((await h().db.query('SELECT 1 FROM element_owners WHERE owner_id = $1', [between])).rows).toEqual([]);
+    expect(await drift()).toEqual([]);
   });
 
   it('follows group changes: leaving a group, a deleted group between member and owner group', async () => {

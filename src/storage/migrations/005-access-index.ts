@@ -21,16 +21,19 @@
 // Bulk loads (backup:load, the benchmark's data set) set `trellis.defer_access_index = on` for their transaction and
 // call trellis_rebuild_access_index() before committing.
 export default /* sql */ `
+-- No foreign keys: the triggers remove the rows of deleted elements (deleting an element deletes its relations,
+-- whose triggers rebuild what depended on them), and each foreign key would cost every node creation a check that
+-- locks the referenced rows.
 CREATE TABLE element_owners (
-  element_id uuid NOT NULL REFERENCES elements (id) ON DELETE CASCADE,
-  owner_id   uuid NOT NULL REFERENCES elements (id) ON DELETE CASCADE,
+  element_id uuid NOT NULL,
+  owner_id   uuid NOT NULL,
   PRIMARY KEY (element_id, owner_id)
 );
 CREATE INDEX element_owners_owner ON element_owners (owner_id);
 
 CREATE TABLE group_memberships (
-  member_id uuid NOT NULL REFERENCES elements (id) ON DELETE CASCADE,
-  group_id  uuid NOT NULL REFERENCES elements (id) ON DELETE CASCADE,
+  member_id uuid NOT NULL,
+  group_id  uuid NOT NULL,
   PRIMARY KEY (member_id, group_id)
 );
 CREATE INDEX group_memberships_group ON group_memberships (group_id);
@@ -170,10 +173,12 @@ BEGIN
         SELECT NEW.end_id, o.owner_id FROM element_owners o WHERE o.element_id = NEW.start_id AND o.owner_id <> NEW.end_id
         ON CONFLICT DO NOTHING;
     ELSIF EXISTS (SELECT 1 FROM elements e WHERE e.id IN (OLD.end_id, NEW.end_id)) THEN
-      -- (When the owned element itself is gone, its rows went with it and its children have triggers of their own.)
       PERFORM pg_advisory_xact_lock(trellis_owners_lock_key());
       PERFORM trellis_reindex_owners(ARRAY_REMOVE(ARRAY[
         CASE WHEN TG_OP <> 'INSERT' THEN OLD.end_id END, CASE WHEN TG_OP <> 'DELETE' THEN NEW.end_id END], NULL));
+    ELSE
+      -- The owned element itself is gone: its rows go too (what it owned has relations, and triggers, of its own).
+      DELETE FROM element_owners WHERE element_id = OLD.end_id;
     END IF;
   END IF;
   IF (TG_OP <> 'INSERT' AND OLD.type = 'IS_IN_GROUP') OR (TG_OP <> 'DELETE' AND NEW.type = 'IS_IN_GROUP') THEN
