@@ -30,6 +30,16 @@ const GRANT_TYPES: Record<Permission, string[]> = {
  * this and the functions against one table.
  */
 export function inlineCheck(user: string, permission: Permission, e = 'e'): string {
+  const key = `${user}|${permission}|${e}`;
+  let sql = inlined.get(key);
+  if (sql === undefined) inlined.set(key, (sql = buildInlineCheck(user, permission, e)));
+  return sql;
+}
+
+// The statements embedding a check are built per request; the check's text is built once per shape.
+const inlined = new Map<string, string>();
+
+function buildInlineCheck(user: string, permission: Permission, e: string): string {
   const readLike = permission === 'READ' || permission === 'SEARCH';
   const types = [...GRANT_TYPES[permission], ...(readLike ? ['CREATED'] : [])].map((t) => `'${t}'`).join(', ');
   const principals = `${user} || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = ${user})`;

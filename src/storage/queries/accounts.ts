@@ -50,7 +50,7 @@ export const CALLER_SQL = `
 
 export const callerParams = (credentials: Credentials, now: Date) => [
   credentials.tokenHash ?? null,
-  now,
+  now.toISOString(), // (cheaper than the driver's local-time formatting of a Date; the SQL casts it)
   credentials.anonymousUserId ?? null,
 ];
 

@@ -73,6 +73,9 @@ export async function elementWithPermission(
   return { row, allowed: allowed === true };
 }
 
+/** Built on first use (the text never changes; rebuilding it per request showed in profiles). */
+let readableElementSql: string | undefined;
+
 /**
  * GET /<id> in one statement: resolves the credentials, reads the element and checks READ. `authenticated` is
  * false when the credentials name no user (401); `row` is null when the element is missing or not readable.
@@ -84,8 +87,8 @@ export async function readableElement(
   id: string,
 ): Promise<{ authenticated: boolean; row: ElementRow | null }> {
   const { rows } = await q.query<ElementRow & { allowed: boolean | null }>(
-    `SELECT ${ELEMENT_COLUMNS}, ${inlineReadCheck('caller.user_id')} AS allowed
-     FROM (${CALLER_SQL}) caller LEFT JOIN elements e ON e.id = $4::uuid`,
+    (readableElementSql ??= `SELECT ${ELEMENT_COLUMNS}, ${inlineReadCheck('caller.user_id')} AS allowed
+     FROM (${CALLER_SQL}) caller LEFT JOIN elements e ON e.id = $4::uuid`),
     [...callerParams(credentials, now), id],
     'readable_element',
   );
