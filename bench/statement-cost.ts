@@ -1,0 +1,54 @@
+// What GET /<id> costs in the database alone, without HTTP: statements per second with 32 in flight through a pool
+// of 10 (as Trellis runs them), on the benchmark's data set, for
+//   pk        a bare primary-key SELECT of the element (what B1 runs)
+//   caller    the same plus resolving the token (the CALLER_SQL part of every authenticated statement)
+//   get       the statement GET /<id> runs: token, element and the READ check over the access index
+//
+//   node --import tsx bench/statement-cost.ts [--nodes N] [--seconds S]
+import { parseArgs } from 'node:util';
+import { hashToken } from '../src/domain/accounts/tokens.js';
+import { migrate } from '../src/storage/migrate.js';
+import { openPostgres } from '../src/storage/postgres.js';
+import { CALLER_SQL, callerParams } from '../src/storage/queries/accounts.js';
+import { ELEMENT_COLUMNS, readableElement } from '../src/storage/queries/elements.js';
+import { startCluster } from './lib/cluster.js';
+import { generateDataset } from './lib/dataset.js';
+
+const { values: args } = parseArgs({ options: { nodes: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '4' } } });
+const seconds = Number(args.seconds);
+const cluster = await startCluster((msg) => process.stderr.write(`${msg}\n`));
+try {
+  const db = await openPostgres(cluster.url, 10);
+  await migrate(db);
+  const ds = await generateDataset(db, { nodes: Number(args.nodes), users: 200 }, (msg) => process.stderr.write(`${msg}\n`));
+  const targets = ds.targets.map((t) => ({ id: t.id, credentials: { tokenHash: hashToken(t.token) } }));
+  const variants: Record<string, (k: number) => Promise<unknown>> = {
+    pk: (k) => db.query(`SELECT ${ELEMENT_COLUMNS} FROM elements e WHERE e.id = $1`, [targets[k % targets.length]!.id], 'cost_pk'),
+    caller: (k) => {
+      const t = targets[k % targets.length]!;
+      return db.query(
+        `SELECT ${ELEMENT_COLUMNS} FROM (${CALLER_SQL}) caller LEFT JOIN elements e ON e.id = $4::uuid`,
+        [...callerParams(t.credentials, new Date()), t.id],
+        'cost_caller',
+      );
+    },
+    get: async (k) => {
+      const t = targets[k % targets.length]!;
+      const { row } = await readableElement(db, t.credentials, new Date(), t.id);
+      if (!row) throw new Error(`target ${t.id} not readable`);
+    },
+  };
+  for (let round = 1; round <= 2; round++)
+    for (const [name, one] of Object.entries(variants)) {
+      for (let i = 0; i < 500; i++) await one(i);
+      const until = Date.now() + seconds * 1000;
+      let n = 0;
+      await Promise.all(Array.from({ length: 32 }, async () => {
+        while (Date.now() < until) await one(n++);
+      }));
+      process.stdout.write(`round ${round}  ${name.padEnd(7)} ${Math.round(n / seconds).toLocaleString('en-US').padStart(7)} statements/s\n`);
+    }
+  await db.close();
+} finally {
+  await cluster.stop();
+}
