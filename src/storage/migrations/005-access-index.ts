@@ -120,7 +120,8 @@ END
 $fn$;
 
 -- Rows where the maintained closures differ from a walk of the relations (empty when consistent). For tests and
--- for an operator who wants to check a database.
+-- for an operator who wants to check a database. The walk is written independently of the rebuild above on
+-- purpose (plain joins, no shared view), so that one mistake cannot hide in both.
 CREATE FUNCTION trellis_access_index_drift() RETURNS TABLE (closure text, a uuid, b uuid, problem text)
 LANGUAGE sql STABLE AS $fn$
   WITH RECURSIVE up(element_id, owner_id) AS (
