@@ -2,10 +2,10 @@
 import type { Settings } from '../config/schema.js';
 import { notFound, Problem } from '../errors.js';
 import type { Db } from '../storage/db.js';
-import { resolveCaller, type Credentials } from '../storage/queries/accounts.js';
+import type { Credentials } from '../storage/queries/accounts.js';
 import { collectionPage, type CollectionKind } from '../storage/queries/collections.js';
 import { ifNoneMatchHits, type Conditions } from './conditions.js';
-import { unauthorized } from './accounts/accounts.js';
+import { failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import { etagOf, toElementJson } from './representation.js';
 import { isUuid } from './values.js';
 
@@ -53,16 +53,13 @@ export class Collections {
     try {
       paging = this.pagination(query);
     } catch (err) {
-      // Bad credentials answer 401 before bad paging answers 400; only this error path pays a round trip for it.
-      if (!(await resolveCaller(this.db, credentials, now))) throw unauthorized(credentials);
-      throw err;
+      return failAfterAuthentication(this.db, credentials, now, err);
     }
     const { page, pageSize } = paging;
     const anchor = anchorId === null ? null : anchorId.toLowerCase();
     if (anchor !== null && !isUuid(anchor)) {
       // The routes refuse non-UUID ids before authentication; this is for other callers, with the same order.
-      if (!(await resolveCaller(this.db, credentials, now))) throw unauthorized(credentials);
-      throw notFound();
+      return failAfterAuthentication(this.db, credentials, now, notFound());
     }
     const result = await collectionPage(this.db, kind, credentials, now, anchor, pageSize, (page - 1) * pageSize);
     if (!result.authenticated) throw unauthorized(credentials);

@@ -6,8 +6,8 @@ import { notFound, Problem } from '../errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { Db, Queryable } from '../storage/db.js';
 import { owns, type Permission } from '../storage/queries/access.js';
-import { resolveCaller, type Caller, type Credentials } from '../storage/queries/accounts.js';
-import { unauthorized } from './accounts/accounts.js';
+import type { Caller, Credentials } from '../storage/queries/accounts.js';
+import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
 import { checkWritePreconditions, ifNoneMatchHits, type Conditions } from './conditions.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
@@ -20,12 +20,20 @@ const PRINCIPAL_TYPES = new Set(['User', 'Group']);
 export type Rendered = { body: string; etag: string };
 
 export class Elements {
+  /** Per type, the properties a replace keeps from the stored data ('*': every other type). */
+  private readonly keptOnReplace: Record<string, string[]>;
+  /** Properties reserved for at least one type: a body without them validates the same whatever the type. */
+  private readonly reservedSomewhere: Set<string>;
+
   constructor(
     private readonly db: Db,
     private readonly settings: Settings,
     private readonly clock: Clock,
     private readonly blobs: BlobStore,
-  ) {}
+  ) {
+    this.keptOnReplace = Object.fromEntries(['User', 'Token', '*'].map((type) => [type, [...this.reserved(type)]]));
+    this.reservedSomewhere = new Set(Object.values(this.keptOnReplace).flat());
+  }
 
   private reserved(type: string) {
     return reservedProperties(type, this.settings.register.uniqueIdentifier);
@@ -72,12 +80,12 @@ export class Elements {
         throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
       if (type === 'CREATED') throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
     } catch (problem) {
-      return this.failAfterAuthentication(credentials, now, problem);
+      return failAfterAuthentication(this.db, credentials, now, problem);
     }
     const newIdLower = id.toLowerCase();
     if (!hasStart) {
       // A node: one statement (the common case: POST / and POST /<parent>).
-      if (parentId !== undefined && !isUuid(parentId)) return this.failAfterAuthentication(credentials, now, notFound());
+      if (parentId !== undefined && !isUuid(parentId)) return failAfterAuthentication(this.db, credentials, now, notFound());
       const result = await sql.insertNodeAs(this.db, credentials, now, {
         id: newIdLower,
         type,
@@ -91,7 +99,7 @@ export class Elements {
       if (!result.inserted) throw new Problem('reserved-identifier', `The id ${newIdLower} is already in use.`);
       return newIdLower;
     }
-    const caller = await this.authenticate(credentials, now);
+    const caller = await authenticated(this.db, credentials, now);
     const start = (body as Record<string, string>).start!.toLowerCase();
     const end = (body as Record<string, string>).end!.toLowerCase();
     await this.db.transaction(async (tx) => {
@@ -99,18 +107,6 @@ export class Elements {
       await this.insertOrReserved(tx, { id: newIdLower, type, start, end, data, at: now });
     });
     return newIdLower;
-  }
-
-  private async authenticate(credentials: Credentials, now: Date): Promise<Caller> {
-    const caller = await resolveCaller(this.db, credentials, now);
-    if (!caller) throw unauthorized(credentials);
-    return caller;
-  }
-
-  /** A request found invalid before the database was asked: 401 still comes first when the credentials are bad. */
-  private async failAfterAuthentication(credentials: Credentials, now: Date, problem: unknown): Promise<never> {
-    await this.authenticate(credentials, now);
-    throw problem;
   }
 
   private async insertOrReserved(tx: Queryable, element: sql.NewElement) {
@@ -141,8 +137,8 @@ export class Elements {
   async update(credentials: Credentials, id: string, body: unknown, mode: 'replace' | 'merge', conditions: Conditions = {}): Promise<void> {
     const now = this.clock.now();
     if (!isPlainObject(body))
-      return this.failAfterAuthentication(credentials, now, new Problem('bad-content', 'The request body must be a JSON object of properties.'));
-    if (!isUuid(id)) return this.failAfterAuthentication(credentials, now, notFound());
+      return failAfterAuthentication(this.db, credentials, now, new Problem('bad-content', 'The request body must be a JSON object of properties.'));
+    if (!isUuid(id)) return failAfterAuthentication(this.db, credentials, now, notFound());
     // One statement when nothing depends on the stored element before writing: no preconditions (they compare the
     // ETag of the rendered element) and no property that is reserved for any type (the check depends on the type).
     if (conditions.ifMatch === undefined && conditions.ifNoneMatch === undefined && !this.touchesReserved(body)) {
@@ -160,7 +156,7 @@ export class Elements {
         return;
       }
     }
-    const caller = await this.authenticate(credentials, now);
+    const caller = await authenticated(this.db, credentials, now);
     await this.db.transaction(async (tx) => {
       // The row lock makes If-Match a compare-and-set: concurrent writers queue here and see each other's change.
       const row = await this.require(tx, caller, id, 'UPDATE', true);
@@ -182,18 +178,8 @@ export class Elements {
     });
   }
 
-  /** Per type, the properties a replace keeps from the stored data ('*': every other type). */
-  private get keptOnReplace(): Record<string, string[]> {
-    return {
-      User: [...this.reserved('User')],
-      Token: [...this.reserved('Token')],
-      '*': [...this.reserved('*')],
-    };
-  }
-
   private touchesReserved(body: Record<string, unknown>): boolean {
-    const kept = this.keptOnReplace;
-    return Object.keys(body).some((key) => Object.values(kept).some((keys) => keys.includes(key)));
+    return Object.keys(body).some((key) => this.reservedSomewhere.has(key));
   }
 
   async delete(caller: Caller, id: string, conditions: Conditions = {}): Promise<void> {

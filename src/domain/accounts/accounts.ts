@@ -21,6 +21,22 @@ export const unauthorized = (credentials: Credentials) =>
     credentials.tokenHash ? 'The token is unknown, expired or revoked.' : 'The anonymous user does not exist.',
   );
 
+/** The caller the credentials name (one indexed query), or 401. */
+export async function authenticated(q: Queryable, credentials: Credentials, now: Date): Promise<Caller> {
+  const caller = await sql.resolveCaller(q, credentials, now);
+  if (!caller) throw unauthorized(credentials);
+  return caller;
+}
+
+/**
+ * For a request found invalid before the database was asked: bad credentials still answer 401 before the 400/404
+ * that `problem` is, so only this error path pays a round trip for the order.
+ */
+export async function failAfterAuthentication(q: Queryable, credentials: Credentials, now: Date, problem: unknown): Promise<never> {
+  await authenticated(q, credentials, now);
+  throw problem;
+}
+
 const UNIQUE_VIOLATION = '23505';
 
 function requireString(body: Record<string, unknown>, key: string): string {
@@ -60,9 +76,7 @@ export class Accounts {
   /** Resolves the Authorization header to the calling user (one indexed query). Throws 401. */
   async authenticate(authorization: string | undefined, q: Queryable = this.db): Promise<Caller> {
     const credentials = this.credentials(authorization);
-    const caller = await sql.resolveCaller(q, credentials, this.clock.now());
-    if (!caller) throw unauthorized(credentials);
-    return caller;
+    return authenticated(q, credentials, this.clock.now());
   }
 
   /** The SHA3-256 hash of a well-formed `Bearer secret-token:...` header; 401 for anything else. */
