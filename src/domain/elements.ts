@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import type { Settings } from '../config/schema.js';
 import { notFound, Problem } from '../errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
-import type { Db, Queryable } from '../storage/db.js';
+import { isForeignKeyViolation, retryingTransient, type Db, type Queryable } from '../storage/db.js';
 import { owns, type Permission } from '../storage/queries/access.js';
 import type { Caller, Credentials } from '../storage/queries/accounts.js';
 import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
@@ -86,14 +86,15 @@ export class Elements {
     if (!hasStart) {
       // A node: one statement (the common case: POST / and POST /<parent>).
       if (parentId !== undefined && !isUuid(parentId)) return failAfterAuthentication(this.db, credentials, now, notFound());
-      const result = await sql.insertNodeAs(this.db, credentials, now, {
-        id: newIdLower,
-        type,
-        data,
-        parentId: parentId?.toLowerCase() ?? null,
-        ownsId: newId(),
-        createdId: newId(),
-      });
+      const node = { id: newIdLower, type, data, parentId: parentId?.toLowerCase() ?? null, ownsId: newId(), createdId: newId() };
+      let result;
+      try {
+        result = await retryingTransient(() => sql.insertNodeAs(this.db, credentials, now, node));
+      } catch (error) {
+        // The parent was deleted between the statement's snapshot and its foreign-key check.
+        if (isForeignKeyViolation(error)) throw notFound();
+        throw error;
+      }
       if (!result.authenticated) throw unauthorized(credentials);
       if (!result.allowed) throw notFound();
       if (!result.inserted) throw new Problem('reserved-identifier', `The id ${newIdLower} is already in use.`);
@@ -102,10 +103,17 @@ export class Elements {
     const caller = await authenticated(this.db, credentials, now);
     const start = (body as Record<string, string>).start!.toLowerCase();
     const end = (body as Record<string, string>).end!.toLowerCase();
-    await this.db.transaction(async (tx) => {
-      await this.checkRelationCreate(tx, caller, type, start, end);
-      await this.insertOrReserved(tx, { id: newIdLower, type, start, end, data, at: now });
-    });
+    try {
+      await retryingTransient(() =>
+        this.db.transaction(async (tx) => {
+          await this.checkRelationCreate(tx, caller, type, start, end);
+          await this.insertOrReserved(tx, { id: newIdLower, type, start, end, data, at: now });
+        }),
+      );
+    } catch (error) {
+      if (isForeignKeyViolation(error)) throw notFound(); // an end was deleted concurrently
+      throw error;
+    }
     return newIdLower;
   }
 
@@ -150,7 +158,8 @@ export class Elements {
           if (value !== null) set[key] = value;
           else remove.push(key);
         }
-        const result = await sql.updateDataAs(this.db, credentials, now, { id: id.toLowerCase(), mode, set, remove, keep: this.keptOnReplace });
+        const change = { id: id.toLowerCase(), mode, set, remove, keep: this.keptOnReplace };
+        const result = await retryingTransient(() => sql.updateDataAs(this.db, credentials, now, change));
         if (!result.authenticated) throw unauthorized(credentials);
         if (!result.updated) throw notFound();
         return;
@@ -183,12 +192,14 @@ export class Elements {
   }
 
   async delete(caller: Caller, id: string, conditions: Conditions = {}): Promise<void> {
-    const withFiles = await this.db.transaction(async (tx) => {
-      const row = await this.require(tx, caller, id, 'DELETE', true);
-      if (row.type === 'User') throw new Problem('forbidden', 'User nodes cannot be deleted through this endpoint.');
-      checkWritePreconditions(conditions, renderElement(row).etag);
-      return sql.deleteElement(tx, row.id);
-    });
+    const withFiles = await retryingTransient(() =>
+      this.db.transaction(async (tx) => {
+        const row = await this.require(tx, caller, id, 'DELETE', true);
+        if (row.type === 'User') throw new Problem('forbidden', 'User nodes cannot be deleted through this endpoint.');
+        checkWritePreconditions(conditions, renderElement(row).etag);
+        return sql.deleteElement(tx, row.id);
+      }),
+    );
     // The rows are gone for good (committed); the bytes follow. A crash here leaves orphan blobs that the startup
     // sweep removes, never an element pointing at missing bytes.
     await Promise.all(withFiles.map((fileId) => this.blobs.delete(fileId)));

@@ -79,3 +79,26 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<v
 
 /** Values of type `timestamptz` come back as JS Dates; int8 (counts) as numbers (they stay far below 2^53). */
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+
+/** SQLSTATEs that mean "nothing happened, the same work may simply be tried again". */
+const TRANSIENT = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
+
+/**
+ * Runs `work` (one statement, or one whole `transaction`) again when PostgreSQL aborted it as a deadlock victim or a
+ * serialization failure: graph changes take row locks and the access index's advisory lock (migration 005), and two
+ * concurrent changes can meet in opposite orders. `work` must have no effects outside the database before it
+ * resolves.
+ */
+export async function retryingTransient<T>(work: () => Promise<T>, attempts = 4): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (attempt >= attempts || !TRANSIENT.has((error as { code?: string })?.code ?? '')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+    }
+  }
+}
+
+/** Did a statement fail because a row it refers to is gone (foreign_key_violation), e.g. deleted concurrently? */
+export const isForeignKeyViolation = (error: unknown): boolean => (error as { code?: string })?.code === '23503';
