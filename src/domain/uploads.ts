@@ -20,7 +20,7 @@ import { BlobLimitError, PartialAppendError, type BlobStore } from '../blob/blob
 import type { Clock } from '../clock.js';
 import type { Settings } from '../config/schema.js';
 import { notFound, Problem } from '../errors.js';
-import type { Db } from '../storage/db.js';
+import { isForeignKeyViolation, type Db } from '../storage/db.js';
 import type { Caller } from '../storage/queries/accounts.js';
 import type { FileMeta } from '../storage/queries/elements.js';
 import * as sql from '../storage/queries/uploads.js';
@@ -136,18 +136,24 @@ export class Uploads {
 
     const now = this.clock.now();
     const lease = newId();
-    const upload = await sql.insertUpload(this.db, {
-      id: newId(),
-      elementId: target.id,
-      userId: caller.userId,
-      length,
-      extension,
-      expectedSha256: expected,
-      leaseToken: lease,
-      leaseUntil: this.leaseUntil(),
-      created: now,
-      expires: new Date(now.getTime() + limits.uploadExpiresInSecondsAfterFirstRequest * 1000),
-    });
+    let upload;
+    try {
+      upload = await sql.insertUpload(this.db, {
+        id: newId(),
+        elementId: target.id,
+        userId: caller.userId,
+        length,
+        extension,
+        expectedSha256: expected,
+        leaseToken: lease,
+        leaseUntil: this.leaseUntil(),
+        created: now,
+        expires: new Date(now.getTime() + limits.uploadExpiresInSecondsAfterFirstRequest * 1000),
+      });
+    } catch (error) {
+      if (isForeignKeyViolation(error)) throw notFound(); // the element was deleted meanwhile
+      throw error;
+    }
     const { leave } = await this.inFlight.enter(upload.id, control.abort);
     const renewal = this.keepLease(upload.id, lease, control);
     try {
