@@ -1,7 +1,7 @@
 // What GET /<id> costs in the database alone, without HTTP: statements per second with 32 in flight through a pool
 // of 10 (as Trellis runs them), on the benchmark's data set, for
 //   pk        a bare primary-key SELECT of the element (what B1 runs)
-//   caller    the same plus resolving the token (the CALLER_SQL part of every authenticated statement)
+//   caller    the same plus resolving the token (callerSql: part of every authenticated statement)
 //   get       the statement GET /<id> runs: token, element and the READ check over the access index
 //
 //   node --import tsx bench/statement-cost.ts [--nodes N] [--seconds S]
@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { hashToken } from '../src/domain/accounts/tokens.js';
 import { migrate } from '../src/storage/migrate.js';
 import { openPostgres } from '../src/storage/postgres.js';
-import { CALLER_SQL, callerParams } from '../src/storage/queries/accounts.js';
+import { callerParams, callerSql } from '../src/storage/queries/accounts.js';
 import { ELEMENT_COLUMNS, readableElement } from '../src/storage/queries/elements.js';
 import { startCluster } from './lib/cluster.js';
 import { generateDataset } from './lib/dataset.js';
@@ -27,7 +27,7 @@ try {
     caller: (k) => {
       const t = targets[k % targets.length]!;
       return db.query(
-        `SELECT ${ELEMENT_COLUMNS} FROM (${CALLER_SQL}) caller LEFT JOIN elements e ON e.id = $4::uuid`,
+        `SELECT ${ELEMENT_COLUMNS} FROM (${callerSql(t.credentials).sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`,
         [...callerParams(t.credentials, new Date()), t.id],
         'cost_caller',
       );

@@ -2,7 +2,7 @@
 // access, counts and pages.
 import type { Queryable } from '../db.js';
 import { allowsSql, inlineReadCheck } from './access.js';
-import { CALLER_SQL, callerParams, type Credentials } from './accounts.js';
+import { callerParams, callerSql, type Credentials } from './accounts.js';
 import { ELEMENT_COLUMNS, type ElementRow } from './elements.js';
 
 export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
@@ -42,7 +42,7 @@ type Row = ElementRow & {
 };
 
 /**
- * One collection page in one statement: resolves the credentials (CALLER_SQL), checks READ on the anchor
+ * One collection page in one statement: resolves the credentials (callerSql), checks READ on the anchor
  * (inlineReadCheck; for the index the anchor is the caller's own User node, always readable), then filters by
  * access, counts and pages. Members are the far ends of the readable relations that connect the anchor; the page
  * is over members ordered by id. Listed nodes are the readable members of the page; listed relations are the
@@ -59,8 +59,9 @@ export async function collectionPage(
   offset: number,
 ): Promise<CollectionPage> {
   const shape = SHAPES[kind];
+  const caller = callerSql(credentials);
   const params: unknown[] = [...callerParams(credentials, now), limit, offset];
-  // $1-$3 are CALLER_SQL's, $4 and $5 limit and offset, $6 the anchor (not for the index).
+  // $1-$3 are callerSql's, $4 and $5 limit and offset, $6 the anchor (not for the index).
   let anchor = `SELECT caller.user_id AS id, true AS allowed FROM caller`;
   if (kind !== 'index') {
     params.push(anchorId);
@@ -70,7 +71,7 @@ export async function collectionPage(
   // CASE, not OR: the cheap answer is taken without evaluating the per-row check.
   const readable = `CASE WHEN p.inherited THEN true ELSE ${allowsSql('p.user_id', 'p.ids', `'READ'`)} END`;
   const { rows } = await q.query<Row>(
-    `WITH caller AS MATERIALIZED (${CALLER_SQL}),
+    `WITH caller AS MATERIALIZED (${caller.sql}),
      anchor AS MATERIALIZED (${anchor}),
      p AS MATERIALIZED (
        SELECT caller.user_id, anchor.id AS anchor_id, q.ids, ${inherited} AS inherited
@@ -94,7 +95,7 @@ export async function collectionPage(
      SELECT 'relation', 0, r.other, NULL, NULL, r.id, r.type, r.start_id, r.end_id, r.data, r.file, r.created, r.updated
        FROM rels r JOIN page ON page.other = r.other`,
     params,
-    `collection_${kind}`,
+    `collection_${kind}${caller.suffix}`,
   );
   const byId = (a: Row, b: Row) =>
     a.other! < b.other! ? -1 : a.other! > b.other! ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;

@@ -1,7 +1,7 @@
 // SQL of elements (nodes and relations).
 import type { Queryable } from '../db.js';
 import { inlineCheck, inlineReadCheck, type Permission } from './access.js';
-import { CALLER_SQL, callerParams, type Credentials } from './accounts.js';
+import { callerParams, callerSql, type Credentials } from './accounts.js';
 
 export interface FileMeta {
   contentLength: number;
@@ -73,8 +73,8 @@ export async function elementWithPermission(
   return { row, allowed: allowed === true };
 }
 
-/** Built on first use (the text never changes; rebuilding it per request showed in profiles). */
-let readableElementSql: string | undefined;
+/** Built once per caller variant (the text never changes; rebuilding it per request showed in profiles). */
+const readableElementSql = new Map<string, string>();
 
 /**
  * GET /<id> in one statement: resolves the credentials, reads the element and checks READ. `authenticated` is
@@ -86,11 +86,18 @@ export async function readableElement(
   now: Date,
   id: string,
 ): Promise<{ authenticated: boolean; row: ElementRow | null }> {
+  const caller = callerSql(credentials);
+  let text = readableElementSql.get(caller.suffix);
+  if (text === undefined)
+    readableElementSql.set(
+      caller.suffix,
+      (text = `SELECT ${ELEMENT_COLUMNS}, ${inlineReadCheck('caller.user_id')} AS allowed
+       FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`),
+    );
   const { rows } = await q.query<ElementRow & { allowed: boolean | null }>(
-    (readableElementSql ??= `SELECT ${ELEMENT_COLUMNS}, ${inlineReadCheck('caller.user_id')} AS allowed
-     FROM (${CALLER_SQL}) caller LEFT JOIN elements e ON e.id = $4::uuid`),
+    text,
     [...callerParams(credentials, now), id],
-    'readable_element',
+    `readable_element${caller.suffix}`,
   );
   const row = rows[0];
   if (!row) return { authenticated: false, row: null };
@@ -161,8 +168,9 @@ export async function insertNodeAs(
   now: Date,
   node: { id: string; type: string; data: Record<string, unknown>; parentId: string | null; ownsId: string; createdId: string },
 ): Promise<{ authenticated: boolean; allowed: boolean; inserted: boolean }> {
+  const caller = callerSql(credentials);
   const { rows } = await q.query<{ authenticated: boolean; allowed: boolean; inserted: boolean }>(
-    `WITH caller AS MATERIALIZED (${CALLER_SQL}),
+    `WITH caller AS MATERIALIZED (${caller.sql}),
      owner AS MATERIALIZED (
        SELECT caller.user_id AS creator, COALESCE(p.id, caller.user_id) AS owner_id
        FROM caller LEFT JOIN elements p ON p.id = $4::uuid
@@ -184,7 +192,7 @@ export async function insertNodeAs(
      SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM owner) AS allowed,
             EXISTS (SELECT 1 FROM node) AND (SELECT count(*) FROM rels) = 2 AS inserted`,
     [...callerParams(credentials, now), node.parentId, node.id, node.type, node.data, node.ownsId, node.createdId],
-    'insert_node_as',
+    `insert_node_as${caller.suffix}`,
   );
   return rows[0]!;
 }
@@ -201,8 +209,9 @@ export async function updateDataAs(
   now: Date,
   change: { id: string; mode: 'replace' | 'merge'; set: Record<string, unknown>; remove: string[]; keep: Record<string, string[]> },
 ): Promise<{ authenticated: boolean; updated: boolean }> {
+  const caller = callerSql(credentials);
   const { rows } = await q.query<{ authenticated: boolean; updated: boolean }>(
-    `WITH caller AS MATERIALIZED (${CALLER_SQL}),
+    `WITH caller AS MATERIALIZED (${caller.sql}),
      target AS MATERIALIZED (
        SELECT e.id FROM caller, elements e
        WHERE e.id = $4::uuid AND ${inlineCheck('caller.user_id', 'UPDATE')}
@@ -220,7 +229,7 @@ export async function updateDataAs(
      )
      SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM upd) AS updated`,
     [...callerParams(credentials, now), change.id, change.mode, change.set, change.remove, change.keep],
-    'update_data_as',
+    `update_data_as${caller.suffix}`,
   );
   return rows[0]!;
 }
