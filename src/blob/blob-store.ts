@@ -380,7 +380,8 @@ export class FsBlobStore implements BlobStore {
   async sweep(policy: SweepPolicy): Promise<SweepReport> {
     const report: SweepReport = { temporary: 0, orphans: 0, restored: 0, dropped: 0 };
     const now = Date.now();
-    const settled = (s: Stats | null) => s !== null && now - s.ctimeMs >= policy.graceMs;
+    // Without a grace everything counts: comparing would race, because ctimeMs has a fraction and Date.now() not.
+    const settled = (s: Stats | null) => s !== null && (policy.graceMs <= 0 || now - s.ctimeMs >= policy.graceMs);
 
     for (const name of await readdir(this.tmpDir)) {
       const path = join(this.tmpDir, name);
