@@ -8,6 +8,7 @@ import { Accounts } from './domain/accounts/accounts.js';
 import { Collections } from './domain/collections.js';
 import { Elements } from './domain/elements.js';
 import { Files } from './domain/files.js';
+import { Search } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads.js';
 import type { Db } from './storage/db.js';
 
@@ -20,6 +21,7 @@ export interface Services {
   collections: Collections;
   files: Files;
   uploads: Uploads;
+  search: Search;
 }
 
 export function createServices(config: Config, db: Db, clock: Clock): Services {
@@ -30,5 +32,6 @@ export function createServices(config: Config, db: Db, clock: Clock): Services {
   const collections = new Collections(db, settings);
   const files = new Files(db, settings, clock, blobs, elements);
   const uploads = new Uploads(db, settings, clock, blobs, elements, files);
-  return { db, clock, blobs, accounts, elements, collections, files, uploads };
+  const search = new Search(db, settings);
+  return { db, clock, blobs, accounts, elements, collections, files, uploads, search };
 }

@@ -12,6 +12,7 @@ import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
 import fileRoutes from './routes/files.js';
 import uploadRoutes from './routes/uploads.js';
+import searchRoutes from './routes/search.js';
 
 export interface AppDeps {
   config: Config;
@@ -60,6 +61,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   await app.register(elementRoutes, deps);
   await app.register(fileRoutes, deps);
   await app.register(uploadRoutes, deps);
+  await app.register(searchRoutes, deps);
   return app;
 }
 

@@ -4,6 +4,7 @@ import accounts from './002-accounts.js';
 import uploads from './003-uploads.js';
 import access from './004-access.js';
 import accessIndex from './005-access-index.js';
+import searchIndex from './006-search-index.js';
 
 export interface Migration {
   version: number;
@@ -17,4 +18,5 @@ export const migrations: Migration[] = [
   { version: 3, name: 'uploads', sql: uploads },
   { version: 4, name: 'access', sql: access },
   { version: 5, name: 'access-index', sql: accessIndex },
+  { version: 6, name: 'search-index', sql: searchIndex },
 ];

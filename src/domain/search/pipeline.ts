@@ -1,0 +1,221 @@
+// POST /search: a pipeline of steps run in order, each seeing the outputs of the earlier ones as `stepResults`.
+// This module validates the request, runs each step through its own module (search engine, Cypher paths,
+// hydration) and assembles the `_SearchResultResponse` with its optional debug entries. Access is never decided
+// here: every step's SQL applies the one access module (SEARCH for the search engine, READ for paths and hydration).
+import { performance } from 'node:perf_hooks';
+import type { Settings } from '../../config/schema.js';
+import { badContent } from '../../errors.js';
+import type { Db } from '../../storage/db.js';
+import { runCypherPaths } from '../../storage/queries/cypher.js';
+import { readableElements } from '../../storage/queries/hydration.js';
+import { runSearchEngine } from '../../storage/queries/search-engine.js';
+import { toElementJson, type ElementJson } from '../representation.js';
+import { isUuid } from '../values.js';
+import { resolveExpressions, type ExpressionOptions } from './expressions.js';
+import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';
+
+/** Step types; the reference implementation's name for the search-engine step is accepted as well. */
+const SEARCH_ENGINE = 'searchengine-query-dsl-mixin';
+const STEP_TYPES: Record<string, StepKind> = {
+  [SEARCH_ENGINE]: 'search-engine',
+  'elasticsearch-query-dsl-mixin': 'search-engine',
+  'cypher-path-subset': 'cypher',
+  'element-hydration': 'hydration',
+};
+type StepKind = 'search-engine' | 'cypher' | 'hydration';
+
+// Limits the spec leaves open ("not shown"), chosen so one request cannot occupy the database for long.
+export const MAX_PIPELINE_STEPS = 20;
+export const MAX_HYDRATED = 10_000;
+const PAGE_SIZE = { default: 25, min: 1, max: 1000 };
+
+type JsonObject = Record<string, unknown>;
+
+interface Step {
+  index: number;
+  type: string;
+  kind: StepKind;
+  query: unknown;
+  parameters: JsonObject;
+}
+
+type StepOutput =
+  | { kind: 'search-engine'; value: SearchEngineOutput }
+  | { kind: 'cypher'; value: PathsOutput }
+  | { kind: 'hydration'; value: ElementJson[] };
+
+interface DebugEntry extends JsonObject {
+  input: { type: string; query: unknown; parameters: JsonObject };
+  'step-handler': string;
+  start: number;
+  end: number;
+  duration: number;
+}
+
+export class Search {
+  constructor(
+    private readonly db: Db,
+    private readonly settings: Settings,
+  ) {}
+
+  /** Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`. */
+  async run(userId: string, body: unknown): Promise<string> {
+    const request = parseRequest(body);
+    const outputs: StepOutput[] = [];
+    const debug: DebugEntry[] = [];
+    let results: ElementJson[] = [];
+
+    const steps = [...request.steps];
+    // When the last step is not a hydration its output is hydrated implicitly, so `results` always holds elements.
+    if (steps.at(-1)!.kind !== 'hydration')
+      steps.push({ index: steps.length, type: 'element-hydration', kind: 'hydration', query: null, parameters: {} });
+
+    for (const step of steps) {
+      const parameters: JsonObject = { ...request.parameters, ...step.parameters, stepResults: outputs.map((o) => o.value) };
+      const start = nowSeconds();
+      const { output, fields } = await this.runStep(userId, step, parameters, outputs.at(-1) ?? null);
+      const end = nowSeconds();
+      outputs.push(output);
+      if (output.kind === 'hydration') results = output.value;
+      if (request.debug)
+        debug.push({
+          input: { type: step.type, query: step.query ?? null, parameters },
+          'step-handler': step.index < request.steps.length ? step.type : `${step.type} (implicit, after the last step)`,
+          start,
+          ...fields,
+          end,
+          duration: Math.round((end - start) * 1e6) / 1e6,
+        });
+    }
+    return JSON.stringify(request.debug ? { type: '_SearchResultResponse', results, debug } : { type: '_SearchResultResponse', results });
+  }
+
+  private get expressions(): ExpressionOptions {
+    return this.settings.expression;
+  }
+
+  private async runStep(userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<{ output: StepOutput; fields: DebugFields }> {
+    switch (step.kind) {
+      case 'search-engine': {
+        const query = resolveExpressions(step.query, parameters, this.expressions);
+        if (!isObject(query)) throw badContent(`steps[${step.index}].query must be a query DSL object (or an expression yielding one).`);
+        const { output, combinedQuery } = await runSearchEngine(this.db, userId, query, engineOptions(step, parameters));
+        return { output: { kind: 'search-engine', value: output }, fields: { indices: '*', combinedQuery } };
+      }
+      case 'cypher': {
+        if (typeof step.query !== 'string' || step.query.trim() === '')
+          throw badContent(`steps[${step.index}].query must be a Cypher query string.`);
+        return { output: { kind: 'cypher', value: await runCypherPaths(this.db, userId, step.query, parameters) }, fields: {} };
+      }
+      case 'hydration':
+        return this.hydrate(userId, step, parameters, previous);
+    }
+  }
+
+  private async hydrate(userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<{ output: StepOutput; fields: DebugFields }> {
+    const requested = step.query === null || step.query === undefined ? idsOf(step, previous) : explicitIds(step, parameters, this.expressions);
+    // Duplicates are dropped, keeping the first occurrence (and so the requested order).
+    const ids = [...new Set(requested)];
+    const redundant = requested.length - ids.length;
+    if (ids.length > MAX_HYDRATED) throw badContent(`steps[${step.index}] would hydrate ${ids.length} elements; at most ${MAX_HYDRATED} are allowed.`);
+    const rows = await readableElements(this.db, userId, ids);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    const elements = ids.flatMap((id) => {
+      const row = byId.get(id);
+      return row ? [toElementJson(row)] : [];
+    });
+    const fields: DebugFields = { accessibleElementIds: elements.map((e) => e.id) };
+    if (redundant > 0) fields.redundantElementIds = { note: 'duplicate element ids were removed before hydration', count: redundant, elementIds: duplicatesOf(requested) };
+    return { output: { kind: 'hydration', value: elements }, fields };
+  }
+}
+
+const nowSeconds = () => Math.round((performance.timeOrigin + performance.now()) * 1000) / 1e6;
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function parseRequest(body: unknown): { steps: Step[]; debug: boolean; parameters: JsonObject } {
+  if (!isObject(body)) throw badContent('The request body must be a JSON object with `steps`.');
+  for (const key of Object.keys(body))
+    if (!['steps', 'debug', 'parameters'].includes(key)) throw badContent(`Unknown property '${key}' in the search request.`);
+  const { steps, debug = false, parameters = {} } = body;
+  if (typeof debug !== 'boolean') throw badContent('`debug` must be a boolean.');
+  if (parameters !== null && !isObject(parameters)) throw badContent('`parameters` must be an object.');
+  if (!Array.isArray(steps) || steps.length === 0) throw badContent('`steps` must be a non-empty array of steps.');
+  if (steps.length > MAX_PIPELINE_STEPS) throw badContent(`A search may have at most ${MAX_PIPELINE_STEPS} steps.`);
+  return { steps: steps.map(parseStep), debug, parameters: parameters ?? {} };
+}
+
+function parseStep(raw: unknown, index: number): Step {
+  if (!isObject(raw)) throw badContent(`steps[${index}] must be an object.`);
+  for (const key of Object.keys(raw))
+    if (!['type', 'query', 'parameters'].includes(key)) throw badContent(`Unknown property '${key}' in steps[${index}].`);
+  const { type, query = null, parameters = {} } = raw;
+  if (typeof type !== 'string') throw badContent(`steps[${index}].type must be a string.`);
+  const kind = STEP_TYPES[type];
+  if (kind === undefined) throw badContent(`steps[${index}].type '${type}' is not a step type (${Object.keys(STEP_TYPES).join(', ')}).`);
+  if (parameters !== null && !isObject(parameters)) throw badContent(`steps[${index}].parameters must be an object.`);
+  if ((parameters as JsonObject | null)?.stepResults !== undefined)
+    throw badContent(`steps[${index}].parameters must not set 'stepResults': the pipeline provides it.`);
+  if (kind !== 'hydration' && query === null) throw badContent(`steps[${index}] (${type}) needs a query.`);
+  return { index, type, kind, query, parameters: parameters ?? {} };
+}
+
+function engineOptions(step: Step, p: JsonObject): SearchEngineOptions {
+  const where = `steps[${step.index}].parameters`;
+  const int = (name: string, fallback: number, min: number, max: number) => {
+    const v = p[name] ?? fallback;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+      throw badContent(`${where}.${name} must be an integer from ${min} to ${max}.`);
+    return v;
+  };
+  const types = (name: string) => {
+    const v = p[name] ?? null;
+    if (v === null) return null;
+    if (!Array.isArray(v) || !v.every((t) => typeof t === 'string')) throw badContent(`${where}.${name} must be a list of type names.`);
+    return v as string[];
+  };
+  const minScore = p.minScore ?? null;
+  if (minScore !== null && (typeof minScore !== 'number' || !Number.isFinite(minScore)))
+    throw badContent(`${where}.minScore must be a number or null.`);
+  return {
+    page: int('page', 1, 1, 1_000_000),
+    pageSize: int('pageSize', PAGE_SIZE.default, PAGE_SIZE.min, PAGE_SIZE.max),
+    minScore,
+    nodeTypes: types('nodeTypes'),
+    relationTypes: types('relationTypes'),
+  };
+}
+
+/** The ids an implicit hydration takes from the previous step: hits in score order, path elements in path order. */
+function idsOf(step: Step, previous: StepOutput | null): string[] {
+  if (previous === null) throw badContent(`steps[${step.index}] (element-hydration) has no query and no previous step to hydrate.`);
+  switch (previous.kind) {
+    case 'search-engine':
+      return previous.value.elements.map((e) => e.id);
+    case 'cypher':
+      // Each path alternates node, relation, node…; keeping that order makes the results read like the paths.
+      return previous.value.paths.flatMap((path) => path.nodeIds.flatMap((node, i) => (i < path.relationIds.length ? [node, path.relationIds[i]!] : [node])));
+    case 'hydration':
+      return previous.value.map((e) => e.id);
+  }
+}
+
+function explicitIds(step: Step, parameters: JsonObject, options: ExpressionOptions): string[] {
+  const where = `steps[${step.index}].query`;
+  if (!isObject(step.query)) throw badContent(`${where} must be an object with 'elementIds'.`);
+  for (const key of Object.keys(step.query)) if (key !== 'elementIds') throw badContent(`Unknown property '${key}' in ${where}.`);
+  const ids = resolveExpressions(step.query.elementIds, parameters, options);
+  if (!Array.isArray(ids)) throw badContent(`${where}.elementIds must be a list of element ids (or an expression yielding one).`);
+  return ids.map((id, i) => {
+    if (typeof id !== 'string' || !isUuid(id.toLowerCase())) throw badContent(`${where}.elementIds[${i}] is not an element id.`);
+    return id.toLowerCase();
+  });
+}
+
+function duplicatesOf(ids: string[]): string[] {
+  const seen = new Set<string>();
+  const dupes = new Set<string>();
+  for (const id of ids) (seen.has(id) ? dupes : seen).add(id);
+  return [...dupes];
+}

@@ -1,0 +1,1103 @@
+// The search engine's query DSL (the Elasticsearch query DSL the reference implementation sends to Elasticsearch),
+// validated and compiled into SQL over the search index of migration 006: a boolean condition and a score
+// expression on the row alias `e`, with every client value a bind parameter. What is supported, and how each kind
+// maps onto the index (see the lexeme table at the top of migration 006):
+//
+//   match        analysed terms of the query; OR by default (`operator: and`, `minimum_should_match`), `fuzziness`
+//                (0, 1, 2, "AUTO", "AUTO:low,high"; Levenshtein distance, see fuzzyTerm), `boost`, `zero_terms_query`
+//                On `f.keyword` the whole query is one exact value; a number or boolean also matches that value.
+//   term(s)      exact: on `f.keyword` the whole string, on a text field one analysed token (not analysed itself,
+//                as in ES: "Lily" finds nothing in a text field), on numbers/booleans the value; `_id`
+//   prefix,      term-level on the keyword or on the tokens of a text field; `*` and `?` in wildcards, `\` escapes;
+//   wildcard     `%`, `_` and `\` in a value are literal characters
+//   range        gte/gt/lte/lt on numbers (or strings, compared by code point) in `data`, and on `created`/`updated`
+//                with ISO-8601 dates or epoch milliseconds
+//   exists, ids, match_all, match_none, constant_score, bool (must, should, must_not, filter, minimum_should_match,
+//   boost), query_string (Lucene syntax parsed by liqe: terms, "phrases", field:value, AND/OR/NOT/-, groups,
+//   wildcards, [a TO b] and :>= ranges, _exists_:field; `default_field` ("*" = every field), `default_operator`)
+//
+// Scores (ES uses BM25; only the order is part of the contract). Deterministic, and relevance-like:
+//   match            boost x (m + n): m = matched query terms (an exact term 1, a fuzzy one 1/(1 + distance)),
+//                    n = how short the field is, from the `n` lexeme of the shortest string there: 0.8 up to 16 bytes,
+//                    0.6 up to 40, 0.4 up to 100, 0.2 up to 250, else 0; n < 1, so more matched terms always rank
+//                    higher than fewer, and between equal counts the shorter field ranks higher
+//   term-level       boost (constant 1.0 by default, like ES's constant-score term-level queries): term, terms,
+//                    prefix, wildcard, range, exists, ids, match_all, constant_score
+//   bool             boost x (sum of the must scores + sum of the scores of the should clauses that match);
+//                    filter and must_not do not score (a bool of only those scores 0)
+//   query_string     as the bool query it stands for, its terms as match queries
+// Ties are broken by id (ascending) by the caller.
+import { parse as parseLucene } from 'liqe';
+import { badContent } from '../../errors.js';
+import { CASE_TABLES, LENGTH_BUCKETS, SEARCH_LIMITS, SEPARATOR_RANGES } from '../../storage/migrations/006-search-index.js';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Analysis: the query-side mirror of migration 006 (same tables, same limits), so that a query term and an indexed
+// token are the same string. test/search/search-engine.test.ts checks the two against each other.
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Ends a value inside a lexeme. */
+const S = '\x1f';
+/** A lexeme no document has (every indexed lexeme starts with t, k, v, e or n). */
+const NO_LEXEME = 'x';
+
+const FOLD = new Map<number, string>();
+for (const table of CASE_TABLES) {
+  const from = [...table.from];
+  const to = [...table.to];
+  from.forEach((c, i) => FOLD.set(c.codePointAt(0)!, to[i]!));
+}
+const cp = (c: number) => `\\u{${c.toString(16)}}`;
+const SEPARATORS = new RegExp(`[${SEPARATOR_RANGES.map(([a, b]) => (a === b ? cp(a) : `${cp(a)}-${cp(b)}`)).join('')}]+`, 'u');
+
+/** Lower case as the index does it: ASCII, then the translate() tables. */
+export function fold(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    const c = ch.codePointAt(0)!;
+    out += c >= 0x41 && c <= 0x5a ? String.fromCharCode(c + 32) : (FOLD.get(c) ?? ch);
+  }
+  return out;
+}
+
+/** The tokens of a text, as the index makes them (the standard analyzer, approximated). */
+export function analyze(text: string): string[] {
+  let limited = text;
+  if (text.length > SEARCH_LIMITS.analysedChars) limited = Array.from(text).slice(0, SEARCH_LIMITS.analysedChars).join('');
+  return fold(limited)
+    .split(SEPARATORS)
+    .filter((t) => t !== '');
+}
+
+/** Field names and keyword values inside lexemes (trellis_search_escape). */
+const escape = (s: string) => s.replaceAll('\x1e', '\x1e1').replaceAll('\x1f', '\x1e2').replaceAll('\x1d', '\x1e3');
+
+/** A number as the index writes it: trim_scale(numeric)::text, a plain decimal without trailing zeros. */
+export function canonicalNumber(x: number): string | null {
+  if (!Number.isFinite(x)) return null;
+  if (x === 0) return '0';
+  const [mantissa, exponent] = String(Math.abs(x)).split('e') as [string, string | undefined];
+  const [int, frac = ''] = mantissa.split('.') as [string, string | undefined];
+  const digits = int + frac;
+  const point = int.length + (exponent ? Number(exponent) : 0);
+  let plain: string;
+  if (point <= 0) plain = `0.${'0'.repeat(-point)}${digits}`;
+  else if (point >= digits.length) plain = digits + '0'.repeat(point - digits.length);
+  else plain = `${digits.slice(0, point)}.${digits.slice(point)}`;
+  plain = plain.replace(/^0+(?=\d)/, '');
+  if (plain.includes('.')) plain = plain.replace(/0+$/, '').replace(/\.$/, '');
+  return (x < 0 ? '-' : '') + plain;
+}
+
+const NUMERIC = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+
+/** The exact value (a `v` lexeme's value) a query value stands for: numbers, booleans and strings that spell one. */
+function exactValue(value: string | number | boolean): string | null {
+  if (typeof value === 'boolean') return String(value);
+  if (typeof value === 'number') return canonicalNumber(value);
+  if (value === 'true' || value === 'false') return value;
+  return NUMERIC.test(value) ? canonicalNumber(Number(value)) : null;
+}
+
+const lexemeFits = (lexeme: string) => Buffer.byteLength(lexeme) <= SEARCH_LIMITS.maxLexemeBytes;
+const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Bind parameters and the compiled form
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Collects bind parameters; `add` returns the placeholder with its cast. */
+export class SqlParams {
+  readonly values: unknown[];
+  constructor(initial: unknown[] = []) {
+    this.values = [...initial];
+  }
+  add(value: unknown, cast: string): string {
+    this.values.push(value);
+    return `$${this.values.length}::${cast}`;
+  }
+}
+
+/** tsquery trees: lexemes (exact or prefix), a tsquery computed by SQL (fuzzy expansions), and, or, not. */
+type Ts =
+  | { op: 'lex'; lexeme: string; prefix: boolean }
+  | { op: 'sql'; sql: string }
+  | { op: 'and' | 'or'; items: Ts[] }
+  | { op: 'not'; item: Ts };
+
+type Cond =
+  | { k: 'const'; value: boolean }
+  | { k: 'ts'; q: Ts }
+  | { k: 'sql'; sql: () => string }
+  | { k: 'and' | 'or'; items: Cond[] }
+  | { k: 'not'; item: Cond }
+  | { k: 'atLeast'; n: number; items: Cond[] };
+
+/** A score expression, valid for rows that satisfy the clause's condition. */
+type Score =
+  | { k: 'const'; value: number }
+  | { k: 'sql'; sql: () => string }
+  | { k: 'sum'; parts: { when: Cond | null; score: Score }[] }
+  | { k: 'times'; factor: number; score: Score };
+
+/** What an index can use: a superset of the matches. null = no narrowing from that index. */
+interface Narrow {
+  ts: Ts | null;
+  ids: string[] | null;
+}
+
+interface Clause {
+  cond: Cond;
+  score: Score;
+  narrow: Narrow;
+}
+
+export interface CompiledQuery {
+  /** false when the query can match nothing (the caller need not ask the database). */
+  matchesNothing: boolean;
+  /** WITH entries the conditions refer to (fuzzy expansions), without the WITH keyword. */
+  ctes: string[];
+  /** Conjuncts of the WHERE clause: index lookups first, then the exact condition. */
+  where: string[];
+  /** float8 score of a matching row. */
+  score: string;
+}
+
+const TRUE: Cond = { k: 'const', value: true };
+const FALSE: Cond = { k: 'const', value: false };
+const NO_NARROW: Narrow = { ts: null, ids: null };
+const ZERO: Score = { k: 'const', value: 0 };
+const constScore = (boost: number): Score => ({ k: 'const', value: boost });
+const lex = (lexeme: string, prefix = false): Ts => ({ op: 'lex', lexeme, prefix });
+
+function and(items: Cond[]): Cond {
+  const kept: Cond[] = [];
+  for (const item of items.flatMap((i) => (i.k === 'and' ? i.items : i.k === 'ts' && i.q.op === 'and' ? i.q.items.map((q): Cond => ({ k: 'ts', q })) : [i]))) {
+    if (item.k === 'const') {
+      if (!item.value) return FALSE;
+    } else kept.push(item);
+  }
+  return kept.length === 0 ? TRUE : kept.length === 1 ? kept[0]! : merged('and', kept);
+}
+
+/** An and/or of lexeme conditions is one tsquery (one index lookup, one @@ per row). */
+function merged(op: 'and' | 'or', items: Cond[]): Cond {
+  if (items.every((i) => i.k === 'ts')) return { k: 'ts', q: { op, items: items.map((i) => (i as { q: Ts }).q) } };
+  return { k: op, items };
+}
+
+function or(items: Cond[]): Cond {
+  const kept: Cond[] = [];
+  for (const item of items.flatMap((i) => (i.k === 'or' ? i.items : i.k === 'ts' && i.q.op === 'or' ? i.q.items.map((q): Cond => ({ k: 'ts', q })) : [i]))) {
+    if (item.k === 'const') {
+      if (item.value) return TRUE;
+    } else kept.push(item);
+  }
+  return kept.length === 0 ? FALSE : kept.length === 1 ? kept[0]! : merged('or', kept);
+}
+
+const not = (item: Cond): Cond => (item.k === 'const' ? { k: 'const', value: !item.value } : item.k === 'not' ? item.item : { k: 'not', item });
+
+/** A lexeme condition, or false when the lexeme cannot be in the index (too long). */
+const lexCond = (lexeme: string, prefix = false): Cond => (lexemeFits(lexeme) ? { k: 'ts', q: lex(lexeme, prefix) } : FALSE);
+
+function narrowAnd(items: Narrow[]): Narrow {
+  const ts = items.map((n) => n.ts).filter((t): t is Ts => t !== null);
+  const ids = items.map((n) => n.ids).filter((i): i is string[] => i !== null);
+  return {
+    ts: ts.length === 0 ? null : ts.length === 1 ? ts[0]! : { op: 'and', items: ts },
+    ids: ids.length === 0 ? null : ids.reduce((a, b) => a.filter((id) => b.includes(id))),
+  };
+}
+
+function narrowOr(items: Narrow[]): Narrow {
+  const ts = items.map((n) => n.ts);
+  const ids = items.map((n) => n.ids);
+  return {
+    ts: items.length > 0 && ts.every((t) => t !== null) ? (ts.length === 1 ? ts[0]! : { op: 'or', items: ts as Ts[] }) : null,
+    ids: items.length > 0 && ids.every((i) => i !== null) ? [...new Set((ids as string[][]).flat())] : null,
+  };
+}
+
+/** The narrowing a condition built from lexemes allows by itself (its lexeme part). */
+function narrowOf(cond: Cond): Narrow {
+  switch (cond.k) {
+    case 'ts':
+      return { ts: cond.q, ids: null };
+    case 'and':
+      return narrowAnd(cond.items.map(narrowOf));
+    case 'or':
+      return narrowOr(cond.items.map(narrowOf));
+    case 'atLeast':
+      return cond.n >= 1 ? narrowOr(cond.items.map(narrowOf)) : NO_NARROW;
+    default:
+      return NO_NARROW;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Validation helpers: every error is a 400 naming the path of the bad clause
+// ---------------------------------------------------------------------------------------------------------------
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const fail = (path: string, message: string): never => {
+  throw badContent(`${path}: ${message}`);
+};
+const describe = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`);
+
+function onlyKeys(o: Json, path: string, allowed: readonly string[]): void {
+  for (const key of Object.keys(o)) if (!allowed.includes(key)) fail(path, `unknown parameter '${key}' (allowed: ${allowed.join(', ')})`);
+}
+
+function boostOf(o: Json, path: string): number {
+  const boost = o.boost ?? 1;
+  if (typeof boost !== 'number' || !Number.isFinite(boost) || boost < 0) fail(`${path}.boost`, `must be a non-negative number, not ${describe(boost)}`);
+  return boost as number;
+}
+
+/** `{field: value}` or `{field: {<valueKey>: value, ...options}}`: the field, the value and the options object. */
+function fieldClause(body: unknown, path: string, valueKey: string, options: readonly string[]): { field: string; value: unknown; opts: Json; at: string } {
+  if (!isObject(body)) fail(path, `must be an object {field: …}, not ${describe(body)}`);
+  const fields = Object.keys(body as Json).filter((k) => k !== '_name');
+  if (fields.length !== 1) fail(path, `must name exactly one field, not ${fields.length}`);
+  const field = fields[0]!;
+  const at = `${path}.${field}`;
+  if (field === '') fail(at, 'the field name must not be empty');
+  const raw = (body as Json)[field];
+  if (isObject(raw)) {
+    onlyKeys(raw, at, [valueKey, 'boost', '_name', ...options]);
+    if (!(valueKey in raw)) fail(at, `needs '${valueKey}'`);
+    return { field, value: raw[valueKey], opts: raw, at };
+  }
+  return { field, value: raw, opts: {}, at };
+}
+
+function scalar(v: unknown, path: string): string | number | boolean {
+  if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) return v;
+  return fail(path, `must be a string, number or boolean, not ${describe(v)}`);
+}
+
+function stringValue(v: unknown, path: string): string {
+  if (typeof v !== 'string') fail(path, `must be a string, not ${describe(v)}`);
+  return v as string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Fields
+// ---------------------------------------------------------------------------------------------------------------
+
+type Field =
+  | { kind: 'id' }
+  | { kind: 'date'; column: 'created' | 'updated' }
+  | { kind: 'keyword'; name: string } // f.keyword
+  | { kind: 'data'; name: string } // a property (text, number, boolean)
+  | { kind: 'any' } // "*": every property
+  | { kind: 'none' }; // can never match ("_" properties are not in the index)
+
+function fieldOf(name: string): Field {
+  if (name === '_id') return { kind: 'id' };
+  if (name === 'created' || name === 'updated') return { kind: 'date', column: name };
+  if (name === '*') return { kind: 'any' };
+  const base = name.endsWith('.keyword') ? name.slice(0, -'.keyword'.length) : name;
+  if (base.startsWith('_')) return { kind: 'none' };
+  return name.endsWith('.keyword') ? { kind: 'keyword', name: base } : { kind: 'data', name };
+}
+
+const textLex = (token: string, field: string) => `t${token}${S}${escape(field)}`;
+const keywordLex = (value: string, field: string) => `k${escape(value)}${S}${escape(field)}`;
+const valueLex = (value: string, field: string) => `v${value}${S}${escape(field)}`;
+const existsLex = (field: string) => `e${escape(field)}`;
+const normLex = (bucket: number, field: string) => `n${bucket}${escape(field)}`;
+
+/** Condition: some lexeme of the element matches a LIKE pattern (for what tsquery cannot express exactly). */
+function lexemeLike(pattern: string, params: SqlParams, caseInsensitive = false): Cond {
+  const l = caseInsensitive ? 'trellis_search_fold(u.lexeme)' : 'u.lexeme';
+  return { k: 'sql', sql: () => `EXISTS (SELECT 1 FROM unnest(e.search) u WHERE ${l} LIKE ${params.add(caseInsensitive ? fold(pattern) : pattern, 'text')})` };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The compiler
+// ---------------------------------------------------------------------------------------------------------------
+
+const MATCH_OPTIONS = [
+  'operator',
+  'fuzziness',
+  'minimum_should_match',
+  'zero_terms_query',
+  'prefix_length',
+  'max_expansions',
+  'fuzzy_transpositions',
+  'lenient',
+  'analyzer',
+];
+const MAX_DEPTH = 32;
+const MAX_CLAUSES = 1024;
+const MAX_FUZZY_TERMS = 16;
+const NORM_WEIGHTS = [0.8, 0.6, 0.4, 0.2];
+
+class Compiler {
+  readonly ctes: string[] = [];
+  private clauses = 0;
+  private fuzzyTerms = 0;
+  constructor(readonly params: SqlParams) {}
+
+  query(q: unknown, path: string, depth = 0): Clause {
+    if (depth > MAX_DEPTH) fail(path, `queries nest at most ${MAX_DEPTH} levels deep`);
+    if (++this.clauses > MAX_CLAUSES) fail(path, `a query has at most ${MAX_CLAUSES} clauses`);
+    if (!isObject(q)) fail(path, `must be a query object, not ${describe(q)}`);
+    const kinds = Object.keys(q as Json);
+    if (kinds.length !== 1) fail(path, `must have exactly one query kind, not ${kinds.length === 0 ? 'none' : kinds.join(', ')}`);
+    const kind = kinds[0]!;
+    const body = (q as Json)[kind];
+    const at = `${path}.${kind}`;
+    switch (kind) {
+      case 'match':
+        return this.match(body, at);
+      case 'term':
+        return this.term(body, at);
+      case 'terms':
+        return this.terms(body, at);
+      case 'prefix':
+        return this.pattern(body, at, 'prefix');
+      case 'wildcard':
+        return this.pattern(body, at, 'wildcard');
+      case 'range':
+        return this.range(body, at);
+      case 'exists':
+        return this.exists(body, at);
+      case 'ids':
+        return this.ids(body, at);
+      case 'match_all':
+      case 'match_none': {
+        if (!isObject(body)) fail(at, `must be an object, not ${describe(body)}`);
+        onlyKeys(body as Json, at, ['boost', '_name']);
+        const boost = boostOf(body as Json, at);
+        return kind === 'match_all' ? { cond: TRUE, score: constScore(boost), narrow: NO_NARROW } : { cond: FALSE, score: ZERO, narrow: NO_NARROW };
+      }
+      case 'constant_score': {
+        if (!isObject(body)) fail(at, `must be an object, not ${describe(body)}`);
+        onlyKeys(body as Json, at, ['filter', 'boost', '_name']);
+        const inner = this.query((body as Json).filter, `${at}.filter`, depth + 1);
+        return { cond: inner.cond, score: constScore(boostOf(body as Json, at)), narrow: inner.narrow };
+      }
+      case 'bool':
+        return this.bool(body, at, depth);
+      case 'query_string':
+        return this.queryString(body, at, depth);
+      default:
+        return fail(path, `unknown or unsupported query kind '${kind}'`);
+    }
+  }
+
+  // -- match ------------------------------------------------------------------------------------------------------
+
+  private match(body: unknown, path: string): Clause {
+    const { field, value, opts, at } = fieldClause(body, path, 'query', MATCH_OPTIONS);
+    const query = scalar(value, isObject((body as Json)[field]) ? `${at}.query` : at);
+    const operator = String(opts.operator ?? 'or').toLowerCase();
+    if (operator !== 'or' && operator !== 'and') fail(`${at}.operator`, `must be 'or' or 'and', not ${describe(opts.operator)}`);
+    if (opts.analyzer !== undefined && opts.analyzer !== 'standard') fail(`${at}.analyzer`, "only the 'standard' analyzer is supported");
+    for (const flag of ['fuzzy_transpositions', 'lenient'])
+      if (opts[flag] !== undefined && typeof opts[flag] !== 'boolean') fail(`${at}.${flag}`, `must be a boolean, not ${describe(opts[flag])}`);
+    const zeroTerms = opts.zero_terms_query ?? 'none';
+    if (zeroTerms !== 'none' && zeroTerms !== 'all') fail(`${at}.zero_terms_query`, "must be 'none' or 'all'");
+    const fuzziness = fuzzinessOf(opts.fuzziness, `${at}.fuzziness`);
+    const prefixLength = nonNegativeInt(opts.prefix_length ?? 0, `${at}.prefix_length`);
+    const maxExpansions = nonNegativeInt(opts.max_expansions ?? 50, `${at}.max_expansions`, 1);
+    const boost = boostOf(opts, at);
+    const msm = opts.minimum_should_match;
+    return this.matchText(fieldOf(field), query, { operator, fuzziness, prefixLength, maxExpansions, boost, zeroTerms: zeroTerms as 'none' | 'all', msm, at });
+  }
+
+  /** match (also the terms of query_string) on one field. */
+  matchText(
+    target: Field,
+    query: string | number | boolean,
+    o: { operator: string; fuzziness: Fuzziness; prefixLength: number; maxExpansions: number; boost: number; zeroTerms: 'none' | 'all'; msm: unknown; at: string },
+  ): Clause {
+    const boost = constScore(o.boost);
+    switch (target.kind) {
+      case 'none':
+        return { cond: FALSE, score: ZERO, narrow: NO_NARROW };
+      case 'id':
+      case 'date':
+        return this.termOn(target, query, o.boost, o.at, false);
+      case 'keyword': {
+        const cond = lexCond(keywordLex(String(query), target.name));
+        return { cond, score: boost, narrow: narrowOf(cond) };
+      }
+      default:
+        break;
+    }
+    const terms = [...new Set(analyze(String(query)))];
+    const field = target.kind === 'data' ? target.name : null;
+    // A number or boolean (or a string spelling one) also matches that exact value, as ES does on numeric fields.
+    const exact = exactValue(query);
+    const exactCond = exact === null ? FALSE : field === null ? lexCond(`v${exact}${S}`, true) : lexCond(valueLex(exact, field));
+    if (terms.length === 0) {
+      if (exact !== null) return { cond: exactCond, score: boost, narrow: narrowOf(exactCond) };
+      return o.zeroTerms === 'all' ? { cond: TRUE, score: ZERO, narrow: NO_NARROW } : { cond: FALSE, score: ZERO, narrow: NO_NARROW };
+    }
+    const perTerm = terms.map((term) => this.termMatch(term, field, o.fuzziness, o.prefixLength, o.maxExpansions));
+    const conds = perTerm.map((t) => t.cond);
+    let cond: Cond;
+    if (o.operator === 'and') cond = and(conds);
+    else {
+      const required = minimumShouldMatch(o.msm, terms.length, `${o.at}.minimum_should_match`);
+      cond = required <= 1 ? or(conds) : required > terms.length ? FALSE : { k: 'atLeast', n: required, items: conds };
+    }
+    const textScore: Score = {
+      k: 'times',
+      factor: o.boost,
+      score: { k: 'sum', parts: [...perTerm.map((t) => ({ when: null, score: t.score })), { when: null, score: field === null ? ZERO : this.norm(field) }] },
+    };
+    if (exact === null) return { cond, score: textScore, narrow: narrowOf(cond) };
+    const both = or([cond, exactCond]);
+    return { cond: both, score: { k: 'sum', parts: [{ when: cond, score: textScore }, { when: and([not(cond), exactCond]), score: boost }] }, narrow: narrowOf(both) };
+  }
+
+  /** One analysed term: its condition and its score (1 when present; fuzzy: 1 / (1 + distance)). */
+  private termMatch(term: string, field: string | null, fuzziness: Fuzziness, prefixLength: number, maxExpansions: number): { cond: Cond; score: Score } {
+    const exactLexeme = field === null ? `t${term}${S}` : textLex(term, field);
+    const exact = lexCond(exactLexeme, field === null);
+    const distance = fuzziness(term);
+    if (distance === 0 || field === null || exact.k === 'const') {
+      if (exact.k === 'const') return { cond: exact, score: ZERO };
+      return { cond: exact, score: { k: 'sql', sql: () => `(e.search @@ ${this.tsParam(lex(exactLexeme, field === null))})::int` } };
+    }
+    return this.fuzzyTerm(term, field, distance, prefixLength, maxExpansions, exactLexeme);
+  }
+
+  /**
+   * A fuzzy term, executed like ES's fuzzy query: the term is first expanded into the indexed tokens of the field
+   * within the Levenshtein distance (at most max_expansions, nearest first), then those are looked up in the GIN
+   * index like exact terms. The expansion (a WITH entry, run once per statement) reads the tokens of every element
+   * that has the field (GIN lookup of its `e` lexeme, or of the term's first prefix_length characters), keeps the
+   * distinct ones of about the right length and computes the distance only for those (trellis_search_distance:
+   * fuzzystrmatch's levenshtein_less_equal where installed, else PL/pgSQL). So a fuzzy match costs a scan of the
+   * field's elements, not an index lookup: 0.5 s for a title present in all of the benchmark's 100k nodes
+   * (PostgreSQL 15), where the exact match takes 3.5 ms; a prefix_length narrows the scan to the tokens with that
+   * prefix. Transpositions count 2 (ES counts 1 unless fuzzy_transpositions is false; the option is accepted).
+   */
+  private fuzzyTerm(term: string, field: string, distance: number, prefixLength: number, maxExpansions: number, exactLexeme: string): { cond: Cond; score: Score } {
+    if (++this.fuzzyTerms > MAX_FUZZY_TERMS) fail('query', `a query has at most ${MAX_FUZZY_TERMS} fuzzy terms`);
+    const name = `fuzzy_${this.fuzzyTerms}`;
+    const suffix = `${S}${escape(field)}`;
+    const prefix = Array.from(term).slice(0, prefixLength).join('');
+    const narrow = prefix === '' ? lex(existsLex(field)) : lex(`t${prefix}`, true);
+    const p = this.params;
+    const token = `substr(v.lexeme, 2, char_length(v.lexeme) - ${p.add(Array.from(suffix).length + 1, 'int')})`;
+    this.ctes.push(`${name} AS MATERIALIZED (
+      SELECT trellis_search_any(array_agg(lexeme) FILTER (WHERE d <= ${p.add(distance, 'int')})) AS q,
+             trellis_search_any(array_agg(lexeme) FILTER (WHERE d <= 1)) AS q1
+      FROM (
+        SELECT v.lexeme, trellis_search_distance(${token}, ${p.add(term, 'text')}, ${p.add(distance, 'int')}) AS d
+        FROM (SELECT DISTINCT u.lexeme FROM elements f, unnest(f.search) u
+              WHERE f.search @@ ${this.tsParam(narrow)} AND u.lexeme LIKE ${p.add(`t${likeEscape(prefix)}%${likeEscape(suffix)}`, 'text')}
+                AND abs(char_length(u.lexeme) - ${p.add(Array.from(exactLexeme).length, 'int')}) <= ${p.add(distance, 'int')}) v
+        ORDER BY 2, 1
+        LIMIT ${p.add(maxExpansions, 'int')}
+      ) expansion)`);
+    return {
+      cond: { k: 'ts', q: { op: 'sql', sql: `(SELECT q FROM ${name})` } },
+      score: {
+        k: 'sql',
+        sql: () =>
+          `CASE WHEN e.search @@ ${this.tsParam(lex(exactLexeme))} THEN 1 WHEN e.search @@ (SELECT q1 FROM ${name}) THEN 0.5
+                WHEN e.search @@ (SELECT q FROM ${name}) THEN ${(1 / 3).toFixed(6)} ELSE 0 END`,
+      },
+    };
+  }
+
+  /** How short the field is, 0..0.8, from the `n` lexemes (the shortest string of the field counts). */
+  private norm(field: string): Score {
+    const whens = () => NORM_WEIGHTS.map((w, i) => `WHEN e.search @@ ${this.tsParam(lex(normLex(i + 1, field)))} THEN ${w}`).join(' ');
+    return { k: 'sql', sql: () => `CASE ${whens()} ELSE 0 END` };
+  }
+
+  // -- term, terms ------------------------------------------------------------------------------------------------
+
+  private term(body: unknown, path: string): Clause {
+    const { field, value, opts, at } = fieldClause(body, path, 'value', ['case_insensitive']);
+    const v = scalar(value, isObject((body as Json)[field]) ? `${at}.value` : at);
+    const ci = opts.case_insensitive ?? false;
+    if (typeof ci !== 'boolean') fail(`${at}.case_insensitive`, 'must be a boolean');
+    return this.termOn(fieldOf(field), v, boostOf(opts, at), at, ci as boolean);
+  }
+
+  private termOn(target: Field, value: string | number | boolean, boost: number, at: string, caseInsensitive: boolean): Clause {
+    const cond = this.termCond(target, value, at, caseInsensitive);
+    const narrow = target.kind === 'id' && cond.k === 'sql' ? { ts: null, ids: [String(value).toLowerCase()] } : narrowOf(cond);
+    return { cond, score: constScore(boost), narrow: caseInsensitive && target.kind === 'keyword' ? { ts: lex(existsLex(target.name)), ids: null } : narrow };
+  }
+
+  private termCond(target: Field, value: string | number | boolean, at: string, caseInsensitive: boolean): Cond {
+    switch (target.kind) {
+      case 'none':
+        return FALSE;
+      case 'id':
+        return UUID.test(String(value)) ? { k: 'sql', sql: () => `e.id = ${this.params.add(String(value).toLowerCase(), 'uuid')}` } : FALSE;
+      case 'date': {
+        const at0 = dateValue(value, at);
+        return { k: 'sql', sql: () => `e.${target.column} = ${this.params.add(at0, 'timestamptz')}` };
+      }
+      case 'keyword':
+        if (caseInsensitive) return lexemeLike(`k${likeEscape(escape(String(value)))}${likeEscape(S + escape(target.name))}`, this.params, true);
+        return lexCond(keywordLex(String(value), target.name));
+      case 'any': {
+        const exact = exactValue(value);
+        return or([typeof value === 'string' ? lexCond(`t${value}${S}`, true) : FALSE, exact === null ? FALSE : lexCond(`v${exact}${S}`, true)]);
+      }
+      case 'data': {
+        const exact = exactValue(value);
+        // A text field holds tokens: the value is not analysed, so only a single lower-case token can match.
+        const token = typeof value === 'string' && analyze(value).join(' ') === value && !value.includes(' ') ? lexCond(textLex(value, target.name)) : FALSE;
+        return or([token, exact === null ? FALSE : lexCond(valueLex(exact, target.name))]);
+      }
+    }
+  }
+
+  private terms(body: unknown, path: string): Clause {
+    if (!isObject(body)) fail(path, `must be an object {field: [values]}, not ${describe(body)}`);
+    const fields = Object.keys(body as Json).filter((k) => k !== 'boost' && k !== '_name');
+    if (fields.length !== 1) fail(path, `must name exactly one field, not ${fields.length}`);
+    const field = fields[0]!;
+    const list = (body as Json)[field];
+    if (!Array.isArray(list)) fail(`${path}.${field}`, `must be a list of values (terms lookups are not supported), not ${describe(list)}`);
+    const boost = boostOf(body as Json, path);
+    const target = fieldOf(field);
+    const values = (list as unknown[]).map((v, i) => scalar(v, `${path}.${field}[${i}]`));
+    if (target.kind === 'id') {
+      const ids = [...new Set(values.map((v) => String(v).toLowerCase()).filter((v) => UUID.test(v)))];
+      if (ids.length === 0) return { cond: FALSE, score: ZERO, narrow: NO_NARROW };
+      return { cond: { k: 'sql', sql: () => `e.id = ANY(${this.params.add(ids, 'uuid[]')})` }, score: constScore(boost), narrow: { ts: null, ids } };
+    }
+    const cond = or(values.map((v, i) => this.termCond(target, v, `${path}.${field}[${i}]`, false)));
+    return { cond, score: constScore(boost), narrow: narrowOf(cond) };
+  }
+
+  // -- prefix, wildcard -------------------------------------------------------------------------------------------
+
+  private pattern(body: unknown, path: string, kind: 'prefix' | 'wildcard'): Clause {
+    const valueKey = kind === 'prefix' ? 'value' : isObject(body) && Object.values(body).some((v) => isObject(v) && 'wildcard' in v) ? 'wildcard' : 'value';
+    const { field, value, opts, at } = fieldClause(body, path, valueKey, ['case_insensitive', 'rewrite']);
+    const v = stringValue(value, isObject((body as Json)[field]) ? `${at}.${valueKey}` : at);
+    const ci = opts.case_insensitive ?? false;
+    if (typeof ci !== 'boolean') fail(`${at}.case_insensitive`, 'must be a boolean');
+    const boost = boostOf(opts, at);
+    const parts = kind === 'prefix' ? { like: `${likeEscape(v)}%`, literalPrefix: v, exact: null } : wildcardToLike(v);
+    return this.patternOn(fieldOf(field), parts, boost, ci as boolean, at);
+  }
+
+  /** A term-level pattern (LIKE syntax, over the raw value) on the keyword or on the tokens of a field. */
+  patternOn(target: Field, p: { like: string; literalPrefix: string; exact: string | null }, boost: number, caseInsensitive: boolean, at: string): Clause {
+    let kindLetter: string;
+    let valueOf: (s: string) => string;
+    let suffix: string;
+    switch (target.kind) {
+      case 'none':
+        return { cond: FALSE, score: ZERO, narrow: NO_NARROW };
+      case 'keyword':
+        [kindLetter, valueOf, suffix] = ['k', escape, likeEscape(S + escape(target.name))];
+        break;
+      case 'data':
+        [kindLetter, valueOf, suffix] = ['t', (s) => s, likeEscape(S + escape(target.name))];
+        break;
+      case 'any':
+        [kindLetter, valueOf, suffix] = ['t', (s) => s, `${likeEscape(S)}%`];
+        break;
+      default:
+        return fail(at, 'prefix and wildcard queries apply to properties, not to _id, created or updated');
+    }
+    const score = constScore(boost);
+    if (p.exact !== null && !caseInsensitive) {
+      // No wildcard at all: an exact term.
+      const cond = target.kind === 'any' ? lexCond(`t${p.exact}${S}`, true) : lexCond(`${kindLetter}${valueOf(p.exact)}${S}${escape(target.name)}`);
+      return { cond, score, narrow: narrowOf(cond) };
+    }
+    // The escape characters of the LIKE pattern survive escape() (they are not \x1d-\x1f), so escaping the pattern
+    // for the lexeme is the same as escaping the value.
+    const cond = lexemeLike(`${kindLetter}${valueOf(p.like)}${suffix}`, this.params, caseInsensitive);
+    const narrowLexeme = `${kindLetter}${valueOf(p.literalPrefix)}`;
+    const narrow: Narrow =
+      p.literalPrefix !== '' && !caseInsensitive && lexemeFits(narrowLexeme)
+        ? { ts: lex(narrowLexeme, true), ids: null }
+        : target.kind === 'any'
+          ? NO_NARROW
+          : { ts: lex(existsLex((target as { name: string }).name)), ids: null };
+    return { cond, score, narrow };
+  }
+
+  // -- range, exists, ids -----------------------------------------------------------------------------------------
+
+  private range(body: unknown, path: string): Clause {
+    if (!isObject(body)) fail(path, `must be an object {field: {gte, lt, …}}, not ${describe(body)}`);
+    const fields = Object.keys(body as Json).filter((k) => k !== '_name');
+    if (fields.length !== 1) fail(path, `must name exactly one field, not ${fields.length}`);
+    const field = fields[0]!;
+    const at = `${path}.${field}`;
+    const bounds = (body as Json)[field];
+    if (!isObject(bounds)) fail(at, `must be an object with gte, gt, lte or lt, not ${describe(bounds)}`);
+    onlyKeys(bounds as Json, at, ['gte', 'gt', 'lte', 'lt', 'boost', '_name']);
+    const ops = (['gte', 'gt', 'lte', 'lt'] as const).filter((op) => (bounds as Json)[op] !== undefined && (bounds as Json)[op] !== null);
+    const boost = boostOf(bounds as Json, at);
+    const target = fieldOf(field);
+    return { ...this.rangeOn(target, ops.map((op) => [op, (bounds as Json)[op]] as const), `${at}`), score: constScore(boost) };
+  }
+
+  rangeOn(target: Field, bounds: ReadonlyArray<readonly ['gte' | 'gt' | 'lte' | 'lt', unknown]>, at: string): { cond: Cond; narrow: Narrow } {
+    const SQL_OP = { gte: '>=', gt: '>', lte: '<=', lt: '<' } as const;
+    switch (target.kind) {
+      case 'none':
+        return { cond: FALSE, narrow: NO_NARROW };
+      case 'date': {
+        const conds = bounds.map(([op, v]): Cond => {
+          const date = dateValue(v, `${at}.${op}`);
+          return { k: 'sql', sql: () => `e.${target.column} ${SQL_OP[op]} ${this.params.add(date, 'timestamptz')}` };
+        });
+        return { cond: and(conds), narrow: NO_NARROW };
+      }
+      case 'data':
+        break;
+      default:
+        return fail(at, 'range queries apply to properties and to created or updated');
+    }
+    if (bounds.length === 0) return { cond: { k: 'ts', q: lex(existsLex(target.name)) }, narrow: { ts: lex(existsLex(target.name)), ids: null } };
+    const vars: Record<string, string | number> = {};
+    for (const [op, v] of bounds) {
+      if (typeof v === 'number' && Number.isFinite(v)) vars[op] = v;
+      else if (typeof v === 'string') vars[op] = NUMERIC.test(v) ? Number(v) : v;
+      else fail(`${at}.${op}`, `must be a number or a string, not ${describe(v)}`);
+    }
+    const types = new Set(Object.values(vars).map((v) => typeof v));
+    if (types.size > 1) fail(at, 'the bounds must all be numbers or all be strings');
+    // jsonpath in lax mode unwraps arrays, and the filter tests each value alone (ES: one value within the range).
+    const test = bounds.map(([op]) => `@ ${SQL_OP[op]} $${op}`).join(' && ');
+    const paths = keyPaths(target.name).map((keys) => `exists(@${keys.map((k) => `.${JSON.stringify(k)}`).join('')} ? (${test}))`);
+    if (paths.length === 0) return { cond: FALSE, narrow: NO_NARROW };
+    const cond: Cond = {
+      k: 'sql',
+      sql: () => `jsonb_path_exists(e.data, ${this.params.add(`$ ? (${paths.join(' || ')})`, 'jsonpath')}, ${this.params.add(JSON.stringify(vars), 'jsonb')}, true)`,
+    };
+    // The jsonpath test is exact by itself; the field's `e` lexeme lets the GIN index narrow the rows to test.
+    return { cond, narrow: { ts: lex(existsLex(target.name)), ids: null } };
+  }
+
+  private exists(body: unknown, path: string): Clause {
+    if (!isObject(body)) fail(path, `must be an object {field: …}, not ${describe(body)}`);
+    onlyKeys(body as Json, path, ['field', 'boost', '_name']);
+    const field = stringValue((body as Json).field, `${path}.field`);
+    const boost = boostOf(body as Json, path);
+    return { ...this.existsOn(fieldOf(field)), score: constScore(boost) };
+  }
+
+  existsOn(target: Field): { cond: Cond; narrow: Narrow } {
+    switch (target.kind) {
+      case 'id':
+      case 'date':
+        return { cond: TRUE, narrow: NO_NARROW };
+      case 'none':
+        return { cond: FALSE, narrow: NO_NARROW };
+      case 'any': {
+        const cond = lexCond('e', true);
+        return { cond, narrow: narrowOf(cond) };
+      }
+      case 'keyword': {
+        const narrow = lex(existsLex(target.name));
+        return { cond: and([{ k: 'ts', q: narrow }, lexemeLike(`k%${likeEscape(S + escape(target.name))}`, this.params)]), narrow: { ts: narrow, ids: null } };
+      }
+      case 'data': {
+        const cond = lexCond(existsLex(target.name));
+        return { cond, narrow: narrowOf(cond) };
+      }
+    }
+  }
+
+  private ids(body: unknown, path: string): Clause {
+    if (!isObject(body)) fail(path, `must be an object {values: [ids]}, not ${describe(body)}`);
+    onlyKeys(body as Json, path, ['values', 'boost', '_name']);
+    const values = (body as Json).values;
+    if (!Array.isArray(values) || !values.every((v) => typeof v === 'string')) fail(`${path}.values`, 'must be a list of element ids');
+    return this.terms({ _id: values, boost: (body as Json).boost ?? 1 }, path);
+  }
+
+  // -- bool -------------------------------------------------------------------------------------------------------
+
+  private bool(body: unknown, path: string, depth: number): Clause {
+    if (!isObject(body)) fail(path, `must be an object, not ${describe(body)}`);
+    onlyKeys(body as Json, path, ['must', 'should', 'must_not', 'filter', 'minimum_should_match', 'boost', '_name']);
+    const list = (key: string): Clause[] => {
+      const v = (body as Json)[key];
+      if (v === undefined || v === null) return [];
+      const items = Array.isArray(v) ? v : [v];
+      return items.map((item, i) => this.query(item, Array.isArray(v) ? `${path}.${key}[${i}]` : `${path}.${key}`, depth + 1));
+    };
+    const must = list('must');
+    const filter = list('filter');
+    const should = list('should');
+    const mustNot = list('must_not');
+    const boost = boostOf(body as Json, path);
+    return boolOf(must, filter, should, mustNot, (body as Json).minimum_should_match, boost, `${path}.minimum_should_match`);
+  }
+
+  // -- query_string -----------------------------------------------------------------------------------------------
+
+  private queryString(body: unknown, path: string, depth: number): Clause {
+    if (!isObject(body)) fail(path, `must be an object, not ${describe(body)}`);
+    onlyKeys(body as Json, path, ['query', 'default_field', 'default_operator', 'boost', 'analyze_wildcard', 'allow_leading_wildcard', 'lenient', '_name']);
+    const text = stringValue((body as Json).query, `${path}.query`);
+    const defaultField = stringValue((body as Json).default_field ?? '*', `${path}.default_field`);
+    const operator = String((body as Json).default_operator ?? 'OR').toLowerCase();
+    if (operator !== 'or' && operator !== 'and') fail(`${path}.default_operator`, "must be 'OR' or 'AND'");
+    const boost = boostOf(body as Json, path);
+    let ast: LuceneAst;
+    try {
+      ast = parseLucene(text) as LuceneAst;
+    } catch (error) {
+      return fail(`${path}.query`, `is not a valid query string (${(error as Error).message.split('\n')[0]})`);
+    }
+    const clause = new LuceneTranslator(this, text, defaultField, operator, `${path}.query`, depth).node(ast);
+    return boost === 1 ? clause : { ...clause, score: { k: 'times', factor: boost, score: clause.score } };
+  }
+
+  // -- rendering --------------------------------------------------------------------------------------------------
+
+  tsParam(q: Ts): string {
+    return renderTs(q, this.params);
+  }
+}
+
+/** bool semantics of ES: must and filter required; should scores, required by minimum_should_match (default 1
+ * without must/filter, else 0; and at least one should match when there is nothing else to match). */
+function boolOf(must: Clause[], filter: Clause[], should: Clause[], mustNot: Clause[], msm: unknown, boost: number, msmPath: string): Clause {
+  let required = msm === undefined || msm === null ? (must.length + filter.length === 0 && should.length > 0 ? 1 : 0) : minimumShouldMatch(msm, should.length, msmPath);
+  if (must.length + filter.length === 0 && should.length > 0) required = Math.max(required, 1);
+  const shouldCond: Cond =
+    required <= 0 ? TRUE : required > should.length ? FALSE : required === 1 ? or(should.map((c) => c.cond)) : { k: 'atLeast', n: required, items: should.map((c) => c.cond) };
+  const cond = and([...must.map((c) => c.cond), ...filter.map((c) => c.cond), shouldCond, ...mustNot.map((c) => not(c.cond))]);
+  const narrow = narrowAnd([...must.map((c) => c.narrow), ...filter.map((c) => c.narrow), ...(required >= 1 ? [narrowOr(should.map((c) => c.narrow))] : [])]);
+  const score: Score = {
+    k: 'times',
+    factor: boost,
+    score: { k: 'sum', parts: [...must.map((c) => ({ when: null, score: c.score })), ...should.map((c) => ({ when: c.cond, score: c.score }))] },
+  };
+  return { cond, score, narrow };
+}
+
+/** minimum_should_match: an integer, a negative integer (all but n), a percentage or a negative percentage. */
+function minimumShouldMatch(value: unknown, total: number, path: string): number {
+  if (value === undefined || value === null) return 1;
+  if (typeof value === 'number' && Number.isInteger(value)) return value < 0 ? total + value : value;
+  if (typeof value === 'string') {
+    const m = /^\s*(-?)(\d+)(%?)\s*$/.exec(value);
+    if (m) {
+      const n = Number(m[2]);
+      const count = m[3] === '%' ? Math.floor((total * n) / 100) : n;
+      return m[1] === '-' ? total - count : count;
+    }
+  }
+  return fail(path, `must be an integer or a percentage such as "75%", not ${describe(value)}`);
+}
+
+type Fuzziness = (term: string) => number;
+
+function fuzzinessOf(value: unknown, path: string): Fuzziness {
+  if (value === undefined || value === null) return () => 0;
+  if (typeof value === 'number' || (typeof value === 'string' && /^[012]$/.test(value))) {
+    const d = Number(value);
+    if (![0, 1, 2].includes(d)) fail(path, 'must be 0, 1, 2 or "AUTO"');
+    return () => d;
+  }
+  if (typeof value === 'string') {
+    const m = /^AUTO(?::(\d+),(\d+))?$/i.exec(value.trim());
+    if (m) {
+      const low = m[1] === undefined ? 3 : Number(m[1]);
+      const high = m[2] === undefined ? 6 : Number(m[2]);
+      return (term) => {
+        const length = Array.from(term).length;
+        return length < low ? 0 : length < high ? 1 : 2;
+      };
+    }
+  }
+  return fail(path, `must be 0, 1, 2 or "AUTO", not ${describe(value)}`);
+}
+
+function nonNegativeInt(value: unknown, path: string, min = 0): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 10_000) fail(path, `must be an integer from ${min} to 10000`);
+  return value as number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$/;
+
+/** An ISO-8601 date (UTC when it has no offset, as ES) or epoch milliseconds, as an ISO string for timestamptz. */
+function dateValue(value: unknown, path: string): string {
+  if (typeof value === 'number' && Number.isFinite(value)) {
+    const d = new Date(value);
+    if (!Number.isNaN(d.getTime())) return d.toISOString();
+  }
+  if (typeof value === 'string') {
+    const m = ISO_DATE.exec(value.trim());
+    if (m) {
+      const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m;
+      const iso = `${y}-${mo}-${d}T${h}:${mi}:${s}${frac ? `.${frac.slice(0, 3).padEnd(3, '0')}` : ''}${zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone}`;
+      const date = new Date(iso);
+      // Date accepts 2024-02-30 (as March 1st); ES does not.
+      const plain = new Date(`${y}-${mo}-${d}T00:00:00Z`);
+      if (!Number.isNaN(date.getTime()) && plain.toISOString().slice(0, 10) === `${y}-${mo}-${d}` && Number(h) < 24 && Number(mi) < 60 && Number(s) < 60)
+        return date.toISOString();
+    }
+  }
+  return fail(path, `must be an ISO-8601 date (e.g. "2024-05-01" or "2024-05-01T12:00:00Z") or epoch milliseconds, not ${describe(value)}`);
+}
+
+/** The key paths a dotted field name can stand for ("a.b": a -> b, or the key "a.b"), as ES treats both alike. */
+function keyPaths(name: string): string[][] {
+  const parts = name.split('.');
+  if (parts.length > 6) return [parts, [name]].filter((keys) => !keys[0]!.startsWith('_'));
+  const out: string[][] = [];
+  for (let mask = 0; mask < 1 << (parts.length - 1); mask++) {
+    const keys: string[] = [parts[0]!];
+    for (let i = 1; i < parts.length; i++) {
+      if (mask & (1 << (i - 1))) keys[keys.length - 1] += `.${parts[i]}`;
+      else keys.push(parts[i]!);
+    }
+    if (!keys[0]!.startsWith('_')) out.push(keys);
+  }
+  return out;
+}
+
+/** A wildcard pattern (`*`, `?`, `\` escapes) as a LIKE pattern, its literal prefix, and the value when it has no wildcard. */
+function wildcardToLike(pattern: string): { like: string; literalPrefix: string; exact: string | null } {
+  let like = '';
+  let literal = '';
+  let prefixDone = false;
+  let hasWildcard = false;
+  const chars = Array.from(pattern);
+  for (let i = 0; i < chars.length; i++) {
+    let c = chars[i]!;
+    if (c === '\\' && i + 1 < chars.length) c = chars[++i]!;
+    else if (c === '*' || c === '?') {
+      like += c === '*' ? '%' : '_';
+      prefixDone = true;
+      hasWildcard = true;
+      continue;
+    }
+    like += likeEscape(c);
+    if (!prefixDone) literal += c;
+  }
+  return { like, literalPrefix: literal, exact: hasWildcard ? null : literal };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// query_string: liqe's syntax tree to clauses, with Lucene's reading of NOT/- (a prohibited clause in its group)
+// ---------------------------------------------------------------------------------------------------------------
+
+interface LuceneAst {
+  type: string;
+  [key: string]: unknown;
+}
+
+class LuceneTranslator {
+  constructor(
+    private readonly c: Compiler,
+    private readonly text: string,
+    private readonly defaultField: string,
+    private readonly operator: string,
+    private readonly path: string,
+    private readonly depth: number,
+  ) {}
+
+  node(ast: LuceneAst, depth = this.depth): Clause {
+    if (depth > MAX_DEPTH) fail(this.path, `groups nest at most ${MAX_DEPTH} levels deep`);
+    switch (ast.type) {
+      case 'EmptyExpression':
+        return fail(this.path, 'is empty');
+      case 'ParenthesizedExpression':
+        return this.node(ast.expression as LuceneAst, depth + 1);
+      case 'LogicalExpression':
+      case 'UnaryOperator':
+        return this.group(ast, depth);
+      case 'Tag':
+        return this.tag(ast);
+      default:
+        return fail(this.path, `unsupported syntax (${ast.type})`);
+    }
+  }
+
+  /** A chain of one operator, e.g. `a OR b OR -c`: a bool with should (or must) and must_not. */
+  private group(ast: LuceneAst, depth: number): Clause {
+    const operatorOf = (n: LuceneAst) => {
+      const op = n.operator as { type: string; operator: string };
+      return op.type === 'ImplicitBooleanOperator' ? this.operator : op.operator.toLowerCase();
+    };
+    const op = ast.type === 'LogicalExpression' ? operatorOf(ast) : this.operator;
+    const members: LuceneAst[] = [];
+    const collect = (n: LuceneAst) => {
+      if (n.type === 'LogicalExpression' && operatorOf(n) === op) {
+        collect(n.left as LuceneAst);
+        collect(n.right as LuceneAst);
+      } else members.push(n);
+    };
+    collect(ast);
+    const positive: Clause[] = [];
+    const negative: Clause[] = [];
+    for (const m of members) {
+      if (m.type === 'UnaryOperator') negative.push(this.node(m.operand as LuceneAst, depth + 1));
+      else positive.push(this.node(m, depth + 1));
+    }
+    // A purely negative group matches everything else (ES adds a match_all), scoring 0.
+    if (op === 'and') return boolOf(positive, [], [], negative, undefined, 1, this.path);
+    return boolOf([], [], positive, negative, undefined, 1, this.path);
+  }
+
+  private tag(ast: LuceneAst): Clause {
+    const fieldToken = ast.field as { type: string; name?: string };
+    const name = fieldToken.type === 'ImplicitField' ? this.defaultField : fieldToken.name!;
+    const expression = ast.expression as LuceneAst & { quoted?: boolean; value?: unknown; location?: { start: number; end: number }; range?: Record<string, unknown> };
+    // An implicit field (a bare term) has no operator.
+    const comparison = (ast.operator as { operator: string } | undefined)?.operator ?? ':';
+    const target = fieldOf(name);
+    const boost = 1;
+    const scoreOne = constScore(1);
+    if (name === '_exists_') {
+      if (expression.type !== 'LiteralExpression') fail(this.path, '_exists_ needs a field name');
+      return { ...this.c.existsOn(fieldOf(String(expression.value))), score: scoreOne };
+    }
+    switch (expression.type) {
+      case 'RangeExpression': {
+        const r = expression.range as { min: number; max: number; minInclusive: boolean; maxInclusive: boolean };
+        return { ...this.c.rangeOn(target, [[r.minInclusive ? 'gte' : 'gt', r.min], [r.maxInclusive ? 'lte' : 'lt', r.max]], this.path), score: scoreOne };
+      }
+      case 'RegexExpression':
+        return fail(this.path, 'regular expressions are not supported');
+      case 'LiteralExpression':
+        break;
+      default:
+        return fail(this.path, `unsupported syntax (${expression.type})`);
+    }
+    // Unquoted literals: liqe turns 5, true and null into values; the text as written is what Lucene analyses.
+    const raw = expression.quoted ? String(expression.value) : this.text.slice(expression.location!.start, expression.location!.end);
+    if (comparison !== ':' && comparison !== ':=') {
+      const op = { ':>': 'gt', ':>=': 'gte', ':<': 'lt', ':<=': 'lte' }[comparison] as 'gt' | 'gte' | 'lt' | 'lte' | undefined;
+      if (!op) return fail(this.path, `unsupported operator ${comparison}`);
+      return { ...this.c.rangeOn(target, [[op, typeof expression.value === 'number' ? expression.value : raw]], this.path), score: scoreOne };
+    }
+    if (!expression.quoted && raw === '*') return { ...this.c.existsOn(target), score: scoreOne };
+    if (!expression.quoted && /[*?]/.test(raw.replace(/\\./g, ''))) {
+      // Wildcard terms are term-level, lower-cased like the tokens (ES normalises them for text fields).
+      const pattern = target.kind === 'keyword' ? raw : fold(raw);
+      return this.c.patternOn(target, wildcardToLike(pattern), boost, false, this.path);
+    }
+    const value = expression.quoted ? raw : raw.replace(/\\(.)/g, '$1');
+    return this.c.matchText(target, value, {
+      // A "phrase" is approximated by all of its terms (the index keeps no positions).
+      operator: expression.quoted ? 'and' : this.operator,
+      fuzziness: () => 0,
+      prefixLength: 0,
+      maxExpansions: 50,
+      boost,
+      zeroTerms: 'none',
+      msm: undefined,
+      at: this.path,
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Rendering to SQL
+// ---------------------------------------------------------------------------------------------------------------
+
+/** tsquery input text: every lexeme quoted, so no character of it is syntax. */
+function tsText(q: Ts): string {
+  switch (q.op) {
+    case 'lex':
+      return `'${q.lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'${q.prefix ? ':*' : ''}`;
+    case 'and':
+    case 'or':
+      return `(${q.items.map(tsText).join(q.op === 'and' ? ' & ' : ' | ')})`;
+    case 'not':
+      return `!(${tsText(q.item)})`;
+    case 'sql':
+      throw new Error('a computed tsquery has no text form');
+  }
+}
+
+const isStatic = (q: Ts): boolean => (q.op === 'sql' ? false : q.op === 'lex' ? true : q.op === 'not' ? isStatic(q.item) : q.items.every(isStatic));
+
+/** A tsquery as SQL: static parts as one bind parameter each, computed parts combined with && || !!. */
+function renderTs(q: Ts, params: SqlParams): string {
+  if (isStatic(q)) return params.add(tsText(q), 'tsquery');
+  switch (q.op) {
+    case 'sql':
+      return q.sql;
+    case 'not':
+      return `(!! ${renderTs(q.item, params)})`;
+    case 'and':
+    case 'or':
+      return `(${q.items.map((i) => renderTs(i, params)).join(q.op === 'and' ? ' && ' : ' || ')})`;
+    default:
+      throw new Error('unreachable');
+  }
+}
+
+function renderCond(c: Cond, params: SqlParams): string {
+  switch (c.k) {
+    case 'const':
+      return c.value ? 'true' : 'false';
+    case 'ts':
+      return `e.search @@ ${renderTs(c.q, params)}`;
+    case 'sql':
+      return c.sql();
+    case 'not':
+      return `NOT (${renderCond(c.item, params)})`;
+    case 'atLeast':
+      return `(${c.items.map((i) => `(${renderCond(i, params)})::int`).join(' + ')}) >= ${params.add(c.n, 'int')}`;
+    case 'and':
+    case 'or': {
+      // All lexeme conditions of one and/or become one tsquery: one index lookup, one @@ per row.
+      const ts = c.items.filter((i): i is { k: 'ts'; q: Ts } => i.k === 'ts');
+      const rest = c.items.filter((i) => i.k !== 'ts');
+      const parts = rest.map((i) => renderCond(i, params));
+      if (ts.length > 0) parts.unshift(renderCond({ k: 'ts', q: ts.length === 1 ? ts[0]!.q : { op: c.k, items: ts.map((t) => t.q) } }, params));
+      return parts.length === 1 ? parts[0]! : `(${parts.map((p) => `(${p})`).join(c.k === 'and' ? ' AND ' : ' OR ')})`;
+    }
+  }
+}
+
+function renderScore(s: Score, params: SqlParams): string {
+  switch (s.k) {
+    case 'const':
+      return s.value === 0 || s.value === 1 ? String(s.value) : params.add(s.value, 'float8');
+    case 'sql':
+      return s.sql();
+    case 'times':
+      return s.factor === 1 ? renderScore(s.score, params) : `${params.add(s.factor, 'float8')} * (${renderScore(s.score, params)})`;
+    case 'sum': {
+      const parts = s.parts
+        .filter((p) => !(p.score.k === 'const' && p.score.value === 0) && !(p.when?.k === 'const' && !p.when.value))
+        .map((p) =>
+          p.when === null || (p.when.k === 'const' && p.when.value)
+            ? renderScore(p.score, params)
+            : `CASE WHEN ${renderCond(p.when, params)} THEN ${renderScore(p.score, params)} ELSE 0 END`,
+        );
+      return parts.length === 0 ? '0' : parts.length === 1 ? parts[0]! : `(${parts.join(' + ')})`;
+    }
+  }
+}
+
+/**
+ * Validates the client's query DSL object and compiles it for the row alias `e` of `elements`. Bind parameters are
+ * appended to `params`. Throws a 400 (bad-content) naming the path of the first bad clause.
+ */
+export function compileQuery(query: unknown, params: SqlParams): CompiledQuery {
+  const compiler = new Compiler(params);
+  const clause = compiler.query(query, 'query');
+  if (clause.cond.k === 'const' && !clause.cond.value) return { matchesNothing: true, ctes: [], where: ['false'], score: '0' };
+  const where: string[] = [];
+  if (clause.narrow.ts !== null && !(clause.cond.k === 'ts' && clause.cond.q === clause.narrow.ts)) where.push(`e.search @@ ${renderTs(clause.narrow.ts, params)}`);
+  if (clause.narrow.ids !== null) where.push(`e.id = ANY(${params.add(clause.narrow.ids, 'uuid[]')})`);
+  if (!(clause.cond.k === 'const' && clause.cond.value)) where.push(renderCond(clause.cond, params));
+  return { matchesNothing: false, ctes: compiler.ctes, where, score: renderScore(clause.score, params) };
+}

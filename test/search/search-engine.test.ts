@@ -1,0 +1,468 @@
+// The search-engine step (searchengine-query-dsl-mixin) on both backends: the index of migration 006, every query
+// kind of src/domain/search/query-dsl.ts with its ES semantics, scoring order, paging, type filters and access.
+// Elements are made through the HTTP API; the step is called directly (runSearchEngine), as the pipeline does.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { analyze, canonicalNumber } from '../../src/domain/search/query-dsl.js';
+import type { SearchEngineOptions } from '../../src/domain/search/types.js';
+import { permittedIds } from '../../src/storage/queries/access.js';
+import { runSearchEngine } from '../../src/storage/queries/search-engine.js';
+import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
+
+type User = Awaited<ReturnType<typeof userWithToken>>;
+
+const OPTIONS: SearchEngineOptions = { page: 1, pageSize: 100, minScore: null, nodeTypes: null, relationTypes: null };
+
+describeBackends('search engine', (h) => {
+  let alice: User;
+  let bob: User;
+  const el: Record<string, string> = {};
+  let beforeLater: Date;
+
+  const search = (query: unknown, options: Partial<SearchEngineOptions> = {}, user = alice) =>
+    runSearchEngine(h().db, user.id, query, { ...OPTIONS, ...options });
+  /** Hit ids in result order, as names of the fixture elements. */
+  const names = async (query: unknown, options: Partial<SearchEngineOptions> = {}, user = alice) => {
+    const { output } = await search(query, options, user);
+    const byId = new Map(Object.entries(el).map(([k, v]) => [v, k]));
+    return output.elements.map((e) => byId.get(e.id) ?? e.id);
+  };
+  const sorted = (...keys: string[]) => [...keys].sort((a, b) => (el[a]! < el[b]! ? -1 : 1));
+  const badRequest = async (query: unknown, detail?: RegExp) => {
+    const error = await search(query).then(
+      () => null,
+      (e: unknown) => e as { status?: number; slug?: string; detail?: string },
+    );
+    expect(error, JSON.stringify(query)).not.toBeNull();
+    expect(error!.status).toBe(400);
+    expect(error!.slug).toBe('bad-content');
+    if (detail) expect(error!.detail).toMatch(detail);
+  };
+
+  beforeAll(async () => {
+    alice = await userWithToken(h(), 'alice@engine.dev');
+    bob = await userWithToken(h(), 'bob@engine.dev');
+    const A = alice.token;
+    el.lily = await createElement(h(), A, {
+      type: 'Plant',
+      data: {
+        name: 'Lily',
+        description: 'the white lily, a true lily',
+        petals: 6,
+        height: 80,
+        edible: false,
+        tags: ['flower', 'white'],
+        images: [{ description: 'lily in the garden', size: 3 }, { description: 'close up' }],
+        code: 'A_%\\B',
+        since: '2021-03-01',
+      },
+    });
+    el.flame = await createElement(h(), A, { type: 'Plant', data: { name: 'Flame Lily', description: 'a climbing lily', petals: 6, height: 200, edible: false, code: 'AB%C', since: '2019-07-15' } });
+    el.tulip = await createElement(h(), A, { type: 'Plant', data: { name: 'Tulip', description: 'spring flower', petals: 6, height: 40, edible: true, code: 'AxxB' } });
+    el.rose = await createElement(h(), A, {
+      type: 'Plant',
+      data: {
+        name: 'Rose',
+        description: `a flower with thorns, a lily it is not; ${'it grows in gardens and parks, '.repeat(10)}`,
+        petals: 5,
+        height: 100.5,
+        code: 'A%B',
+      },
+    });
+    el.liliales = await createElement(h(), A, { type: 'Taxon', data: { name: 'Liliales', description: 'an order of lilies', rank: 'order' } });
+    el.note = await createElement(h(), A, { type: 'Note', data: { title: 'Lily notes', text: 'ÄRGER über Ωmega, İstanbul: 日本語 ok' } });
+    const rel = await h().request('POST', '/', { token: A, body: { type: 'IS_MEMBER_OF', start: el.lily, end: el.liliales, data: { label: 'lily membership' } } });
+    expect(rel.status, rel.text).toBe(201);
+    el.member = rel.headers.get('location')!.slice(1);
+    el.secret = await createElement(h(), bob.token, { type: 'Plant', data: { name: 'Secret lily', description: 'bob keeps this lily' } });
+    beforeLater = h().clock.now();
+    h().clock.advance(3600); // an hour: the tokens (3 h by default) stay valid
+    el.later = await createElement(h(), A, { type: 'Note', data: { title: 'written an hour later' } });
+  });
+
+  describe('the index', () => {
+    it('analyses like the query side: lower case, split on anything not a letter or digit, Unicode letters kept', async () => {
+      const samples = [
+        'Hello, World! foo-bar_baz 3.14 x2',
+        'ÄRGER über Ωmega İstanbul Σίσυφος ПРИВЕТ мир',
+        '日本語のテキスト, 한국어',
+        'emoji 🎉party🎉 — dash “quotes” «guillemets» ½ µm ªº',
+        "l'été DÉJÀ-VU naïve ÆSIR Ǆ ﬁ ＦＵＬＬ",
+        '  leading and trailing  ',
+        '\u0001control\u007fchars\u00a0nbsp',
+        '',
+      ];
+      for (const text of samples) {
+        const { rows } = await h().db.query<{ tokens: string[] }>(
+          `SELECT coalesce(array_agg(substr(l, 2, char_length(l) - 3) ORDER BY l), '{}') AS tokens
+           FROM unnest(tsvector_to_array(trellis_search_document(jsonb_build_object('f', $1::text)))) l
+           WHERE l LIKE 't%' AND right(l, 2) = chr(31) || 'f'`,
+          [text],
+        );
+        expect(new Set(rows[0]!.tokens), text).toEqual(new Set(analyze(text)));
+      }
+      expect(analyze('ÄRGER über İstanbul')).toEqual(['ärger', 'über', 'istanbul']);
+    });
+
+    it('writes numbers as the query side does', async () => {
+      for (const n of [0, -0, 5, 5.5, -12.25, 1e21, 1.5e-7, 123456789.123, 0.1 + 0.2]) {
+        const { rows } = await h().db.query<{ v: string }>(`SELECT trim_scale(($1::jsonb)::numeric)::text AS v`, [JSON.stringify(n)]);
+        expect(canonicalNumber(n), String(n)).toBe(rows[0]!.v);
+      }
+    });
+
+    it('maintains the index in the same transaction as the write: a PATCH is found by the very next search', async () => {
+      expect(await names({ match: { description: 'epiphyte' } })).toEqual([]);
+      const res = await h().request('PATCH', `/${el.tulip}`, { token: alice.token, body: { description: 'an epiphyte, sometimes' } });
+      expect(res.status).toBe(204);
+      expect(await names({ match: { description: 'epiphyte' } })).toEqual(['tulip']);
+      expect(await names({ match: { description: 'spring' } })).toEqual([]);
+      expect((await h().request('PATCH', `/${el.tulip}`, { token: alice.token, body: { description: 'spring flower' } })).status).toBe(204);
+      // PUT replaces all properties, and what is gone is no longer found
+      const temp = await createElement(h(), alice.token, { type: 'Temp', data: { word: 'ephemeral' } });
+      expect((await h().request('PUT', `/${temp}`, { token: alice.token, body: { other: 'lasting' } })).status).toBe(204);
+      expect((await search({ match: { word: 'ephemeral' } })).output.totalHits).toBe(0);
+      expect((await search({ match: { other: 'lasting' } })).output.elements.map((e) => e.id)).toEqual([temp]);
+      expect((await h().request('DELETE', `/${temp}`, { token: alice.token })).status).toBe(204);
+      expect((await search({ match: { other: 'lasting' } })).output.totalHits).toBe(0);
+    });
+
+    it('never matches internal "_" properties, neither in `internal` nor in data', async () => {
+      const res = await h().request('POST', '/', { token: alice.token, body: { type: 'Thing', data: { _hidden: 'zebra' } } });
+      expect(res.status).toBe(400);
+      const id = await createElement(h(), alice.token, { type: 'Thing', data: { visible: 'giraffe' } });
+      await h().db.query(`UPDATE elements SET internal = '{"_secret": "zebra"}', data = data || '{"_hidden": "zebra", "_n": 7}' WHERE id = $1`, [id]);
+      expect((await search({ match: { visible: 'giraffe' } })).output.totalHits).toBe(1);
+      for (const query of [
+        { match: { _hidden: 'zebra' } },
+        { match: { _secret: 'zebra' } },
+        { query_string: { query: 'zebra' } },
+        { term: { '_hidden.keyword': 'zebra' } },
+        { exists: { field: '_hidden' } },
+        { range: { _n: { gte: 0 } } },
+        { wildcard: { _hidden: 'z*' } },
+        { prefix: { '_hidden.keyword': 'z' } },
+      ])
+        expect((await search(query)).output.totalHits, JSON.stringify(query)).toBe(0);
+      await h().db.query('DELETE FROM elements WHERE id = $1', [id]);
+    });
+
+    it('saves a huge element (over 1 MB of text, and a 5,000-character value) and keeps its other fields searchable', async () => {
+      const words = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i.toString(36)}`).join(' ');
+      const data: Record<string, unknown> = { name: 'Giant sequoia', long: 'x'.repeat(5000), longText: `${'word '.repeat(1000)}tail` };
+      for (let p = 0; p < 12; p++) data[`part${p}`] = words(`p${p}w`, 15_000); // ~100 kB each, all distinct tokens
+      expect(JSON.stringify(data).length).toBeGreaterThan(1_000_000);
+      const res = await h().request('POST', '/', { token: alice.token, body: { type: 'Giant', data } });
+      expect(res.status, res.text.slice(0, 200)).toBe(201);
+      const id = res.headers.get('location')!.slice(1);
+      const { rows } = await h().db.query<{ n: number }>('SELECT length(search) AS n FROM elements WHERE id = $1', [id]);
+      expect(rows[0]!.n).toBeGreaterThan(10_000);
+      const find = async (query: unknown) => (await search(query)).output.elements.map((e) => e.id);
+      expect(await find({ match: { name: 'sequoia' } })).toEqual([id]);
+      expect(await find({ term: { 'name.keyword': 'Giant sequoia' } })).toEqual([id]);
+      expect(await find({ exists: { field: 'long' } })).toEqual([id]);
+      expect(await find({ match: { longText: 'tail' } })).toEqual([id]);
+      // over ignore_above: no keyword
+      expect(await find({ term: { 'long.keyword': 'x'.repeat(5000) } })).toEqual([]);
+      expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
+    });
+  });
+
+  describe('match', () => {
+    it('ORs the analysed terms; more matched terms, then shorter fields, rank first; ties by id', async () => {
+      // lily: 2 terms in a 27-byte description; flame: 1 term, 15 bytes; rose: 1 term, > 250 bytes
+      expect(await names({ match: { description: 'white LILY' } })).toEqual(['lily', 'flame', 'rose']);
+      const { output } = await search({ match: { description: 'white LILY' } });
+      expect(output.elements.map((e) => e.metadata.score)).toEqual([2.6, 1.8, 1]);
+      expect(output.maxScore).toBe(2.6);
+      expect(output.totalHits).toBe(3);
+      expect(output.elements[0]).toEqual({ id: el.lily, type: 'Plant', metadata: { score: 2.6 } });
+      expect(await names({ match: { name: 'lily' } })).toEqual(sorted('lily', 'flame'));
+      expect(await names({ match: { description: { query: 'white lily', operator: 'and' } } })).toEqual(['lily']);
+      expect(await names({ match: { description: { query: 'white lily rose', minimum_should_match: 2 } } })).toEqual(['lily']);
+      expect(await names({ match: { description: { query: 'white lily gardens', minimum_should_match: '-1' } } })).toEqual(['lily', 'rose']);
+      expect(await names({ match: { description: '!!!' } })).toEqual([]);
+      expect(await names({ match: { description: { query: '!!!', zero_terms_query: 'all' } } }, { nodeTypes: ['Taxon'] })).toEqual(['liliales']);
+    });
+
+    it('on .keyword matches the whole exact value; numbers and booleans match exactly', async () => {
+      expect(await names({ match: { 'name.keyword': 'Flame Lily' } })).toEqual(['flame']);
+      expect(await names({ match: { 'name.keyword': 'flame lily' } })).toEqual([]);
+      expect(await names({ match: { petals: 6 } })).toEqual(sorted('flame', 'lily', 'tulip'));
+      expect(await names({ match: { petals: '6' } })).toEqual(sorted('flame', 'lily', 'tulip'));
+      expect(await names({ match: { height: 100.5 } })).toEqual(['rose']);
+      expect(await names({ match: { edible: true } })).toEqual(['tulip']);
+      expect(await names({ match: { edible: false } })).toEqual(sorted('flame', 'lily'));
+    });
+
+    it('flattens nested objects to dotted names and looks into arrays', async () => {
+      expect(await names({ match: { 'images.description': 'garden' } })).toEqual(['lily']);
+      expect(await names({ match: { tags: 'white' } })).toEqual(['lily']);
+      expect(await names({ term: { 'tags.keyword': 'flower' } })).toEqual(['lily']);
+      expect(await names({ range: { 'images.size': { gte: 3 } } })).toEqual(['lily']);
+      expect(await names({ exists: { field: 'images' } })).toEqual(['lily']);
+      expect(await names({ exists: { field: 'images.size' } })).toEqual(['lily']);
+    });
+
+    it('matches within a Levenshtein distance with fuzziness, exact matches scoring higher', async () => {
+      expect(await names({ match: { name: { query: 'lilly', fuzziness: 'AUTO' } } })).toEqual(sorted('lily', 'flame'));
+      expect((await search({ match: { name: { query: 'lilly', fuzziness: 'AUTO' } } })).output.maxScore).toBe(1.3);
+      expect(await names({ match: { name: { query: 'lilly' } } })).toEqual([]);
+      expect(await names({ match: { name: { query: 'tulpi', fuzziness: 1 } } })).toEqual([]);
+      expect(await names({ match: { name: { query: 'tulpi', fuzziness: 2 } } })).toEqual(['tulip']);
+      // AUTO: no edits for 1-2 characters
+      expect(await names({ match: { name: { query: 'ly', fuzziness: 'AUTO' } } })).toEqual([]);
+      const { output } = await search({ match: { name: { query: 'lily lilly', fuzziness: 'AUTO' } } });
+      expect(output.elements.map((e) => e.id)).toEqual(sorted('lily', 'flame').map((k) => el[k]));
+      expect(output.maxScore).toBe(2.3);
+      expect(await names({ match: { name: { query: 'rxse', fuzziness: 1, prefix_length: 2 } } })).toEqual([]);
+      expect(await names({ match: { name: { query: 'rxse', fuzziness: 1, prefix_length: 0 } } })).toEqual(['rose']);
+    });
+
+    it('multiplies by boost', async () => {
+      const query = (boost: number) => ({
+        bool: { should: [{ match: { name: { query: 'tulip', boost } } }, { match: { description: 'lily' } }] },
+      });
+      expect(await names(query(0.5))).toEqual(['flame', 'lily', 'rose', 'tulip']);
+      expect(await names(query(3))).toEqual(['tulip', 'flame', 'lily', 'rose']);
+      expect((await search({ match: { name: { query: 'tulip', boost: 3 } } })).output.maxScore).toBe(5.4);
+    });
+  });
+
+  describe('term-level queries', () => {
+    it('term: exact keyword on .keyword, one token on a text field, values on numbers; constant score', async () => {
+      expect(await names({ term: { 'name.keyword': 'Lily' } })).toEqual(['lily']);
+      expect(await names({ term: { 'name.keyword': 'lily' } })).toEqual([]);
+      expect(await names({ term: { name: 'Lily' } })).toEqual([]);
+      expect(await names({ term: { name: 'lily' } })).toEqual(sorted('lily', 'flame'));
+      expect(await names({ term: { name: { value: 'flame lily' } } })).toEqual([]);
+      expect(await names({ term: { petals: 5 } })).toEqual(['rose']);
+      expect(await names({ term: { edible: { value: true, boost: 2 } } })).toEqual(['tulip']);
+      expect((await search({ term: { edible: { value: true, boost: 2 } } })).output.maxScore).toBe(2);
+      expect((await search({ term: { 'name.keyword': 'Lily' } })).output.maxScore).toBe(1);
+      expect(await names({ term: { 'name.keyword': { value: 'FLAME lily', case_insensitive: true } } })).toEqual(['flame']);
+      expect(await names({ term: { _id: el.rose } })).toEqual(['rose']);
+      expect(await names({ term: { _id: 'not-a-uuid' } })).toEqual([]);
+    });
+
+    it('terms and ids, also on _id', async () => {
+      expect(await names({ terms: { 'name.keyword': ['Lily', 'Rose', 'Nope'] } })).toEqual(sorted('lily', 'rose'));
+      expect(await names({ terms: { _id: [el.tulip, el.secret, el.rose.toUpperCase()] } })).toEqual(sorted('tulip', 'rose'));
+      expect(await names({ ids: { values: [el.flame, el.liliales] } })).toEqual(sorted('flame', 'liliales'));
+      expect(await names({ terms: { petals: [5, 7] } })).toEqual(['rose']);
+      expect(await names({ terms: { _id: [] } })).toEqual([]);
+    });
+
+    it('prefix and wildcard treat %, _ and \\ in values as ordinary characters', async () => {
+      expect(await names({ prefix: { 'code.keyword': 'A_' } })).toEqual(['lily']);
+      expect(await names({ prefix: { 'code.keyword': { value: 'A%' } } })).toEqual(['rose']);
+      expect(await names({ prefix: { 'code.keyword': 'A' } })).toEqual(sorted('lily', 'flame', 'tulip', 'rose'));
+      expect(await names({ wildcard: { 'code.keyword': 'A*B' } })).toEqual(sorted('lily', 'tulip', 'rose'));
+      expect(await names({ wildcard: { 'code.keyword': 'A?B' } })).toEqual(['rose']);
+      expect(await names({ wildcard: { 'code.keyword': { value: '*\\\\B' } } })).toEqual(['lily']);
+      expect(await names({ wildcard: { 'code.keyword': { wildcard: 'A\\*B' } } })).toEqual([]);
+      expect(await names({ wildcard: { 'code.keyword': 'A_%\\\\B' } })).toEqual(['lily']);
+      expect(await names({ wildcard: { 'code.keyword': { value: 'a*c', case_insensitive: true } } })).toEqual(['flame']);
+      // on a text field: the tokens, not analysed
+      expect(await names({ prefix: { name: 'li' } })).toEqual(sorted('lily', 'flame', 'liliales'));
+      expect(await names({ prefix: { name: 'Li' } })).toEqual([]);
+      expect(await names({ wildcard: { description: 'cl*ing' } })).toEqual(['flame']);
+      expect(await names({ wildcard: { description: '*ower' } })).toEqual(sorted('tulip', 'rose'));
+      expect((await search({ wildcard: { description: { value: '*ower', boost: 4 } } })).output.maxScore).toBe(4);
+    });
+
+    it('range on numbers, strings and created/updated', async () => {
+      expect(await names({ range: { height: { gte: 80, lt: 200 } } })).toEqual(sorted('lily', 'rose'));
+      expect(await names({ range: { height: { gt: 80 } } })).toEqual(sorted('flame', 'rose'));
+      expect(await names({ range: { height: { lte: '80' } } })).toEqual(sorted('lily', 'tulip'));
+      expect(await names({ range: { since: { gte: '2020-01-01' } } })).toEqual(['lily']);
+      expect(await names({ range: { created: { gte: beforeLater.toISOString() } } }, { nodeTypes: ['Note'] })).toEqual(['later']);
+      expect(await names({ range: { updated: { lt: new Date(beforeLater.getTime() + 1000).toISOString() } } }, { nodeTypes: ['Note'] })).toEqual(['note']);
+      expect(await names({ range: { created: { lt: beforeLater.getTime() + 1000 } } }, { nodeTypes: ['Note'] })).toEqual(['note']);
+      await badRequest({ range: { created: { gte: 'yesterday' } } }, /created\.gte/);
+      await badRequest({ range: { created: { gte: '2024-02-30' } } });
+      await badRequest({ range: { height: { gte: 1, lt: 'x' } } });
+    });
+
+    it('exists and match_all', async () => {
+      expect(await names({ exists: { field: 'edible' } })).toEqual(sorted('lily', 'flame', 'tulip'));
+      expect(await names({ exists: { field: 'rank.keyword' } })).toEqual(['liliales']);
+      expect(await names({ match_all: {} }, { nodeTypes: ['Taxon', 'Note'] })).toEqual(sorted('liliales', 'note', 'later'));
+      expect((await search({ match_all: { boost: 2 } }, { nodeTypes: ['Taxon'] })).output.maxScore).toBe(2);
+      expect(await names({ match_none: {} })).toEqual([]);
+    });
+  });
+
+  describe('bool', () => {
+    it('must, should, must_not, filter and minimum_should_match; filter and must_not do not score', async () => {
+      expect(await names({ bool: { must: { match: { description: 'lily' } }, must_not: [{ term: { 'name.keyword': 'Rose' } }] } })).toEqual(['flame', 'lily']);
+      expect(await names({ bool: { filter: [{ term: { petals: 6 } }], should: [{ match: { name: 'tulip' } }] } })).toEqual(['tulip', ...sorted('lily', 'flame')]);
+      const filtered = await search({ bool: { filter: { term: { petals: 6 } } } });
+      expect(filtered.output.maxScore).toBe(0);
+      expect(filtered.output.totalHits).toBe(3);
+      expect(await names({ bool: { should: [{ match: { name: 'rose' } }, { match: { name: 'tulip' } }, { match: { description: 'flower' } }], minimum_should_match: 2 } })).toEqual([
+        'tulip',
+        'rose',
+      ]);
+      expect(await names({ bool: { should: [{ match: { name: 'rose' } }, { match: { name: 'nothing' } }] } })).toEqual(['rose']);
+      expect(await names({ bool: { must_not: { exists: { field: 'petals' } } } }, { nodeTypes: ['Plant', 'Taxon'] })).toEqual(['liliales']);
+      expect(await names({ bool: { must: [{ match: { name: 'lily' } }, { bool: { should: [{ term: { height: 80 } }, { term: { height: 1 } }] } }] } })).toEqual(['lily']);
+    });
+  });
+
+  describe('query_string', () => {
+    it('parses the Lucene syntax', async () => {
+      expect(await names({ query_string: { query: 'name:lily AND petals:6' } })).toEqual(sorted('lily', 'flame'));
+      expect(await names({ query_string: { query: 'lily -flame', default_field: 'name' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: 'lily NOT name:flame', default_field: 'name' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: 'description:"white lily"' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: 'tulip OR rose', default_field: 'name' } })).toEqual(sorted('tulip', 'rose'));
+      expect(await names({ query_string: { query: 'tulip rose', default_field: 'name', default_operator: 'AND' } })).toEqual([]);
+      expect(await names({ query_string: { query: 'height:[50 TO 150]' } })).toEqual(sorted('lily', 'rose'));
+      expect(await names({ query_string: { query: 'height:>=100' } })).toEqual(sorted('flame', 'rose'));
+      expect(await names({ query_string: { query: 'name:li*' } })).toEqual(sorted('lily', 'flame', 'liliales'));
+      expect(await names({ query_string: { query: 'thorns' } })).toEqual(['rose']);
+      expect(await names({ query_string: { query: 'istanbul OR ärger' } })).toEqual(['note']);
+      expect(await names({ query_string: { query: '(name:tulip OR name:rose) AND petals:5' } })).toEqual(['rose']);
+      expect(await names({ query_string: { query: '_exists_:rank' } })).toEqual(['liliales']);
+      expect(await names({ query_string: { query: 'name.keyword:Lily' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: 'edible:true' } })).toEqual(['tulip']);
+    });
+
+    it('answers a malformed query string with 400', async () => {
+      await badRequest({ query_string: { query: 'name:(lily' } }, /query_string\.query/);
+      await badRequest({ query_string: { query: 'lily AND' } });
+      await badRequest({ query_string: { query: 'name:/li.y/' } }, /regular expressions/);
+      await badRequest({ query_string: { default_field: 'name' } });
+    });
+  });
+
+  describe('options', () => {
+    it('minScore drops hits below it and reduces totalHits; pages are 1-based windows in score order', async () => {
+      const all = await names({ match: { description: 'lily' } });
+      expect(all).toEqual(['flame', 'lily', 'rose']);
+      const min = await search({ match: { description: 'lily' } }, { minScore: 1.7 });
+      expect(min.output.elements.map((e) => e.id)).toEqual([el.flame]);
+      expect(min.output.totalHits).toBe(1);
+      expect((await search({ match: { description: 'lily' } }, { minScore: 5 })).output).toEqual({ elements: [], totalHits: 0, maxScore: null });
+      const page = (n: number) => search({ match: { description: 'lily' } }, { page: n, pageSize: 2 });
+      const [p1, p2, p3] = await Promise.all([page(1), page(2), page(3)]);
+      expect(p1.output.elements.map((e) => e.id)).toEqual([el.flame, el.lily]);
+      expect(p2.output.elements.map((e) => e.id)).toEqual([el.rose]);
+      expect(p3.output.elements).toEqual([]);
+      for (const p of [p1, p2, p3]) expect(p.output).toMatchObject({ totalHits: 3, maxScore: 1.8 });
+    });
+
+    it('restricts to node types and relation types', async () => {
+      expect(await names({ match: { name: 'lily' } }, { nodeTypes: ['Taxon'] })).toEqual([]);
+      expect(await names({ match: { title: 'lily' } }, { nodeTypes: ['Note'] })).toEqual(['note']);
+      expect(await names({ match: { label: 'lily' } })).toEqual(['member']);
+      expect(await names({ match: { label: 'lily' } }, { nodeTypes: ['Plant', 'Note'] })).toEqual([]);
+      expect(await names({ match: { label: 'lily' } }, { relationTypes: ['IS_MEMBER_OF'] })).toEqual(['member']);
+      expect(await names({ match_all: {} }, { relationTypes: ['IS_MEMBER_OF'] })).toEqual(['member']);
+      expect(await names({ match_all: {} }, { nodeTypes: [], relationTypes: [] })).toEqual([]);
+    });
+
+    it('shows the combined query like the reference implementation', async () => {
+      const { combinedQuery } = await search({ match: { name: 'lily' } }, { page: 3, pageSize: 10, minScore: 0.5 });
+      expect(combinedQuery).toEqual({
+        from: 20,
+        size: 10,
+        min_score: 0.5,
+        query: { bool: { must: [{ match: { name: 'lily' } }, { term: { _searchableBy: alice.id } }] } },
+      });
+    });
+  });
+
+  describe('access', () => {
+    it('returns only what the user may search; a HAS_SEARCH_ACCESS grant makes it appear', async () => {
+      expect(await names({ match: { name: 'lily' } })).toEqual(sorted('lily', 'flame'));
+      expect(await names({ match: { name: 'lily' } }, {}, bob)).toEqual(['secret']);
+      const grant = await h().request('POST', '/', { token: bob.token, body: { type: 'HAS_SEARCH_ACCESS', start: alice.id, end: el.secret } });
+      expect(grant.status, grant.text).toBe(201);
+      expect(new Set(await names({ match: { name: 'lily' } }))).toEqual(new Set(['lily', 'flame', 'secret']));
+      expect((await h().request('DELETE', `/${grant.headers.get('location')!.slice(1)}`, { token: bob.token })).status).toBe(204);
+      expect(await names({ match: { name: 'lily' } })).toEqual(sorted('lily', 'flame'));
+    });
+
+    it('agrees with the access module on every element, for every kind of grant', async () => {
+      const users: Record<string, User> = {};
+      for (const name of ['owner', 'member', 'reader', 'searcher', 'creator', 'outsider']) users[name] = await userWithToken(h(), `${name}@engine-access.dev`);
+      const O = users.owner!.token;
+      const relate = async (token: string, type: string, start: string, end: string) => {
+        const res = await h().request('POST', '/', { token, body: { type, start, end, data: { note: 'access relation' } } });
+        expect(res.status, res.text).toBe(201);
+        return res.headers.get('location')!.slice(1);
+      };
+      const group = await createElement(h(), O, { type: 'Group', data: { note: 'group' } });
+      const outer = await createElement(h(), O, { type: 'Group', data: { note: 'outer group' } });
+      await relate(O, 'IS_IN_GROUP', users.member!.id, group);
+      await relate(O, 'IS_IN_GROUP', group, outer);
+      const f1 = await createElement(h(), O, { type: 'Folder', data: { note: 'f1' } }, outer);
+      const f2 = await createElement(h(), O, { type: 'Folder', data: { note: 'f2' } }, f1);
+      const doc = await createElement(h(), O, { type: 'Doc', data: { note: 'doc' } }, f2);
+      const other = await createElement(h(), O, { type: 'Doc', data: { note: 'other' } });
+      await relate(O, 'HAS_READ_ACCESS', users.reader!.id, f2);
+      await relate(O, 'HAS_SEARCH_ACCESS', users.searcher!.id, doc);
+      await relate(O, 'HAS_CREATE_ACCESS', users.creator!.id, f2);
+      const created = await createElement(h(), users.creator!.token, { type: 'Doc', data: { note: 'by creator' } }, f2);
+      await createElement(h(), O, { type: 'Doc', data: { note: 'below created' } }, created);
+      await relate(O, 'LINKS', doc, other);
+      await relate(O, 'LINKS', f2, doc);
+      const { rows } = await h().db.query<{ id: string }>('SELECT id FROM elements');
+      const ids = rows.map((r) => r.id);
+      for (const [name, user] of Object.entries(users)) {
+        const expected = await permittedIds(h().db, user.id, 'SEARCH', ids);
+        const { output } = await search({ match_all: {} }, { pageSize: 1000 }, user);
+        const found = output.elements.map((e) => e.id);
+        expect(new Set(found), name).toEqual(expected);
+        expect(found.length, name).toBe(expected.size);
+        expect(output.totalHits, name).toBe(expected.size);
+      }
+      expect((await search({ match: { note: 'doc' } }, {}, users.searcher!)).output.elements.map((e) => e.id)).toEqual([doc]);
+    });
+  });
+
+  describe('validation', () => {
+    it('answers an unknown kind, a malformed clause or a wrong type with 400 naming the path', async () => {
+      await badRequest({ no_such_kind: {} }, /^query: unknown or unsupported query kind 'no_such_kind'/);
+      await badRequest({}, /exactly one query kind/);
+      await badRequest({ match: { a: 'x' }, term: { b: 'y' } }, /exactly one query kind/);
+      await badRequest({ bool: { must: [{ match: { name: 'x' } }, { matchh: {} }] } }, /query\.bool\.must\[1\]: unknown/);
+      await badRequest({ bool: { should: 'x' } }, /query\.bool\.should: must be a query object/);
+      await badRequest({ bool: { musst: [] } }, /unknown parameter 'musst'/);
+      await badRequest({ match: { name: { query: 'x', operator: 'xor' } } }, /query\.match\.name\.operator/);
+      await badRequest({ match: { name: { query: 'x', fuzziness: 3 } } }, /fuzziness/);
+      await badRequest({ match: { name: { query: 'x', boost: 'high' } } }, /boost/);
+      await badRequest({ match: { name: { text: 'x' } } }, /unknown parameter 'text'/);
+      await badRequest({ match: { name: null } }, /query\.match\.name/);
+      await badRequest({ match: { a: 'x', b: 'y' } }, /exactly one field/);
+      await badRequest({ term: { name: ['x'] } }, /query\.term\.name/);
+      await badRequest({ terms: { name: 'x' } }, /list of values/);
+      await badRequest({ range: { height: 5 } }, /query\.range\.height/);
+      await badRequest({ range: { height: { from: 5 } } }, /unknown parameter 'from'/);
+      await badRequest({ exists: { field: 5 } }, /query\.exists\.field/);
+      await badRequest({ ids: { values: 'x' } }, /query\.ids\.values/);
+      await badRequest({ prefix: { _id: 'x' } }, /prefix and wildcard/);
+      await badRequest({ match: { name: { query: 'x', minimum_should_match: 'most' } } }, /minimum_should_match/);
+      await badRequest('just a string', /query: must be a query object/);
+      await badRequest({ bool: { must: Array.from({ length: 2000 }, () => ({ match_all: {} })) } }, /at most 1024 clauses/);
+      let deep: unknown = { match_all: {} };
+      for (let i = 0; i < 40; i++) deep = { bool: { must: deep } };
+      await badRequest(deep, /nest at most/);
+    });
+
+    it('quotes every value: quotes, backslashes and tsquery syntax are plain text', async () => {
+      const id = await createElement(h(), alice.token, { type: 'Odd', data: { odd: "it's a \\ back'slash & | ! ( ) :* <-> value", tok: 'plain' } });
+      expect((await search({ term: { 'odd.keyword': "it's a \\ back'slash & | ! ( ) :* <-> value" } })).output.elements.map((e) => e.id)).toEqual([id]);
+      expect((await search({ prefix: { 'odd.keyword': "it's a \\ back'" } })).output.elements.map((e) => e.id)).toEqual([id]);
+      expect((await search({ match: { odd: "slash & | ! ( ) :* <-> it's" } })).output.elements.map((e) => e.id)).toEqual([id]);
+      expect((await search({ match: { "odd' | 'x": 'plain' } })).output.totalHits).toBe(0);
+      expect((await search({ term: { 'tok.keyword': "plain' | 'x" } })).output.totalHits).toBe(0);
+      // field names reach jsonpath and LIKE patterns quoted too
+      for (const field of ['we"ird$.x', "it's", 'a\\b', '%', '_'])
+        for (const query of [{ range: { [field]: { gte: 1 } } }, { wildcard: { [field]: 'x*' } }, { match: { [field]: { query: 'plian', fuzziness: 1 } } }])
+          expect((await search(query)).output.totalHits, JSON.stringify(query)).toBe(0);
+      expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
+    });
+  });
+});
