@@ -24,6 +24,8 @@ export interface DatasetSpec {
 export interface Target {
   id: string;
   token: string;
+  /** The target's grandparent (a level-2 folder): 3 OWNS hops above the target's children. */
+  grandparent: string;
 }
 
 export interface Dataset {
@@ -66,6 +68,8 @@ function rng(seed: number) {
 }
 
 const WORDS = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega'.split(' ');
+/** 100 words for `title`, two per node: each word is in about 2% of the tree nodes (the search scenario's selectivity). */
+export const TITLE_WORDS = WORDS.flatMap((a, i) => WORDS.slice(i + 1, i + 6).map((b) => `${a}${b}`)).slice(0, 100);
 
 export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: string) => void): Promise<Dataset> {
   const started = Date.now();
@@ -143,6 +147,7 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
   // OWNS trees: 18 of 20 owned by a g2 (the targets live there), 1 by a g3, 1 by a user directly.
   const trees = Math.max(1, Math.floor((spec.nodes - nodes.length) / PER_TREE));
   const targets: Target[] = [];
+  const parentOf = new Map<string, string>();
   let hasTag = 0;
   let serial = 0;
   for (let t = 0; t < trees; t++) {
@@ -176,9 +181,11 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
             level: depth,
             number: serial,
             description: sentence(leaf ? 12 : 6),
+            title: `${pick(TITLE_WORDS)} ${pick(TITLE_WORDS)}`,
             ...(leaf ? { status: pick(['draft', 'review', 'published']), pages: 1 + Math.floor(random() * 200) } : {}),
           });
           relation('OWNS', parent, id);
+          parentOf.set(id, parent);
           relation('CREATED', creator, id);
           if (leaf && random() < 0.3) {
             relation('HAS_TAG', id, pick(tags));
@@ -187,7 +194,7 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
           next.push(id);
           if (depth === 4 && viaG2) {
             // A user of a g1 inside this g2: exactly 2 IS_IN_GROUP hops, then 4 OWNS hops down to `id`.
-            targets.push({ id, token: tokenOf.get(pick(members))! });
+            targets.push({ id, token: tokenOf.get(pick(members))!, grandparent: parentOf.get(parentOf.get(id)!)! });
           }
         }
       }
