@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { analyze, canonicalNumber } from '../../src/domain/search/query-dsl.js';
 import type { SearchEngineOptions } from '../../src/domain/search/types.js';
 import { permittedIds } from '../../src/storage/queries/access.js';
+import { readableElements } from '../../src/storage/queries/hydration.js';
 import { runSearchEngine } from '../../src/storage/queries/search-engine.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
@@ -384,7 +385,7 @@ describeBackends('search engine', (h) => {
       expect(await names({ match: { name: 'lily' } })).toEqual(sorted('lily', 'flame'));
     });
 
-    it('agrees with the access module on every element, for every kind of grant', async () => {
+    it('agrees with the access module on every element, for every kind of grant (SEARCH, and READ as hydration decides it)', async () => {
       const users: Record<string, User> = {};
       for (const name of ['owner', 'member', 'reader', 'searcher', 'creator', 'outsider']) users[name] = await userWithToken(h(), `${name}@engine-access.dev`);
       const O = users.owner!.token;
@@ -417,6 +418,11 @@ describeBackends('search engine', (h) => {
         expect(new Set(found), name).toEqual(expected);
         expect(found.length, name).toBe(expected.size);
         expect(output.totalHits, name).toBe(expected.size);
+        // READ, as hydration decides it set-wise, agrees with the per-element rule too.
+        const readable = await permittedIds(h().db, user.id, 'READ', ids);
+        const hydrated = await readableElements(h().db, user.id, ids);
+        expect(new Set(hydrated.map((e) => e.id)), `${name} READ`).toEqual(readable);
+        expect(hydrated.length, `${name} READ`).toBe(readable.size);
       }
       expect((await search({ match: { note: 'doc' } }, {}, users.searcher!)).output.elements.map((e) => e.id)).toEqual([doc]);
     });

@@ -66,16 +66,13 @@ function buildInlineCheck(user: string, permission: Permission, e: string): stri
  * 1.1 ms to hash what the caller's grants own (scratch/search-parts.ts).
  *
  * For nodes this IS the rule, for many rows at once (used by the search-engine step, whose statement must define
- * SEARCH_GRANTS_CTE); test/search/search-engine.test.ts compares it with permittedIds on a graph with every kind
+ * grantsCte(SEARCH)); test/search/search-engine.test.ts compares it with permittedIds on a graph with every kind
  * of grant, so a rule changed in one place and not the other fails there. Relations, whose
  * rules look at both ends, still go through inlineCheck, behind a necessary condition of the same form (every
  * relation rule needs one of: the caller is its start, the caller may read its end, a grant on the relation itself).
  */
 export function searchableSetwise(user: string): string {
-  const reachable = (x: string) => `(${x} = ${user}
-      OR ${x} IN (SELECT id FROM grants)
-      OR EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = ${x} AND o.owner_id IN (SELECT id FROM grants))
-      OR EXISTS (SELECT 1 FROM elements c WHERE c.end_id = ${x} AND c.type = 'CREATED' AND c.start_id = ${user}))`;
+  const reachable = (x: string) => reachableSetwise(user, x);
   const relationSuperset = `(e.start_id = ${user} OR ${reachable('e.end_id')} OR e.id IN (SELECT id FROM grants)
       OR EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = e.id AND o.owner_id IN (SELECT id FROM grants)))`;
   return `CASE WHEN e.start_id IS NULL THEN ${reachable('e.id')}
@@ -83,11 +80,34 @@ export function searchableSetwise(user: string): string {
     ELSE false END`;
 }
 
-/** The CTE `searchableSetwise` reads: what the caller's principals hold an OWNS or SEARCH-granting relation to (`$1` = caller). */
-export const SEARCH_GRANTS_CTE = `grants AS MATERIALIZED (
+/**
+ * READ for many rows at once (hydration in the search pipeline, whose statement must define grantsCte('READ')):
+ * nodes by the same set-wise node rule as searchableSetwise; a relation whose two ends the caller may read is
+ * readable by that clause of the relation rule (trellis_allows, migration 004), decided set-wise too; any other
+ * relation takes the exact per-row check. Hydrating the 253 elements of the benchmark's Cypher paths (126
+ * relations) went through trellis_allows once per relation before. Compared with permittedIds(READ) by
+ * test/search/search-engine.test.ts on a graph with every kind of grant.
+ */
+export function readableSetwise(user: string): string {
+  const reachable = (x: string) => reachableSetwise(user, x);
+  return `CASE WHEN e.start_id IS NULL THEN ${reachable('e.id')}
+    WHEN ${reachable('e.start_id')} AND ${reachable('e.end_id')} THEN true
+    ELSE ${inlineCheck(user, 'READ', 'e')} END`;
+}
+
+/** The node rule for READ/SEARCH over the `grants` CTE: the caller itself, created by the caller, or granted/owned. */
+function reachableSetwise(user: string, x: string): string {
+  return `(${x} = ${user}
+      OR ${x} IN (SELECT id FROM grants)
+      OR EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = ${x} AND o.owner_id IN (SELECT id FROM grants))
+      OR EXISTS (SELECT 1 FROM elements c WHERE c.end_id = ${x} AND c.type = 'CREATED' AND c.start_id = ${user}))`;
+}
+
+/** The CTE the set-wise checks read: the ends of the relations granting `permission` from the caller (`$1`) or its groups. */
+export const grantsCte = (permission: 'READ' | 'SEARCH') => `grants AS MATERIALIZED (
     SELECT g.end_id AS id FROM elements g
     WHERE g.start_id = ANY($1::uuid || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = $1::uuid))
-      AND g.type IN (${GRANT_TYPES.SEARCH.map((t) => `'${t}'`).join(', ')}))`;
+      AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')}))`;
 
 /** READ, for GET /<id> and the collections. */
 export const inlineReadCheck = (user: string, e = 'e'): string => inlineCheck(user, 'READ', e);

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { compileQuery, SqlParams } from '../../domain/search/query-dsl.js';
 import type { SearchEngineOptions, SearchEngineOutput } from '../../domain/search/types.js';
 import type { Queryable } from '../db.js';
-import { SEARCH_GRANTS_CTE, searchableSetwise } from './access.js';
+import { grantsCte, searchableSetwise } from './access.js';
 
 interface HitRow {
   total: number;
@@ -75,7 +75,7 @@ export async function runSearchEngine(
   const where = [...compiled.where, ...(types === null ? [] : [types]), searchableSetwise('$1::uuid')];
   const minScore = options.minScore === null ? '' : `WHERE score >= ${params.add(options.minScore, 'float8')}`;
   // Scores are rounded so that two hits whose scores differ only by floating-point noise are ordered by id.
-  const sql = `WITH ${[...compiled.ctes, SEARCH_GRANTS_CTE].join(',\n  ')},
+  const sql = `WITH ${[...compiled.ctes, grantsCte('SEARCH')].join(',\n  ')},
   hits AS MATERIALIZED (
     SELECT e.id, e.type, round((${compiled.score})::numeric, 6)::float8 AS score
     FROM elements e
