@@ -76,6 +76,25 @@ describeBackends('access matrix', (h) => {
     }
   });
 
+  // Cypher walks (storage/queries/cypher.ts) check READ on every node they add and rely on this clause for the
+  // relations between them.
+  it('any relation whose two ends the caller may read is readable, whatever its type', async () => {
+    const O = u.owner!.token;
+    const link = await relate(O, 'LINKS', e.f3!, e.doc!);
+    expect(link.status).toBe(201);
+    const ids = [link.headers.get('location')!.slice(1)];
+    const { rows } = await h().db.query<{ id: string }>(
+      `SELECT id FROM elements WHERE type IN ('OWNS', 'HAS_READ_ACCESS', 'HAS_SEARCH_ACCESS') AND start_id = ANY($1::uuid[]) AND end_id = ANY($1::uuid[])`,
+      [[e.f2, e.f3, e.doc]],
+    );
+    ids.push(...rows.map((r) => r.id));
+    expect(ids.length).toBeGreaterThanOrEqual(3); // the link and the OWNS relations f2 -> f3 -> doc
+    for (const [name, perms] of Object.entries(EXPECTED)) {
+      const readable = await permittedIds(h().db, u[name]!.id, 'READ', ids);
+      expect(readable.size, `${name} READ of relations between readable nodes`).toBe(perms.includes('READ') ? ids.length : 0);
+    }
+  });
+
   it('a CREATED relation lets the creator read what it created, even after losing the grant', async () => {
     const child = await createElement(h(), u.creator!.token, { type: 'Note', data: { by: 'creator' } }, e.f3);
     expect((await h().request('GET', `/${child}`, { token: u.creator!.token })).status).toBe(200);

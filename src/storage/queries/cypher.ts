@@ -8,8 +8,9 @@
 //            partial path (nodes, rels, the position of each pattern node in it) and its state (segment, hops in
 //            it). The walk starts from the pattern end that is best bound (ids from WHERE/UNWIND, then conditions,
 //            then a label) and extends one relation per step through index probes; READ access is checked on
-//            every relation and node as it is added, which prunes early: a path with an element the caller cannot
-//            read is dropped anyway, so pruning gives the same result while walking far less.
+//            every node as it is added (and so on every relation: one whose two ends the caller may read is
+//            readable), which prunes early: a path with an element the caller cannot read is dropped anyway, so
+//            pruning gives the same result while walking far less.
 //   w<i>c    the walk, capped at MAX_EXPLORED rows (a row beyond it is an error, never a silent truncation)
 //   m        complete matches: the walks joined on shared variables, the WHERE conditions that span variables,
 //            relationship uniqueness across patterns; capped at MAX_PATHS rows (beyond: an error)
@@ -35,7 +36,8 @@
 //   LIMIT cannot stop the search early, and truncating would make LIMIT return an arbitrary subset;
 // - at most MAX_UNWIND (10,000) UNWIND items; queries up to 16,384 characters (parser).
 // Measured (scratch/cypher-explain.ts, 327k elements, PostgreSQL 15): the benchmark's depth-3 walk from one
-// folder, 126 paths, executes in about 4 ms; relation READ checks (a PL/pgSQL call each) are most of it.
+// folder, 126 paths, executed in about 4 ms when every relation had its own READ check (a PL/pgSQL call each, most
+// of the time); see step() for why a relation needs none.
 import type { PathsOutput } from '../../domain/search/types.js';
 import {
   cypherError,
@@ -770,9 +772,11 @@ WHERE ${and(where)}`;
           `cardinality(w.rels) < ${MAX_HOPS}`,
           `${n}.start_id IS NULL`,
           this.readable(n),
-          // The relation's check (a function call, several times the node's inline probes) after the node's: the
-          // CASE refers to the node, so PostgreSQL evaluates it at the join, only for rows whose node passed.
-          `CASE WHEN ${n}.id IS NOT NULL THEN ${this.readable(r)} ELSE false END`,
+          // No check of the relation itself: its ends are w.node (checked when it was added) and n (checked just
+          // above), and the relation rule makes any relation readable with READ on both ends (trellis_allows,
+          // migration 004; asserted by test/elements/access-matrix.test.ts). Its own check, a PL/pgSQL call per
+          // relation, was most of the statement: without it the benchmark's Cypher request (quick runs, back to
+          // back, p50) went from 15.4-15.5 to 10.0-12.5 ms on PostgreSQL and from 20.4-24.9 to 13.8-14.5 ms on PGlite.
         ];
         branches.push(`SELECT x.seg, x.hops, ${n}.id AS node, ${r}.id AS rel, x.pos
   FROM elements ${r} JOIN elements ${n} ON ${n}.id = ${r}.${there}
