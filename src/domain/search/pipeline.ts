@@ -44,6 +44,12 @@ type StepOutput =
   | { kind: 'cypher'; value: PathsOutput }
   | { kind: 'hydration'; value: ElementJson[] };
 
+/** What running one step yields: its output (for `stepResults` and hydration) and its extra debug fields. */
+interface StepRun {
+  output: StepOutput;
+  fields: DebugFields;
+}
+
 interface DebugEntry extends JsonObject {
   input: { type: string; query: unknown; parameters: JsonObject };
   'step-handler': string;
@@ -87,37 +93,42 @@ export class Search {
           duration: Math.round((end - start) * 1e6) / 1e6,
         });
     }
-    return JSON.stringify(request.debug ? { type: '_SearchResultResponse', results, debug } : { type: '_SearchResultResponse', results });
+    const response = { type: '_SearchResultResponse', results };
+    return JSON.stringify(request.debug ? { ...response, debug } : response);
   }
 
   private get expressions(): ExpressionOptions {
     return this.settings.expression;
   }
 
-  private async runStep(userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<{ output: StepOutput; fields: DebugFields }> {
+  private async runStep(userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<StepRun> {
     switch (step.kind) {
       case 'search-engine': {
         const query = resolveExpressions(step.query, parameters, this.expressions);
-        if (!isObject(query)) throw badContent(`steps[${step.index}].query must be a query DSL object (or an expression yielding one).`);
+        if (!isObject(query))
+          throw badContent(`steps[${step.index}].query must be a query DSL object (or an expression yielding one).`);
         const { output, combinedQuery } = await runSearchEngine(this.db, userId, query, engineOptions(step, parameters));
         return { output: { kind: 'search-engine', value: output }, fields: { indices: '*', combinedQuery } };
       }
       case 'cypher': {
         if (typeof step.query !== 'string' || step.query.trim() === '')
           throw badContent(`steps[${step.index}].query must be a Cypher query string.`);
-        return { output: { kind: 'cypher', value: await runCypherPaths(this.db, userId, step.query, parameters) }, fields: {} };
+        const paths = await runCypherPaths(this.db, userId, step.query, parameters);
+        return { output: { kind: 'cypher', value: paths }, fields: {} };
       }
       case 'hydration':
         return this.hydrate(userId, step, parameters, previous);
     }
   }
 
-  private async hydrate(userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<{ output: StepOutput; fields: DebugFields }> {
-    const requested = step.query === null || step.query === undefined ? idsOf(step, previous) : explicitIds(step, parameters, this.expressions);
+  private async hydrate(userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<StepRun> {
+    const requested =
+      step.query === null || step.query === undefined ? idsOf(step, previous) : explicitIds(step, parameters, this.expressions);
     // Duplicates are dropped, keeping the first occurrence (and so the requested order).
     const ids = [...new Set(requested)];
     const redundant = requested.length - ids.length;
-    if (ids.length > MAX_HYDRATED) throw badContent(`steps[${step.index}] would hydrate ${ids.length} elements; at most ${MAX_HYDRATED} are allowed.`);
+    if (ids.length > MAX_HYDRATED)
+      throw badContent(`steps[${step.index}] would hydrate ${ids.length} elements; at most ${MAX_HYDRATED} are allowed.`);
     const rows = await readableElements(this.db, userId, ids);
     const byId = new Map(rows.map((row) => [row.id, row]));
     const elements = ids.flatMap((id) => {
@@ -125,7 +136,12 @@ export class Search {
       return row ? [toElementJson(row)] : [];
     });
     const fields: DebugFields = { accessibleElementIds: elements.map((e) => e.id) };
-    if (redundant > 0) fields.redundantElementIds = { note: 'duplicate element ids were removed before hydration', count: redundant, elementIds: duplicatesOf(requested) };
+    if (redundant > 0)
+      fields.redundantElementIds = {
+        note: 'duplicate element ids were removed before hydration',
+        count: redundant,
+        elementIds: duplicatesOf(requested),
+      };
     return { output: { kind: 'hydration', value: elements }, fields };
   }
 }
@@ -195,7 +211,9 @@ function idsOf(step: Step, previous: StepOutput | null): string[] {
       return previous.value.elements.map((e) => e.id);
     case 'cypher':
       // Each path alternates node, relation, node…; keeping that order makes the results read like the paths.
-      return previous.value.paths.flatMap((path) => path.nodeIds.flatMap((node, i) => (i < path.relationIds.length ? [node, path.relationIds[i]!] : [node])));
+      return previous.value.paths.flatMap((path) =>
+        path.nodeIds.flatMap((node, i) => (i < path.relationIds.length ? [node, path.relationIds[i]!] : [node])),
+      );
     case 'hydration':
       return previous.value.map((e) => e.id);
   }
