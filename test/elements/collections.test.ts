@@ -129,6 +129,56 @@ describeBackends('collections', (h) => {
     expect((await h().request('GET', `/not-a-uuid/children`, { token: unknown })).status).toBe(404);
   });
 
+  it('lists every element as GET /<id> shows it (the database renders collection members)', async () => {
+    const box = await createElement(h(), alice.token, { type: 'Folder' });
+    const tricky = {
+      quote: 'say "hi"\n\ttab \\ back/slash',
+      unicode: 'Zürich 東京 😀 \u2028',
+      control: '\u0001\u001f\u007f',
+      nested: { a: [1, 2.5, { b: null }], z: true, 'dotted.key': 'x' },
+      numbers: [1e21, -0.000001, 123456789, 0],
+      empty: {},
+      emptyList: [],
+      'key with spaces': 'x',
+    };
+    const rich = await createElement(h(), alice.token, { type: 'Doc_x-1', data: tricky }, box);
+    const bare = await createElement(h(), alice.token, { type: 'Doc' }, box);
+    const withFile = await createElement(h(), alice.token, { type: 'Doc', data: { name: 'has a file' } }, box);
+    const upload = await h().request('POST', `/${withFile}/file`, {
+      token: alice.token,
+      raw: new TextEncoder().encode('hello'),
+      headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="note.txt"' },
+    });
+    expect(upload.status).toBe(201);
+    const link = await h().request('POST', '/', { token: alice.token, body: { type: 'LINKS', start: rich, end: bare, data: { why: 'ü "x"' } } });
+    expect(link.status).toBe(201);
+    h().clock.advance(5);
+    await h().request('PATCH', `/${bare}`, { token: alice.token, body: { touched: 1.5 } });
+
+    const same = async (listed: { id: string }) => {
+      const one = await h().request('GET', `/${listed.id}`, { token: alice.token });
+      expect(one.status).toBe(200);
+      // Same values, same key order (JSON.stringify keeps the order of the parsed objects).
+      expect(JSON.stringify(listed)).toBe(JSON.stringify(one.json));
+    };
+    const page = await h().request('GET', `/${box}/children`, { token: alice.token });
+    expect(page.status).toBe(200);
+    expect(page.json.nodes).toHaveLength(3);
+    expect(page.json.relations).toHaveLength(3);
+    for (const element of [...page.json.nodes, ...page.json.relations]) await same(element);
+    const fileNode = page.json.nodes.find((n: any) => n.id === withFile);
+    expect(fileNode.data).toMatchObject({ hasFile: true, file: { contentLength: 5, extension: 'txt' } });
+    expect(fileNode.file).toEqual(fileNode.data.file);
+    expect(page.json.nodes.find((n: any) => n.id === rich).data).toMatchObject(tricky);
+    const related = await h().request('GET', `/${rich}/related`, { token: alice.token });
+    const linkJson = related.json.relations.find((r: any) => r.type === 'LINKS');
+    expect(linkJson).toMatchObject({ start: rich, end: bare, data: { why: 'ü "x"' } });
+    await same(linkJson);
+    // Relations are ordered by member, then by relation id; nodes by id.
+    expect(page.json.nodes.map((n: any) => n.id)).toEqual([rich, bare, withFile].sort());
+    expect(page.json.relations.map((r: any) => r.end)).toEqual([rich, bare, withFile].sort());
+  });
+
   it('collection ETags change with membership and member data; 304 on match', async () => {
     const first = await h().request('GET', `/${folder}/children`, { token: alice.token });
     const etag = first.headers.get('etag')!;

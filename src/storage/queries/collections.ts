@@ -3,7 +3,8 @@
 import type { Queryable } from '../db.js';
 import { allowsSql, inlineReadCheck } from './access.js';
 import { callerParams, callerSql, type Credentials } from './accounts.js';
-import { ELEMENT_COLUMNS, type ElementRow } from './elements.js';
+import { elementArraySql } from './element-json.js';
+import { ELEMENT_COLUMNS } from './elements.js';
 
 export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
 
@@ -29,25 +30,19 @@ export interface CollectionPage {
   /** False when the anchor is missing or the caller may not read it (404); the page is then empty. */
   found: boolean;
   total: number;
-  nodes: ElementRow[];
-  relations: ElementRow[];
+  /** The JSON arrays of the page's nodes and relations (element-json.ts), ordered by member id, then relation id. */
+  nodesJson: string;
+  relationsJson: string;
 }
-
-type Row = ElementRow & {
-  kind: 'total' | 'node' | 'relation';
-  total: number;
-  other: string | null;
-  authenticated: boolean | null;
-  found: boolean | null;
-};
 
 /**
  * One collection page in one statement: resolves the credentials (callerSql), checks READ on the anchor
  * (inlineReadCheck; for the index the anchor is the caller's own User node, always readable), then filters by
  * access, counts and pages. Members are the far ends of the readable relations that connect the anchor; the page
  * is over members ordered by id. Listed nodes are the readable members of the page; listed relations are the
- * readable relations to them. `anchorId` is ignored for the index. The 'total' row always comes back and says
+ * readable relations to them. `anchorId` is ignored for the index. The one row always comes back and says
  * whether the caller was authenticated and the anchor found and readable; when not, `p` is empty and so is the page.
+ * The elements come rendered as JSON by the database (element-json.ts says why).
  */
 export async function collectionPage(
   q: Queryable,
@@ -70,7 +65,7 @@ export async function collectionPage(
   const inherited = shape.inherits ? `trellis_granted(q.ids, anchor.id, trellis_grant_types('READ'))` : 'false';
   // CASE, not OR: the cheap answer is taken without evaluating the per-row check.
   const readable = `CASE WHEN p.inherited THEN true ELSE ${allowsSql('p.user_id', 'p.ids', `'READ'`)} END`;
-  const { rows } = await q.query<Row>(
+  const { rows } = await q.query<{ authenticated: boolean; found: boolean; total: string; nodes: string; relations: string }>(
     `WITH caller AS MATERIALIZED (${caller.sql}),
      anchor AS MATERIALIZED (${anchor}),
      p AS MATERIALIZED (
@@ -84,27 +79,19 @@ export async function collectionPage(
      ),
      members AS (SELECT DISTINCT other FROM rels),
      page AS (SELECT other FROM members ORDER BY other LIMIT $4 OFFSET $5)
-     SELECT 'total' AS kind, (SELECT count(*) FROM members) AS total, NULL::uuid AS other,
-            EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM p) AS found,
-            NULL::uuid AS id, NULL AS type, NULL::uuid AS start_id, NULL::uuid AS end_id, NULL::jsonb AS data,
-            NULL::jsonb AS file, NULL::timestamptz AS created, NULL::timestamptz AS updated
-     UNION ALL
-     SELECT 'node', 0, e.id, NULL, NULL, ${ELEMENT_COLUMNS} FROM page JOIN elements e ON e.id = page.other, p
-       WHERE ${readable}
-     UNION ALL
-     SELECT 'relation', 0, r.other, NULL, NULL, r.id, r.type, r.start_id, r.end_id, r.data, r.file, r.created, r.updated
-       FROM rels r JOIN page ON page.other = r.other`,
+     SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM p) AS found,
+            (SELECT count(*) FROM members) AS total,
+            (SELECT ${elementArraySql('e', 'e.id')} FROM page JOIN elements e ON e.id = page.other, p WHERE ${readable}) AS nodes,
+            (SELECT ${elementArraySql('r', 'r.other, r.id')} FROM rels r JOIN page ON page.other = r.other) AS relations`,
     params,
     `collection_${kind}${caller.suffix}`,
   );
-  const byId = (a: Row, b: Row) =>
-    a.other! < b.other! ? -1 : a.other! > b.other! ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-  const head = rows.find((r) => r.kind === 'total');
+  const row = rows[0]!;
   return {
-    authenticated: head?.authenticated === true,
-    found: head?.found === true,
-    total: Number(head?.total ?? 0),
-    nodes: rows.filter((r) => r.kind === 'node').sort(byId),
-    relations: rows.filter((r) => r.kind === 'relation').sort(byId),
+    authenticated: row.authenticated,
+    found: row.found,
+    total: Number(row.total),
+    nodesJson: row.nodes,
+    relationsJson: row.relations,
   };
 }
