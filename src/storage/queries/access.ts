@@ -110,6 +110,21 @@ export const grantsCte = (permission: 'READ' | 'SEARCH') => `grants AS MATERIALI
     WHERE g.start_id = ANY($1::uuid || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = $1::uuid))
       AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')}))`;
 
+/**
+ * SQL boolean: does an OWNS or HAS_READ_ACCESS relation lead from one of `principals` (a uuid[] expression) to
+ * `target` or to an element owning it? That READ propagates down OWNS (DESIGN.md access model), so a collection
+ * whose anchor passes it lists its children without checking each. trellis_granted(principals, target,
+ * trellis_grant_types('READ')) of migration 005, inlined: a PL/pgSQL call costs more than its two index probes.
+ */
+export const inheritedReadSql = (principals: string, target: string): string => `EXISTS (
+    SELECT 1 FROM (SELECT ${target} AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = ${target}) up
+    JOIN elements g ON g.end_id = up.id AND g.type IN (${GRANT_TYPES.READ.map((t) => `'${t}'`).join(', ')})
+    WHERE g.start_id = ANY(${principals}))`;
+
+/** The caller and its groups (trellis_principals of migration 005, inlined), as a uuid[] expression. */
+export const principalsSql = (user: string): string =>
+  `(${user} || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = ${user}))`;
+
 /** READ, for GET /<id> and the collections. */
 export const inlineReadCheck = (user: string, e = 'e'): string => inlineCheck(user, 'READ', e);
 

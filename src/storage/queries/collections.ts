@@ -1,7 +1,7 @@
 // SQL of the collection endpoints: one statement per request that authenticates, checks the anchor, filters by
 // access, counts and pages.
 import type { Queryable } from '../db.js';
-import { allowsSql, inlineReadCheck } from './access.js';
+import { allowsSql, inheritedReadSql, inlineReadCheck, principalsSql } from './access.js';
 import { callerParams, callerSql, type Credentials } from './accounts.js';
 import { elementArraySql } from './element-json.js';
 import { ELEMENT_COLUMNS } from './elements.js';
@@ -57,20 +57,22 @@ export async function collectionPage(
   const caller = callerSql(credentials);
   const params: unknown[] = [...callerParams(credentials, now), limit, offset];
   // $1-$3 are callerSql's, $4 and $5 limit and offset, $6 the anchor (not for the index).
-  let anchor = `SELECT caller.user_id AS id, true AS allowed FROM caller`;
+  // The anchor, whether the caller may read it, and whether that READ reaches the members by inheritance.
+  let anchor = `SELECT caller.user_id AS id, true AS allowed, false AS inherited FROM caller`;
   if (kind !== 'index') {
     params.push(anchorId);
-    anchor = `SELECT e.id, ${inlineReadCheck('caller.user_id')} AS allowed FROM caller LEFT JOIN elements e ON e.id = $6::uuid`;
+    const inherited = shape.inherits ? `e.id IS NOT NULL AND ${inheritedReadSql(principalsSql('caller.user_id'), 'e.id')}` : 'false';
+    anchor = `SELECT e.id, ${inlineReadCheck('caller.user_id')} AS allowed, ${inherited} AS inherited
+      FROM caller LEFT JOIN elements e ON e.id = $6::uuid`;
   }
-  const inherited = shape.inherits ? `trellis_granted(q.ids, anchor.id, trellis_grant_types('READ'))` : 'false';
   // CASE, not OR: the cheap answer is taken without evaluating the per-row check.
   const readable = `CASE WHEN p.inherited THEN true ELSE ${allowsSql('p.user_id', 'p.ids', `'READ'`)} END`;
   const { rows } = await q.query<{ authenticated: boolean; found: boolean; total: string; nodes: string; relations: string }>(
     `WITH caller AS MATERIALIZED (${caller.sql}),
      anchor AS MATERIALIZED (${anchor}),
      p AS MATERIALIZED (
-       SELECT caller.user_id, anchor.id AS anchor_id, q.ids, ${inherited} AS inherited
-       FROM caller, anchor, LATERAL (SELECT trellis_principals(caller.user_id) AS ids) q
+       SELECT caller.user_id, anchor.id AS anchor_id, ${principalsSql('caller.user_id')} AS ids, anchor.inherited
+       FROM caller, anchor
        WHERE anchor.allowed
      ),
      rels AS MATERIALIZED (
