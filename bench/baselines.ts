@@ -1,5 +1,5 @@
 // The baselines of issue 8: tiny Fastify servers with the same Fastify version, the same `pg` driver and pool
-// settings as Trellis (a pg.Pool of 10 on PostgreSQL; PGlite through its node-postgres adapter, opened exactly as
+// settings as Trellis (a pg.Pool of defaultPoolSize() connections on PostgreSQL; PGlite through its node-postgres adapter, opened exactly as
 // src/storage/pglite.ts opens it), on the same data. Run as a child process by bench/run.ts:
 //
 //   node --import tsx bench/baselines.ts --port P --files DIR (--database-url URL | --pglite DIR)
@@ -24,6 +24,7 @@ import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { createPglite } from '../src/storage/pglite.js';
+import { defaultPoolSize } from '../src/storage/postgres.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -41,7 +42,7 @@ if (!args.port || !args.files || (!args['database-url'] && !args.pglite)) {
 const pglite = args['database-url'] ? null : await createPglite(args.pglite);
 const pool = pglite
   ? new pg.Pool(createPgConfig(pglite) as unknown as pg.PoolConfig)
-  : new pg.Pool({ connectionString: args['database-url'], max: 10 });
+  : new pg.Pool({ connectionString: args['database-url'], max: defaultPoolSize() });
 pool.on('error', () => {});
 await pool.query('CREATE TABLE IF NOT EXISTS bench_b2 (LIKE elements INCLUDING ALL)');
 // B2 is one plain single-row INSERT: without the search index's generated tsvector column (migration 006) and its GIN

@@ -37,6 +37,11 @@ export const SettingsSchema = Type.Object(
     expression: obj({ enabled: Type.Boolean({ default: true }), maxLength: int(10240, 1) }),
     instanceConfiguration: obj({ enabled: Type.Boolean({ default: true }), showVersion: Type.Boolean({ default: true }) }),
     cache: obj({ etagUpperLimitInCollectionEndpoints: int(100) }),
+    // Connections of the PostgreSQL pool (DATABASE_URL; the embedded database has one). 'auto' sizes it to this
+    // machine (storage/postgres.ts defaultPoolSize).
+    database: obj({
+      poolSize: Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Literal('auto')], { default: 'auto' }),
+    }),
     securityTxt: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   },
   { additionalProperties: false },

@@ -4,10 +4,12 @@ import type { Runtime } from '../config/schema.js';
 import type { Db } from './db.js';
 import { migrate } from './migrate.js';
 import { openPglite } from './pglite.js';
-import { openPostgres } from './postgres.js';
+import { defaultPoolSize, openPostgres } from './postgres.js';
 
-export async function openDatabase(runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>): Promise<Db> {
-  const db = runtime.databaseUrl ? await openPostgres(runtime.databaseUrl) : await openPglite(join(runtime.dataDir, 'db'));
+export async function openDatabase(runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>, poolSize: number | 'auto' = 'auto'): Promise<Db> {
+  const db = runtime.databaseUrl
+    ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize)
+    : await openPglite(join(runtime.dataDir, 'db'));
   try {
     await migrate(db);
   } catch (error) {

@@ -31,6 +31,8 @@ describe('configuration', () => {
     expect(s.expression).toEqual({ enabled: true, maxLength: 10240 });
     expect(s.instanceConfiguration).toEqual({ enabled: true, showVersion: true });
     expect(s.cache).toEqual({ etagUpperLimitInCollectionEndpoints: 100 });
+    expect(s.database).toEqual({ poolSize: 'auto' });
+    expect(validateSettings({ database: { poolSize: 3 } }).database.poolSize).toBe(3);
     expect(s.securityTxt).toMatch(/assets\/security\.txt$/);
     expect(validateSettings({ securityTxt: null }).securityTxt).toBeNull();
   });
@@ -49,6 +51,8 @@ describe('configuration', () => {
     expect(keyOf({ securityTxt: '/does/not/exist' })).toBe('securityTxt');
     expect(keyOf({ baseUrl: 'ftp://x' })).toBe('baseUrl');
     expect(keyOf({ file: { uploadMaxChunkSizeInBytes: 0 } })).toBe('file.uploadMaxChunkSizeInBytes');
+    expect(keyOf({ database: { poolSize: 0 } })).toBe('database.poolSize');
+    expect(keyOf({ database: { poolSize: 'many' } })).toBe('database.poolSize');
   });
 
   it('reads YAML from TRELLIS_CONFIG and the environment', async () => {
