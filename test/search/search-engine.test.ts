@@ -4,7 +4,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { analyze, canonicalNumber } from '../../src/domain/search/query-dsl.js';
 import type { SearchEngineOptions } from '../../src/domain/search/types.js';
-import { permittedIds } from '../../src/storage/queries/access.js';
+import { ACCESS_SET_CAPS, permittedIds } from '../../src/storage/queries/access.js';
 import { readableElements } from '../../src/storage/queries/hydration.js';
 import { runSearchEngine } from '../../src/storage/queries/search-engine.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
@@ -411,19 +411,23 @@ describeBackends('search engine', (h) => {
       await relate(O, 'LINKS', f2, doc);
       const { rows } = await h().db.query<{ id: string }>('SELECT id FROM elements');
       const ids = rows.map((r) => r.id);
-      for (const [name, user] of Object.entries(users)) {
-        const expected = await permittedIds(h().db, user.id, 'SEARCH', ids);
-        const { output } = await search({ match_all: {} }, { pageSize: 1000 }, user);
-        const found = output.elements.map((e) => e.id);
-        expect(new Set(found), name).toEqual(expected);
-        expect(found.length, name).toBe(expected.size);
-        expect(output.totalHits, name).toBe(expected.size);
-        // READ, as hydration decides it set-wise, agrees with the per-element rule too.
-        const readable = await permittedIds(h().db, user.id, 'READ', ids);
-        const hydrated = await readableElements(h().db, user.id, ids);
-        expect(new Set(hydrated.map((e) => e.id)), `${name} READ`).toEqual(readable);
-        expect(hydrated.length, `${name} READ`).toBe(readable.size);
-      }
+      // Both ways of deciding: hashing the caller's grants (the default caps), and per candidate (no grant is
+      // hashed when the cap is 0), as for a user who owns more than ACCESS_SET_CAPS.grants elements directly.
+      for (const caps of [ACCESS_SET_CAPS, { grants: 0 }])
+        for (const [name, user] of Object.entries(users)) {
+          const label = `${name}, grants cap ${caps.grants}`;
+          const expected = await permittedIds(h().db, user.id, 'SEARCH', ids);
+          const { output } = await runSearchEngine(h().db, user.id, { match_all: {} }, { ...OPTIONS, pageSize: 1000 }, caps);
+          const found = output.elements.map((e) => e.id);
+          expect(new Set(found), label).toEqual(expected);
+          expect(found.length, label).toBe(expected.size);
+          expect(output.totalHits, label).toBe(expected.size);
+          // READ, as hydration decides it set-wise, agrees with the per-element rule too.
+          const readable = await permittedIds(h().db, user.id, 'READ', ids);
+          const hydrated = await readableElements(h().db, user.id, ids, caps);
+          expect(new Set(hydrated.map((e) => e.id)), `${label} READ`).toEqual(readable);
+          expect(hydrated.length, `${label} READ`).toBe(readable.size);
+        }
       expect((await search({ match: { note: 'doc' } }, {}, users.searcher!)).output.elements.map((e) => e.id)).toEqual([doc]);
     });
   });

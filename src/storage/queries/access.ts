@@ -60,19 +60,20 @@ function buildInlineCheck(user: string, permission: Permission, e: string): stri
  * search (PostgreSQL 15, one client; 8 clients: p50 35 ms, 222 searches/s). Here the node rule of access.ts
  * (DESIGN.md "Access model") is restated set-wise: the caller may search a node when it is the caller, when the
  * caller CREATED it, or when the node or one of its owners (element_owners) is the end of an OWNS, HAS_SEARCH_ACCESS
- * or HAS_READ_ACCESS relation from the caller or one of its groups (`grants`, computed once per statement;
- * PostgreSQL then probes hash tables per candidate): 3.5 ms per search, 8 clients p50 21 ms, 368 searches/s (14 ms
- * and 548/s with the prepared statement below). What remains is about 1.7 ms to read the candidates' rows and
- * 1.1 ms to hash what the caller's grants own (scratch/search-parts.ts).
+ * or HAS_READ_ACCESS relation from the caller or one of its groups (`grants` of accessSetsCtes and what those
+ * own, computed once per statement; PostgreSQL then probes hash tables per candidate): 3.5 ms per
+ * search, 8 clients p50 21 ms, 368 searches/s (14 ms and 548/s with the prepared statement below). What remains is
+ * about 1.7 ms to read the candidates' rows and 1.1 ms to hash what the caller's grants own (scratch/search-parts.ts).
+ * When the grants are too many to hash for every search, the check goes per candidate (see ACCESS_SET_CAPS).
  *
  * For nodes this IS the rule, for many rows at once (used by the search-engine step, whose statement must define
- * grantsCte(SEARCH)); test/search/search-engine.test.ts compares it with permittedIds on a graph with every kind
- * of grant, so a rule changed in one place and not the other fails there. Relations, whose
- * rules look at both ends, still go through inlineCheck, behind a necessary condition of the same form (every
+ * accessSetsCtes('SEARCH')); test/search/search-engine.test.ts compares it with permittedIds on a graph with every
+ * kind of grant, both ways of deciding, so a rule changed in one place and not the other fails there. Relations,
+ * whose rules look at both ends, still go through inlineCheck, behind a necessary condition of the same form (every
  * relation rule needs one of: the caller is its start, the caller may read its end, a grant on the relation itself).
  */
 export function searchableSetwise(user: string): string {
-  const reachable = (x: string) => reachableSetwise(user, x);
+  const reachable = (x: string) => reachableSetwise(user, x, 'SEARCH');
   // A necessary condition of every relation rule (its start is the caller, its end is reachable, or a grant
   // reaches the relation itself); the exact check runs only behind it.
   const relationSuperset = `(e.start_id = ${user} OR ${reachable('e.end_id')} OR ${reachable('e.id')})`;
@@ -82,33 +83,61 @@ export function searchableSetwise(user: string): string {
 }
 
 /**
- * READ for many rows at once (hydration in the search pipeline, whose statement must define grantsCte('READ')):
- * nodes by the same set-wise node rule as searchableSetwise; a relation whose two ends the caller may read is
- * readable by that clause of the relation rule (trellis_allows, migration 004), decided set-wise too; any other
- * relation takes the exact per-row check. Hydrating the 253 elements of the benchmark's Cypher paths (126
- * relations) went through trellis_allows once per relation before. Compared with permittedIds(READ) by
+ * READ for many rows at once (hydration in the search pipeline, whose statement must define
+ * accessSetsCtes('READ')): nodes by the same set-wise node rule as searchableSetwise; a relation whose two ends the
+ * caller may read is readable by that clause of the relation rule (trellis_allows, migration 004), decided set-wise
+ * too; any other relation takes the exact per-row check. Hydrating the 253 elements of the benchmark's Cypher paths
+ * (126 relations) went through trellis_allows once per relation before. Compared with permittedIds(READ) by
  * test/search/search-engine.test.ts on a graph with every kind of grant.
  */
 export function readableSetwise(user: string): string {
-  const reachable = (x: string) => reachableSetwise(user, x);
+  const reachable = (x: string) => reachableSetwise(user, x, 'READ');
   return `CASE WHEN e.start_id IS NULL THEN ${reachable('e.id')}
     WHEN ${reachable('e.start_id')} AND ${reachable('e.end_id')} THEN true
     ELSE ${inlineCheck(user, 'READ', 'e')} END`;
 }
 
-/** The node rule for READ/SEARCH over the `grants` CTE: the caller itself, created by the caller, or granted/owned. */
-function reachableSetwise(user: string, x: string): string {
+/**
+ * The node rule for READ/SEARCH: the caller itself, created by the caller, or the node or one of its owners granted
+ * to the caller or its groups. Through the hashed `grants` (and, as PostgreSQL chooses, a hash of everything they
+ * own) when accessSetsCtes found the grants few enough, else per candidate: the node and its owners
+ * (element_owners), each probed for a grant from one of the caller's principals in the (end_id, type) index.
+ */
+function reachableSetwise(user: string, x: string, permission: 'READ' | 'SEARCH'): string {
+  const types = GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ');
   return `(${x} = ${user}
-      OR ${x} IN (SELECT id FROM grants)
-      OR EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = ${x} AND o.owner_id IN (SELECT id FROM grants))
+      OR CASE WHEN (SELECT ok FROM setwise) THEN ${x} IN (SELECT id FROM grants)
+           OR EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = ${x} AND o.owner_id IN (SELECT id FROM grants))
+         ELSE EXISTS (
+           SELECT 1 FROM (SELECT ${x} AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = ${x}) up
+           JOIN elements g ON g.end_id = up.id AND g.type IN (${types})
+           WHERE g.start_id = ANY(${principalsSql(user)}))
+         END
       OR EXISTS (SELECT 1 FROM elements c WHERE c.end_id = ${x} AND c.type = 'CREATED' AND c.start_id = ${user}))`;
 }
 
-/** The CTE the set-wise checks read: the ends of the relations granting `permission` from the caller (`$1`) or its groups. */
-export const grantsCte = (permission: 'READ' | 'SEARCH') => `grants AS MATERIALIZED (
+/**
+ * Up to how many grants (relations granting the permission from the caller or its groups) the set-wise checks hash
+ * them (accessSetsCtes). Hashing costs every statement about 0.3 us per grant whatever the number of candidates;
+ * deciding per candidate about 21 us per candidate whatever the grants. A user who directly owns 173k elements (an
+ * element POSTed without a parent is owned by its creator) made the benchmark's text match take 307 ms instead of
+ * 4 ms, nearly all of it hashing those grants and probing what each of them owns; past the cap it takes 58-95 ms.
+ */
+export const ACCESS_SET_CAPS = { grants: 10_000 };
+
+/**
+ * The CTEs the set-wise checks read, for the caller `$1`:
+ *   grants   the ends of the relations granting `permission` from the caller or its groups (at most caps.grants + 1)
+ *   setwise  whether `grants` is complete, i.e. whether the checks may hash it (else they decide per candidate)
+ * `caps` is a parameter so that the tests can run both ways of deciding on a small graph.
+ */
+export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_CAPS) => `grants AS MATERIALIZED (
     SELECT g.end_id AS id FROM elements g
     WHERE g.start_id = ANY($1::uuid || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = $1::uuid))
-      AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')}))`;
+      AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')})
+    LIMIT ${caps.grants + 1}),
+  setwise AS MATERIALIZED (
+    SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok)`;
 
 /**
  * SQL boolean: does an OWNS or HAS_READ_ACCESS relation lead from one of `principals` (a uuid[] expression) to

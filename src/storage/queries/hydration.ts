@@ -1,20 +1,20 @@
 // Element hydration for the search pipeline: full elements for a list of ids, only those the caller may read.
 import type { Queryable } from '../db.js';
-import { grantsCte, readableSetwise } from './access.js';
+import { ACCESS_SET_CAPS, accessSetsCtes, readableSetwise } from './access.js';
 import { ELEMENT_COLUMNS, type ElementRow } from './elements.js';
 
 /**
  * The readable elements among `ids`, in one statement, READ decided set-wise (access.ts `readableSetwise`). Ids that are missing
  * or unreadable are simply absent (an inaccessible element is indistinguishable from a missing one); the caller
- * puts the rows back into the order it wants.
+ * puts the rows back into the order it wants. `caps`: access.ts ACCESS_SET_CAPS.
  */
-export async function readableElements(q: Queryable, userId: string, ids: readonly string[]): Promise<ElementRow[]> {
+export async function readableElements(q: Queryable, userId: string, ids: readonly string[], caps = ACCESS_SET_CAPS): Promise<ElementRow[]> {
   if (ids.length === 0) return [];
   const { rows } = await q.query<ElementRow>(
-    `WITH ${grantsCte('READ')}
+    `WITH ${accessSetsCtes('READ', caps)}
      SELECT ${ELEMENT_COLUMNS} FROM elements e WHERE e.id = ANY($2::uuid[]) AND ${readableSetwise('$1::uuid')}`,
     [userId, ids],
-    'search_hydration',
+    caps === ACCESS_SET_CAPS ? 'search_hydration' : `search_hydration_${caps.grants}`,
   );
   return rows;
 }

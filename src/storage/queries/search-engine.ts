@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { compileQuery, SqlParams } from '../../domain/search/query-dsl.js';
 import type { SearchEngineOptions, SearchEngineOutput } from '../../domain/search/types.js';
 import type { Queryable } from '../db.js';
-import { grantsCte, searchableSetwise } from './access.js';
+import { ACCESS_SET_CAPS, accessSetsCtes, searchableSetwise } from './access.js';
 
 interface HitRow {
   total: number;
@@ -59,13 +59,14 @@ function combined(userId: string, query: unknown, options: SearchEngineOptions):
 /**
  * Runs a search-engine step for `userId`: the page `options.page` (1-based) of `options.pageSize` hits by score
  * (highest first, ties by id), `totalHits` and `maxScore` over all hits at or above `minScore`. A malformed or
- * unsupported query is a 400 (bad-content) thrown before the database is asked.
+ * unsupported query is a 400 (bad-content) thrown before the database is asked. `caps`: access.ts ACCESS_SET_CAPS.
  */
 export async function runSearchEngine(
   q: Queryable,
   userId: string,
   query: unknown,
   options: SearchEngineOptions,
+  caps = ACCESS_SET_CAPS,
 ): Promise<{ output: SearchEngineOutput; combinedQuery: unknown }> {
   const combinedQuery = combined(userId, query, options);
   const params = new SqlParams([userId]);
@@ -75,7 +76,7 @@ export async function runSearchEngine(
   const where = [...compiled.where, ...(types === null ? [] : [types]), searchableSetwise('$1::uuid')];
   const minScore = options.minScore === null ? '' : `WHERE score >= ${params.add(options.minScore, 'float8')}`;
   // Scores are rounded so that two hits whose scores differ only by floating-point noise are ordered by id.
-  const sql = `WITH ${[...compiled.ctes, grantsCte('SEARCH')].join(',\n  ')},
+  const sql = `WITH ${[...compiled.ctes, accessSetsCtes('SEARCH', caps)].join(',\n  ')},
   hits AS MATERIALIZED (
     SELECT e.id, e.type, round((${compiled.score})::numeric, 6)::float8 AS score
     FROM elements e
