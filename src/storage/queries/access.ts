@@ -104,14 +104,10 @@ export function readableSetwise(user: string): string {
  * (element_owners), each probed for a grant from one of the caller's principals in the (end_id, type) index.
  */
 function reachableSetwise(user: string, x: string, permission: 'READ' | 'SEARCH'): string {
-  const types = GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ');
   return `(${x} = ${user}
       OR CASE WHEN (SELECT ok FROM setwise) THEN ${x} IN (SELECT id FROM grants)
            OR EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = ${x} AND o.owner_id IN (SELECT id FROM grants))
-         ELSE EXISTS (
-           SELECT 1 FROM (SELECT ${x} AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = ${x}) up
-           JOIN elements g ON g.end_id = up.id AND g.type IN (${types})
-           WHERE g.start_id = ANY(${principalsSql(user)}))
+         ELSE ${grantedSql(principalsSql(user), x, permission)}
          END
       OR EXISTS (SELECT 1 FROM elements c WHERE c.end_id = ${x} AND c.type = 'CREATED' AND c.start_id = ${user}))`;
 }
@@ -133,21 +129,22 @@ export const ACCESS_SET_CAPS = { grants: 10_000 };
  */
 export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_CAPS) => `grants AS MATERIALIZED (
     SELECT g.end_id AS id FROM elements g
-    WHERE g.start_id = ANY($1::uuid || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = $1::uuid))
+    WHERE g.start_id = ANY(${principalsSql('$1::uuid')})
       AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')})
     LIMIT ${caps.grants + 1}),
   setwise AS MATERIALIZED (
     SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok)`;
 
 /**
- * SQL boolean: does an OWNS or HAS_READ_ACCESS relation lead from one of `principals` (a uuid[] expression) to
- * `target` or to an element owning it? That READ propagates down OWNS (DESIGN.md access model), so a collection
- * whose anchor passes it lists its children without checking each. trellis_granted(principals, target,
- * trellis_grant_types('READ')) of migration 005, inlined: a PL/pgSQL call costs more than its two index probes.
+ * SQL boolean: does a relation granting `permission` (GRANT_TYPES) lead from one of `principals` (a uuid[]
+ * expression) to `target` or to an element owning it? trellis_granted(principals, target,
+ * trellis_grant_types(permission)) of migration 005, inlined: a PL/pgSQL call costs more than its index probes.
+ * Such a READ propagates down OWNS (DESIGN.md access model), so a collection whose anchor passes it for READ lists
+ * its children without checking each.
  */
-export const inheritedReadSql = (principals: string, target: string): string => `EXISTS (
+export const grantedSql = (principals: string, target: string, permission: Permission): string => `EXISTS (
     SELECT 1 FROM (SELECT ${target} AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = ${target}) up
-    JOIN elements g ON g.end_id = up.id AND g.type IN (${GRANT_TYPES.READ.map((t) => `'${t}'`).join(', ')})
+    JOIN elements g ON g.end_id = up.id AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')})
     WHERE g.start_id = ANY(${principals}))`;
 
 /** The caller and its groups (trellis_principals of migration 005, inlined), as a uuid[] expression. */

@@ -1,7 +1,7 @@
 // SQL of the collection endpoints: one statement per request that authenticates, checks the anchor, filters by
 // access, counts and pages.
 import type { Queryable } from '../db.js';
-import { allowsSql, inheritedReadSql, inlineReadCheck, principalsSql } from './access.js';
+import { allowsSql, grantedSql, inlineReadCheck, principalsSql } from './access.js';
 import { callerParams, callerSql, type Credentials } from './accounts.js';
 import { elementArraySql } from './element-json.js';
 import { ELEMENT_COLUMNS } from './elements.js';
@@ -61,7 +61,7 @@ export async function collectionPage(
   let anchor = `SELECT caller.user_id AS id, true AS allowed, false AS inherited FROM caller`;
   if (kind !== 'index') {
     params.push(anchorId);
-    const inherited = shape.inherits ? `e.id IS NOT NULL AND ${inheritedReadSql(principalsSql('caller.user_id'), 'e.id')}` : 'false';
+    const inherited = shape.inherits ? `e.id IS NOT NULL AND ${grantedSql(principalsSql('caller.user_id'), 'e.id', 'READ')}` : 'false';
     anchor = `SELECT e.id, ${inlineReadCheck('caller.user_id')} AS allowed, ${inherited} AS inherited
       FROM caller LEFT JOIN elements e ON e.id = $6::uuid`;
   }
