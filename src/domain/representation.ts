@@ -1,6 +1,6 @@
 // How elements look on the wire, and their ETags. The ETag is a hash of exactly what the response shows, so it
 // changes whenever that changes (data, timestamps, file metadata, collection membership).
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ElementRow } from '../storage/queries/elements.js';
 import { isoTime } from './values.js';
 
@@ -29,7 +29,8 @@ export function toElementJson(row: ElementRow): ElementJson {
 
 /** A strong ETag of a serialised response body. */
 export function etagOf(body: string): string {
-  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+  // One-shot hash(): half the cost of createHash().update().digest() for a body of a few hundred bytes.
+  return `"${hash('sha256', body, 'base64url').slice(0, 27)}"`;
 }
 
 /**

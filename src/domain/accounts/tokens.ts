@@ -1,6 +1,6 @@
 // Token strings: "secret-token:" + base58 of 16 random bytes, in the GMP-style alphabet the reference
 // implementation uses (0-9, A-Z, a-v). Only the SHA3-256 hex of the whole string is stored.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv';
 export const TOKEN_PATTERN = /^secret-token:[0-9A-Za-v]{1,22}$/;
@@ -16,4 +16,4 @@ export function base58(bytes: Buffer): string {
 }
 
 export const generateToken = (): string => `secret-token:${base58(randomBytes(16))}`;
-export const hashToken = (token: string): string => createHash('sha3-256').update(token).digest('hex');
+export const hashToken = (token: string): string => hash('sha3-256', token, 'hex');
