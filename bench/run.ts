@@ -6,13 +6,14 @@
 // bench/results/<date>.json.
 //
 // Options:
-//   --quick              10k-node data set, 3 s per measurement, 256 MiB files (a smoke run of under 3 minutes)
+//   --quick              10k-node data set, 2 s per measurement, 128 MiB files (a smoke run of under 3 minutes, also
+//                        on a slow day of the 2-core machine: 3 s and 256 MiB took 3 min 31 s there on 2026-11-23)
 //   --large              also GET /<id> latency on a 1M-node data set vs a 10k-node one (PostgreSQL, one client)
 //   --backends a,b       postgres,pglite (default both)
 //   --only REGEX         run only the scenarios whose name matches (baselines they need still run)
-//   --seconds N          seconds per measurement (default 10, quick 3)
+//   --seconds N          seconds per measurement (default 10, quick 2)
 //   --connections N      concurrent connections (default 32)
-//   --file-mib N         size of the file scenarios in MiB (default 1024, quick 256)
+//   --file-mib N         size of the file scenarios in MiB (default 1024, quick 128)
 //   --tool wrk|autocannon
 //   --profile            run Trellis with --cpu-prof; the profiles are kept in bench/results/profiles-<date>/
 //   --sql FILE           experiment: run this SQL on the generated database before the servers start (repeatable),
@@ -63,10 +64,10 @@ const settings = {
   quick,
   nodes: quick ? 10_000 : 100_000,
   users: 200,
-  seconds: Number(argv.seconds ?? (quick ? 3 : 10)),
+  seconds: Number(argv.seconds ?? (quick ? 2 : 10)),
   warmupSeconds: quick ? 1 : 3,
   connections: Number(argv.connections ?? 32),
-  fileBytes: Number(argv['file-mib'] ?? (quick ? 256 : 1024)) * MiB,
+  fileBytes: Number(argv['file-mib'] ?? (quick ? 128 : 1024)) * MiB,
   backends: argv.backends!.split(',').map((b) => b.trim()) as Backend[],
 };
 for (const b of settings.backends) if (b !== 'postgres' && b !== 'pglite') throw new Error(`unknown backend ${b}`);
@@ -94,7 +95,7 @@ const fileLabel = () => (settings.fileBytes % (1024 * MiB) === 0 ? `${settings.f
 /** Warm up (JIT, prepared statements, caches), then measure. */
 async function measure(what: string, baseUrl: string, requests: HttpRequest[], connections = settings.connections): Promise<LoadResult & { busy: number | null }> {
   // Other work on the machine skews every number: note how busy it is just before (nothing of ours runs then).
-  const busy = await machineBusy(500);
+  const busy = await machineBusy(quick ? 250 : 500);
   log(`${what}: warming up ${settings.warmupSeconds}s, measuring ${settings.seconds}s${busy !== null && busy > 0.1 ? ` (machine ${Math.round(busy * 100)}% busy beforehand)` : ''}`);
   await runLoad(tool, { baseUrl, requests, connections, seconds: settings.warmupSeconds }, work);
   const r = await runLoad(tool, { baseUrl, requests, connections, seconds: settings.seconds }, work);
