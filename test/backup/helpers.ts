@@ -1,10 +1,11 @@
 // Helpers of the backup tests: the reference dataset as data, small hand-made backups, and what is stored.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 import type { CommandIO } from '../../src/cli/io.js';
 import { createBackup } from '../../src/backup/create.js';
 import { loadBackup, type LoadOptions } from '../../src/backup/load.js';
@@ -16,11 +17,17 @@ import type { Harness } from '../helpers/harness.js';
  * (../shared/fixtures), else the one vendored in test/fixtures/reference-dataset.tar.gz (release 0.0.28, MIT),
  * unpacked once per test process: a clean clone in CI may not sit beside ../shared.
  */
+// Every folder made here, removed when the test file that imported this module is done (they used to pile up in
+// /tmp: 37 per test run).
+const created: string[] = [];
+afterAll(() => Promise.all(created.splice(0).map((dir) => rm(dir, { recursive: true, force: true }))));
+
 function referenceDataset(): string {
   if (process.env.TRELLIS_REFERENCE_DATASET) return process.env.TRELLIS_REFERENCE_DATASET;
   const beside = fileURLToPath(new URL('../../../shared/fixtures/reference-dataset', import.meta.url));
   if (existsSync(join(beside, 'summary.json'))) return beside;
   const target = mkdtempSync(join(tmpdir(), 'trellis-reference-'));
+  created.push(target);
   execFileSync('tar', ['-xzf', fileURLToPath(new URL('../fixtures/reference-dataset.tar.gz', import.meta.url)), '-C', target]);
   return join(target, 'reference-dataset');
 }
@@ -75,7 +82,11 @@ export function loadContext(h: Harness) {
 export const loadInto = (h: Harness, dir: string, options: LoadOptions = {}) => loadBackup(loadContext(h), dir, options);
 export const createFrom = (h: Harness, dir: string) => createBackup({ db: h.db, blobs: h.services.blobs, now: h.clock.now() }, dir);
 
-export const tempDir = (prefix = 'trellis-backup-test-') => mkdtemp(join(tmpdir(), prefix));
+export async function tempDir(prefix = 'trellis-backup-test-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  created.push(dir);
+  return dir;
+}
 
 /** Writes a small backup folder: `files` maps relative paths to JSON values (or raw strings). */
 export async function writeBackup(files: Record<string, unknown>, summary?: Record<string, unknown>): Promise<string> {

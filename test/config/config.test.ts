@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -68,5 +68,6 @@ describe('configuration', () => {
     expect(() => loadConfig({ PORT: 'x' })).toThrow(/PORT/);
     expect(() => loadConfig({ ANONYMOUS_USER_UUID: 'nope' })).toThrow(/ANONYMOUS_USER_UUID/);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
+    await rm(dir, { recursive: true, force: true });
   });
 });

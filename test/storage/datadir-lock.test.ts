@@ -1,5 +1,5 @@
 import { existsSync, writeFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -19,5 +19,6 @@ describe('DATA_DIR lock', () => {
     expect(existsSync(lockPath(dir))).toBe(true);
     release();
     expect(existsSync(lockPath(dir))).toBe(false);
+    await rm(dir, { recursive: true, force: true });
   });
 });
