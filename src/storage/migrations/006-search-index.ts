@@ -99,14 +99,14 @@ export const LENGTH_BUCKETS = [16, 40, 100, 250] as const;
 
 const hex = (c: number) => (c > 0xffff ? `\\U${c.toString(16).padStart(8, '0')}` : `\\u${c.toString(16).padStart(4, '0')}`);
 const pgClass = (ranges: ReadonlyArray<readonly [number, number]>) => `[${ranges.map(([a, b]) => (a === b ? hex(a) : `${hex(a)}-${hex(b)}`)).join('')}]`;
-const SEP = pgClass(SEPARATOR_RANGES);
+export const SEP = pgClass(SEPARATOR_RANGES);
 
 const foldSteps = CASE_TABLES.map((t) => `  IF x ~ '${pgClass(t.ranges)}' THEN x := translate(x, '${t.from}', '${t.to}'); END IF;`).join('\n');
 
 // The scalar values of `p_data` (a jsonb object) with their escaped dotted field names: top-level scalars directly,
 // nested ones through trellis_search_nested (only called for objects and arrays). OFFSET 0 keeps the subquery from
 // being flattened into LEAF_LEXEMES, which would evaluate `words` (a regular expression) once per reference.
-const LEAVES = `
+export const LEAVES = `
   SELECT f, kind, v, s, CASE WHEN kind = 'string' THEN
            regexp_replace(trellis_search_fold(left(s, ${SEARCH_LIMITS.analysedChars})) COLLATE "C", '^${SEP}+|${SEP}+$', '', 'g') END AS words
   FROM (
@@ -123,7 +123,7 @@ const LEAVES = `
 // value instead of a row per token (regexp_replace turns every run of separators into "end of this lexeme, start of
 // the next one"). Measured on PostgreSQL 15: 40 us per typical element against 56 us with a set-returning
 // tokenizer and 110 us with one UNION branch per lexeme kind.
-const LEAF_LEXEMES = `
+export const LEAF_LEXEMES = `
   CASE kind
     WHEN 'string' THEN
       CASE WHEN words = '' THEN '' ELSE 't' || regexp_replace(words, '${SEP}+', E'\\x1f' || f || E'\\x1dt', 'g') || E'\\x1f' || f || E'\\x1d' END

@@ -5,6 +5,7 @@ import uploads from './003-uploads.js';
 import access from './004-access.js';
 import accessIndex from './005-access-index.js';
 import searchIndex from './006-search-index.js';
+import searchDocument from './007-search-document.js';
 
 export interface Migration {
   version: number;
@@ -19,4 +20,5 @@ export const migrations: Migration[] = [
   { version: 4, name: 'access', sql: access },
   { version: 5, name: 'access-index', sql: accessIndex },
   { version: 6, name: 'search-index', sql: searchIndex },
+  { version: 7, name: 'search-document', sql: searchDocument },
 ];

@@ -1,0 +1,110 @@
+// Migration 007 rebuilt trellis_search_document for speed; the stored `search` column of every element written
+// before it was computed by 006's version and is not recomputed, so both must give the same vector for every value.
+// This runs 006's function (taken from the migration's own SQL, under another name) beside the current one on both
+// backends, over hand-picked edge cases and seeded random documents, and checks that a write stores the same vector.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import searchIndexSql from '../../src/storage/migrations/006-search-index.js';
+import type { Db } from '../../src/storage/db.js';
+import { backendsUnderTest, freshDatabase } from '../helpers/harness.js';
+
+/** 006's CREATE FUNCTION trellis_search_document ... $fn$; renamed. */
+function function006(name: string): string {
+  const start = searchIndexSql.indexOf('CREATE FUNCTION trellis_search_document(');
+  const end = searchIndexSql.indexOf('$fn$;', start) + '$fn$;'.length;
+  expect(start).toBeGreaterThan(0);
+  return searchIndexSql.slice(start, end).replace('FUNCTION trellis_search_document(', `FUNCTION ${name}(`);
+}
+
+const EDGE_CASES: unknown[] = [
+  { name: 'Document 3970', level: 5, pages: 180, title: 'gammadelta betagamma', status: 'review', description: 'gamma epsilon omicron' },
+  {},
+  { _secret: 'hidden', _n: 1 },
+  { a: null, b: [], c: {} },
+  { only: { nested: { deep: 'Value', n: 2.50 }, list: [1, 'Two', [true, { x: 'ÉCOLE' }]] } },
+  { mixed: 'top', obj: { k: 'inner' }, arr: ['a', 'b'], _hidden: { k: 'no' } },
+  { s: '' },
+  { s: '  ...,,;  ' },
+  { s: '--leading and trailing--' },
+  { s: 'tag-20 e-mail@x.org 3.14 snake_case camelCase' },
+  { 'dotted.key': 'v', dotted: { key: 'w' } },
+  { 'weird\u001ekey\u001f\u001d': 'value \u001e\u001f\u001d end' },
+  { greek: 'ΑΘΗΝΑ Σοφία', cyrillic: 'МОСКВА Ёлка', armenian: 'ԱԲԳ', georgian: 'ႠႡႢ', fullwidth: 'ＡＢＣ１２３' },
+  { turkish: 'İSTANBUL', german: 'STRAẞE Größe', cjk: '東京、大阪。名古屋', emoji: 'party 🎉🎉 time', rtl: 'مرحبا بالعالم' },
+  { numbers: [0, -0, 1.0, 1e21, -3.5e-7, 123456789012345678901234567890], flags: [true, false] },
+  { keyword: 'x'.repeat(256), tooLong: 'y'.repeat(257), manyWords: Array.from({ length: 300 }, (_, i) => `w${i}`).join(' ') },
+  { longToken: 'z'.repeat(5000), normal: 'kept words' },
+  { big: Array.from({ length: 40 }, (_, i) => `field ${i} ${'q'.repeat(60)}`) },
+  { arrays: [[['deep']]], objs: [{ a: 1 }, { a: 2 }, { b: { c: 'three' } }] },
+];
+
+/** A deterministic generator of JSON documents with separators, Unicode, nesting and hidden keys. */
+function randomDocuments(count: number, seed: number): unknown[] {
+  let state = seed;
+  const next = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const pick = <T,>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]!;
+  const chars = ['a', 'B', 'z', '0', '9', ' ', '-', '.', '_', '/', 'é', 'Ж', 'Ω', 'ß', '東', '🎉', '\u00a0', '\u2014', '\u3001', 'Ｆ', '\u001f', 'İ', ' '];
+  const text = () => Array.from({ length: Math.floor(next() * 30) }, () => pick(chars)).join('');
+  const value = (depth: number): unknown => {
+    const r = next();
+    if (r < 0.45) return text();
+    if (r < 0.6) return Math.round((next() - 0.5) * 1e6) / pick([1, 10, 1000]);
+    if (r < 0.65) return next() < 0.5;
+    if (r < 0.7) return null;
+    if (depth > 2) return text();
+    if (r < 0.85) return Array.from({ length: Math.floor(next() * 4) }, () => value(depth + 1));
+    return object(depth + 1);
+  };
+  const object = (depth: number) =>
+    Object.fromEntries(Array.from({ length: Math.floor(next() * 6) }, () => [pick(['', '_']) + [...text()].slice(0, 8).join(''), value(depth)]));
+  return Array.from({ length: count }, () => object(0));
+}
+
+for (const backend of backendsUnderTest()) {
+  describe(`search document (migration 007) [${backend}]`, () => {
+    let db: Db;
+    let dispose: () => Promise<void>;
+    beforeAll(async () => {
+      ({ db, dispose } = await freshDatabase(backend));
+      await db.query(function006('search_document_006'));
+    });
+    afterAll(() => dispose());
+
+    const differences = async (documents: unknown[]) => {
+      const { rows } = await db.query<{ i: number; now: string; before: string }>(
+        `SELECT d.i, trellis_search_document(d.doc)::text AS now, search_document_006(d.doc)::text AS before
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY d(doc, i)`,
+        [JSON.stringify(documents)],
+      );
+      expect(rows).toHaveLength(documents.length);
+      return rows.filter((r) => r.now !== r.before).map((r) => ({ document: documents[r.i - 1], ...r }));
+    };
+
+    it('gives the vector of 006 for hand-picked edge cases', async () => {
+      expect(await differences(EDGE_CASES)).toEqual([]);
+      // The cases are not trivially empty: most of them produce lexemes.
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM jsonb_array_elements($1::jsonb) d WHERE length(trellis_search_document(d)) > 0`,
+        [JSON.stringify(EDGE_CASES)],
+      );
+      expect(rows[0]!.n).toBeGreaterThanOrEqual(15);
+    });
+
+    it('gives the vector of 006 for 400 random documents', async () => {
+      expect(await differences(randomDocuments(400, 7))).toEqual([]);
+    });
+
+    it('gives the vector of 006 for a document over the 1 MB budget', async () => {
+      const huge = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`p${i}`, Array.from({ length: 4000 }, (_, j) => `t${i}x${j}`).join(' ')]));
+      expect(await differences([huge])).toEqual([]);
+    });
+
+    it('stores that vector when an element is written', async () => {
+      const doc = EDGE_CASES[13];
+      await db.query(`INSERT INTO elements (id, type, data, created, updated) VALUES (gen_random_uuid(), 'Probe', $1, now(), now())`, [doc]);
+      const { rows } = await db.query<{ same: boolean }>(
+        `SELECT search = search_document_006(data) AS same FROM elements WHERE type = 'Probe'`,
+      );
+      expect(rows).toEqual([{ same: true }]);
+    });
+  });
+}
