@@ -6,8 +6,9 @@
 // bench/results/<date>.json.
 //
 // Options:
-//   --quick              10k-node data set, 2 s per measurement, 128 MiB files, best of 2 transfers (a smoke run of under 3 minutes, also
-//                        on a slow day of the 2-core machine: 3 s and 256 MiB took 3 min 31 s there on 2026-11-23)
+//   --quick              10k-node data set, 2 s per measurement, 128 MiB files, best of 2 transfers instead of 3
+//                        (a smoke run of under 3 minutes, also on a slow day of the 2-core machine: 3 s and 256 MiB
+//                        took 3 min 31 s there on 2026-11-23)
 //   --large              also GET /<id> latency on a 1M-node data set vs a 10k-node one (PostgreSQL, one client)
 //   --backends a,b       postgres,pglite (default both)
 //   --only REGEX         run only the scenarios whose name matches (baselines they need still run)
