@@ -135,6 +135,32 @@ export const LEAF_LEXEMES = `
   || E'\\x1d' || CASE WHEN strpos(f, '.') = 0 THEN 'e' || f
                      ELSE 'e' || array_to_string(ARRAY(SELECT p FROM trellis_search_field_prefixes(f) p), E'\\x1de') END`;
 
+/**
+ * The end of trellis_search_document (PL/pgSQL): the tsvector of `doc`, the document's lexemes joined by \x1d, and
+ * the over-budget path built again from p_data. Shared with migration 007, which changed only how `doc` is built.
+ */
+export const DOCUMENT_OF_TEXT = `  IF doc IS NULL THEN
+    RETURN ''::tsvector;
+  ELSIF octet_length(doc) <= ${SEARCH_LIMITS.maxLexemeBytes} THEN
+    RETURN array_to_tsvector(string_to_array(doc, E'\\x1d'));
+  ELSIF octet_length(doc) <= ${SEARCH_LIMITS.budgetBytes} THEN
+    RETURN array_to_tsvector(ARRAY(
+      SELECT l FROM unnest(string_to_array(doc, E'\\x1d')) l WHERE octet_length(l) <= ${SEARCH_LIMITS.maxLexemeBytes}));
+  END IF;
+  RETURN (
+    SELECT array_to_tsvector(array_agg(lexeme)) FROM (
+      SELECT lexeme, sum(octet_length(lexeme)) OVER (ORDER BY priority, lexeme) AS running
+      FROM (
+        SELECT lexeme, min(priority) AS priority
+        FROM (SELECT ${LEAF_LEXEMES} AS lexemes, octet_length(s) AS priority FROM (${LEAVES}) leaf OFFSET 0) per_value,
+          unnest(string_to_array(per_value.lexemes, E'\\x1d')) lexeme
+        WHERE octet_length(lexeme) <= ${SEARCH_LIMITS.maxLexemeBytes}
+        GROUP BY lexeme
+      ) d
+    ) kept
+    WHERE running <= ${SEARCH_LIMITS.budgetBytes});
+`;
+
 export default /* sql */ `
 -- Field names and keyword values inside lexemes: U+001F ends a value, U+001D separates lexemes while the document is
 -- built, so neither may appear in them.
@@ -198,27 +224,7 @@ BEGIN
     RETURN ''::tsvector;
   END IF;
   SELECT string_agg(${LEAF_LEXEMES}, E'\\x1d') INTO doc FROM (${LEAVES}) leaf;
-  IF doc IS NULL THEN
-    RETURN ''::tsvector;
-  ELSIF octet_length(doc) <= ${SEARCH_LIMITS.maxLexemeBytes} THEN
-    RETURN array_to_tsvector(string_to_array(doc, E'\\x1d'));
-  ELSIF octet_length(doc) <= ${SEARCH_LIMITS.budgetBytes} THEN
-    RETURN array_to_tsvector(ARRAY(
-      SELECT l FROM unnest(string_to_array(doc, E'\\x1d')) l WHERE octet_length(l) <= ${SEARCH_LIMITS.maxLexemeBytes}));
-  END IF;
-  RETURN (
-    SELECT array_to_tsvector(array_agg(lexeme)) FROM (
-      SELECT lexeme, sum(octet_length(lexeme)) OVER (ORDER BY priority, lexeme) AS running
-      FROM (
-        SELECT lexeme, min(priority) AS priority
-        FROM (SELECT ${LEAF_LEXEMES} AS lexemes, octet_length(s) AS priority FROM (${LEAVES}) leaf OFFSET 0) per_value,
-          unnest(string_to_array(per_value.lexemes, E'\\x1d')) lexeme
-        WHERE octet_length(lexeme) <= ${SEARCH_LIMITS.maxLexemeBytes}
-        GROUP BY lexeme
-      ) d
-    ) kept
-    WHERE running <= ${SEARCH_LIMITS.budgetBytes});
-END
+${DOCUMENT_OF_TEXT}END
 $fn$;
 
 -- Query side. A tsquery that matches any of the lexemes (none: the lexeme 'x', which no document has), built with the

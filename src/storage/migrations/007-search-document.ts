@@ -14,7 +14,7 @@
 // of both expressions measured slower (11.6 against 10.4 us).
 // The over-budget path (documents of more than 1 MB of lexemes) is rare and keeps 006's query. CREATE OR REPLACE
 // keeps the function's identity, which the generated column refers to.
-import { LEAF_LEXEMES, LEAVES, SEARCH_LIMITS, SEP } from './006-search-index.js';
+import { DOCUMENT_OF_TEXT, LEAF_LEXEMES, SEARCH_LIMITS, SEP } from './006-search-index.js';
 
 const FOLDED = `CASE WHEN octet_length(s) = char_length(s) THEN lower(left(s, ${SEARCH_LIMITS.analysedChars}) COLLATE "C")
                     ELSE trellis_search_fold(left(s, ${SEARCH_LIMITS.analysedChars})) END`;
@@ -56,26 +56,6 @@ BEGIN
     SELECT string_agg(${LEAF_LEXEMES}, E'\\x1d') FILTER (WHERE ${SCALAR}) INTO deeper FROM (${withWords(NESTED)}) leaf;
     doc := CASE WHEN doc IS NULL THEN deeper WHEN deeper IS NULL THEN doc ELSE doc || E'\\x1d' || deeper END;
   END IF;
-  IF doc IS NULL THEN
-    RETURN ''::tsvector;
-  ELSIF octet_length(doc) <= ${SEARCH_LIMITS.maxLexemeBytes} THEN
-    RETURN array_to_tsvector(string_to_array(doc, E'\\x1d'));
-  ELSIF octet_length(doc) <= ${SEARCH_LIMITS.budgetBytes} THEN
-    RETURN array_to_tsvector(ARRAY(
-      SELECT l FROM unnest(string_to_array(doc, E'\\x1d')) l WHERE octet_length(l) <= ${SEARCH_LIMITS.maxLexemeBytes}));
-  END IF;
-  RETURN (
-    SELECT array_to_tsvector(array_agg(lexeme)) FROM (
-      SELECT lexeme, sum(octet_length(lexeme)) OVER (ORDER BY priority, lexeme) AS running
-      FROM (
-        SELECT lexeme, min(priority) AS priority
-        FROM (SELECT ${LEAF_LEXEMES} AS lexemes, octet_length(s) AS priority FROM (${LEAVES}) leaf OFFSET 0) per_value,
-          unnest(string_to_array(per_value.lexemes, E'\\x1d')) lexeme
-        WHERE octet_length(lexeme) <= ${SEARCH_LIMITS.maxLexemeBytes}
-        GROUP BY lexeme
-      ) d
-    ) kept
-    WHERE running <= ${SEARCH_LIMITS.budgetBytes});
-END
+${DOCUMENT_OF_TEXT}END
 $fn$;
 `;
