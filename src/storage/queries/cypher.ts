@@ -53,6 +53,7 @@ import {
 import { badContent } from '../../errors.js';
 import type { Queryable } from '../db.js';
 import { inlineCheck } from './access.js';
+import { preparedName } from './statement-names.js';
 
 /** Matches (complete paths) a query may produce before ORDER BY/SKIP/LIMIT; more is a 400, never a truncation. */
 export const MAX_PATHS = 10_000;
@@ -79,7 +80,7 @@ export async function runCypherPaths(
   limits: CypherLimits = LIMITS,
 ): Promise<PathsOutput> {
   const compiled = compileCypher(parseCypher(query), parameters, userId, limits);
-  const { rows } = await q.query<{ explored: number; matched: number; nodes: string[] | null; rels: string[] | null }>(compiled.text, compiled.values);
+  const { rows } = await q.query<{ explored: number; matched: number; nodes: string[] | null; rels: string[] | null }>(compiled.text, compiled.values, preparedName('cypher', compiled.text));
   const counts = rows[0];
   if (counts && counts.explored > limits.maxExplored)
     throw badContent(
