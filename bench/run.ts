@@ -200,7 +200,8 @@ async function transfer(serverPid: number, ...steps: TransferStep[]): Promise<Tr
  * The fastest of `n` runs of each transfer (the machine is shared and noisy; the slower runs measure the
  * neighbours), with the largest RSS growth seen in any of them. The transfers take turns (a baseline, then what is
  * compared with it, `n` times), so that both see the same stretch of the machine: run one after the other, a baseline
- * measured 159 MiB/s and the next one 246 MiB/s on 2026-11-23. A failed run is returned as it is.
+ * measured 159 MiB/s and the next one 246 MiB/s on 2026-11-23. Each run starts with nothing dirty in the page cache.
+ * A failed run is returned as it is.
  */
 async function bestOfEach(n: number, ...runs: (() => Promise<TransferResult>)[]): Promise<TransferResult[]> {
   const best: (TransferResult | null)[] = runs.map(() => null);
@@ -210,6 +211,9 @@ async function bestOfEach(n: number, ...runs: (() => Promise<TransferResult>)[])
     for (const [k, run] of runs.entries()) {
       if (failed[k]) continue;
       const t = await run();
+      // Untimed: write back what the run left dirty (B3 without fsync leaves a whole file in the page cache), so that
+      // the next run does not pay for it: taking turns, every Trellis upload ran while B3's file was written back.
+      spawnSync('sync');
       if (t.steps.some((step) => step.status >= 400)) {
         failed[k] = t;
         continue;
