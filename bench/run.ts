@@ -443,8 +443,11 @@ async function fileScenarios(s: Servers) {
   const [synced] = await bestOfEach(tries, () => transfer(s.baselines.pid, { method: 'PUT', url: `${b}/b3/file?fsync=1`, headers: { 'content-type': 'application/octet-stream' }, file: payload }));
   const durable = transferRow(`${b3UpName} + fsync`, backend, synced!, [[201]], settings.fileBytes);
   listB3(durable);
-  if (durable.status === 'measured' && up.status === 'measured')
-    up.note = [up.note, `${(up.mibps! / durable.mibps!).toFixed(2)} x B3 + fsync`].filter(Boolean).join('; ');
+  const againstDurable = (row: Row) => {
+    if (durable.status === 'measured' && row.status === 'measured')
+      row.note = [row.note, `${(row.mibps! / durable.mibps!).toFixed(2)} x B3 + fsync`].filter(Boolean).join('; ');
+  };
+  againstDurable(up);
 
   const [b3Down, download] = await bestOfEach(
     tries,
@@ -465,6 +468,7 @@ async function fileScenarios(s: Servers) {
     const row = upload.row(t!, resumableName);
     if (row) {
       compare(row, base, 0.6);
+      againstDurable(row);
       withRss(row);
       rows.push(row);
     }
