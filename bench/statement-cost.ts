@@ -34,8 +34,8 @@ try {
     },
     get: async (k) => {
       const t = targets[k % targets.length]!;
-      const { row } = await readableElement(db, t.credentials, new Date(), t.id);
-      if (!row) throw new Error(`target ${t.id} not readable`);
+      const { body } = await readableElement(db, t.credentials, new Date(), t.id);
+      if (body === null) throw new Error(`target ${t.id} not readable`);
     },
   };
   for (let round = 1; round <= 2; round++)

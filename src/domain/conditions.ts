@@ -6,6 +6,10 @@ export interface Conditions {
   ifNoneMatch?: string;
 }
 
+/** Whether the request makes any precondition (the element's ETag then has to be computed). */
+export const hasConditions = (conditions: Conditions): boolean =>
+  conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined;
+
 function tags(header: string): string[] | '*' {
   if (header.trim() === '*') return '*';
   return header.match(/(?:W\/)?"[^"]*"/g) ?? [];

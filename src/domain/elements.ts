@@ -9,9 +9,9 @@ import { owns, type Permission } from '../storage/queries/access.js';
 import type { Caller, Credentials } from '../storage/queries/accounts.js';
 import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
-import { checkWritePreconditions, ifNoneMatchHits, type Conditions } from './conditions.js';
+import { checkWritePreconditions, hasConditions, ifNoneMatchHits, type Conditions } from './conditions.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
-import { renderElement } from './representation.js';
+import { etagOf, renderElement } from './representation.js';
 import { isPlainObject, isUuid, newId } from './values.js';
 
 const ACCESS_GRANTING = /^(OWNS|IS_IN_GROUP|HAS_(READ|SEARCH|CREATE|UPDATE|DELETE)_ACCESS)$/;
@@ -39,10 +39,13 @@ export class Elements {
     return reservedProperties(type, this.settings.register.uniqueIdentifier);
   }
 
-  /** The element if the caller may do `permission` on it, else 404 (the same answer as a missing element). */
-  async require(q: Queryable, caller: Caller, id: string, permission: Permission, lock = false): Promise<sql.ElementRow> {
+  /**
+   * The element if the caller may do `permission` on it, else 404 (the same answer as a missing element). `lock`
+   * locks its row for the transaction; `render` adds its rendering (`body`), whose ETag a conditional write compares.
+   */
+  async require(q: Queryable, caller: Caller, id: string, permission: Permission, options: { lock?: boolean; render?: boolean } = {}) {
     if (!isUuid(id)) throw notFound();
-    const found = await sql.elementWithPermission(q, id.toLowerCase(), caller.userId, permission, lock);
+    const found = await sql.elementWithPermission(q, id.toLowerCase(), caller.userId, permission, options);
     if (!found?.allowed) throw notFound();
     return found.row;
   }
@@ -50,10 +53,10 @@ export class Elements {
   /** GET /<id>: authentication, the element and the access check in one round trip (the hottest path). */
   async read(credentials: Credentials, id: string, conditions: Conditions = {}): Promise<{ rendered: Rendered; notModified: boolean }> {
     if (!isUuid(id)) throw notFound();
-    const { authenticated, row } = await sql.readableElement(this.db, credentials, this.clock.now(), id.toLowerCase());
+    const { authenticated, body } = await sql.readableElement(this.db, credentials, this.clock.now(), id.toLowerCase());
     if (!authenticated) throw unauthorized(credentials);
-    if (!row) throw notFound();
-    const rendered = renderElement(row);
+    if (body === null) throw notFound();
+    const rendered = renderElement(body);
     return { rendered, notModified: ifNoneMatchHits(conditions.ifNoneMatch, rendered.etag) };
   }
 
@@ -149,7 +152,7 @@ export class Elements {
     if (!isUuid(id)) return failAfterAuthentication(this.db, credentials, now, notFound());
     // One statement when nothing depends on the stored element before writing: no preconditions (they compare the
     // ETag of the rendered element) and no property that is reserved for any type (the check depends on the type).
-    if (conditions.ifMatch === undefined && conditions.ifNoneMatch === undefined && !this.touchesReserved(body)) {
+    if (!hasConditions(conditions) && !this.touchesReserved(body)) {
       const props = checkPropertiesOrNull(body);
       if (props) {
         const set: Record<string, unknown> = {};
@@ -168,8 +171,9 @@ export class Elements {
     const caller = await authenticated(this.db, credentials, now);
     await this.db.transaction(async (tx) => {
       // The row lock makes If-Match a compare-and-set: concurrent writers queue here and see each other's change.
-      const row = await this.require(tx, caller, id, 'UPDATE', true);
-      checkWritePreconditions(conditions, renderElement(row).etag);
+      const row = await this.require(tx, caller, id, 'UPDATE', { lock: true, render: hasConditions(conditions) });
+      // Rendered exactly when there are preconditions to compare with.
+      if (row.body !== undefined) checkWritePreconditions(conditions, etagOf(row.body));
       const props = checkProperties(body, this.reserved(row.type), 'body');
       let data: Record<string, unknown>;
       if (mode === 'replace') {
@@ -194,9 +198,10 @@ export class Elements {
   async delete(caller: Caller, id: string, conditions: Conditions = {}): Promise<void> {
     const withFiles = await retryingTransient(() =>
       this.db.transaction(async (tx) => {
-        const row = await this.require(tx, caller, id, 'DELETE', true);
+        const row = await this.require(tx, caller, id, 'DELETE', { lock: true, render: hasConditions(conditions) });
         if (row.type === 'User') throw new Problem('forbidden', 'User nodes cannot be deleted through this endpoint.');
-        checkWritePreconditions(conditions, renderElement(row).etag);
+        // Rendered exactly when there are preconditions to compare with.
+      if (row.body !== undefined) checkWritePreconditions(conditions, etagOf(row.body));
         return sql.deleteElement(tx, row.id);
       }),
     );

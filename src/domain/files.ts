@@ -163,7 +163,7 @@ export class Files {
     let created: boolean;
     try {
       created = await this.db.transaction(async (tx) => {
-        const row = await this.elements.require(tx, caller, id, 'UPDATE', true);
+        const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         hooks.check?.(row);
         await hooks.inTransaction?.(tx);
         const replacement = await this.blobs.replace(row.id, bytes, blobTag(row.file));
@@ -239,7 +239,7 @@ export class Files {
     const committed: { replacement: Replacement | null } = { replacement: null };
     try {
       await this.db.transaction(async (tx) => {
-        const row = await this.elements.require(tx, caller, id, 'UPDATE', true);
+        const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         if (!row.file) throw notFound();
         checkWritePreconditions(conditions, fileEtag(row));
         const replacement = await this.blobs.replace(row.id, null, blobTag(row.file));

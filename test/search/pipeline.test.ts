@@ -95,6 +95,25 @@ describeBackends('search pipeline', (h) => {
       expect(ids(res)).toEqual([lily, liliales, flame]);
     });
 
+    it("gives later steps a hydration's elements as values (their data included)", async () => {
+      const res = await search(h(), alice.token, {
+        debug: true,
+        steps: [
+          { type: 'element-hydration', query: { elementIds: [tulip, lily, flame] } },
+          {
+            type: 'element-hydration',
+            query: { elementIds: '{{map(sortBy(filter(stepResults[0], #.data.name != "Tulip"), .data.name, "desc"), #.id)}}' },
+          },
+        ],
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(ids(res)).toEqual([lily, flame]);
+      const seen = res.json.debug[1].input.parameters.stepResults[0];
+      expect(seen.map((e: any) => e.id)).toEqual([tulip, lily, flame]);
+      expect(seen[1]).toEqual(res.json.results[0]);
+      expect(seen[1]).toMatchObject({ type: 'Plant', id: lily, data: { name: 'Lily', description: 'the white lily, a true lily' } });
+    });
+
     it('merges global parameters under the step parameters', async () => {
       const res = await search(h(), alice.token, {
         parameters: { pick: [tulip], other: [lily] },

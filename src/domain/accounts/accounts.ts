@@ -5,7 +5,7 @@ import { Problem } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import * as sql from '../../storage/queries/accounts.js';
 import type { Caller, Credentials } from '../../storage/queries/accounts.js';
-import { elementById, insertElement } from '../../storage/queries/elements.js';
+import { elementBodyById, insertElement } from '../../storage/queries/elements.js';
 import { checkProperties, reservedProperties } from '../properties.js';
 import { renderElement } from '../representation.js';
 import { isPlainObject, isUuid, isoTime, newId } from '../values.js';
@@ -154,9 +154,9 @@ export class Accounts {
   }
 
   async currentToken(caller: Caller): Promise<{ body: string; etag: string }> {
-    const row = await elementById(this.db, this.requireTokenCaller(caller));
-    if (!row) throw new Problem('unauthorized', 'The token no longer exists.');
-    return renderElement(row);
+    const body = await elementBodyById(this.db, this.requireTokenCaller(caller));
+    if (body === null) throw new Problem('unauthorized', 'The token no longer exists.');
+    return renderElement(body);
   }
 
   async deleteCurrentToken(caller: Caller): Promise<void> {
@@ -178,9 +178,9 @@ export class Accounts {
   }
 
   async me(caller: Caller): Promise<{ body: string; etag: string }> {
-    const row = await elementById(this.db, caller.userId);
-    if (!row) throw new Problem('unauthorized', 'The user no longer exists.');
-    return renderElement(row);
+    const body = await elementBodyById(this.db, caller.userId);
+    if (body === null) throw new Problem('unauthorized', 'The user no longer exists.');
+    return renderElement(body);
   }
 
   /** Background job: deletes tokens that expired longer ago than the configured grace. */

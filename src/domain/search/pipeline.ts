@@ -9,7 +9,7 @@ import type { Db } from '../../storage/db.js';
 import { runCypherPaths } from '../../storage/queries/cypher.js';
 import { readableElements } from '../../storage/queries/hydration.js';
 import { runSearchEngine } from '../../storage/queries/search-engine.js';
-import { toElementJson, type ElementJson } from '../representation.js';
+import type { ElementJson } from '../representation.js';
 import { isUuid } from '../values.js';
 import { resolveExpressions, type ExpressionOptions } from './expressions.js';
 import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';
@@ -42,7 +42,23 @@ interface Step {
 type StepOutput =
   | { kind: 'search-engine'; value: SearchEngineOutput }
   | { kind: 'cypher'; value: PathsOutput }
-  | { kind: 'hydration'; value: ElementJson[] };
+  | { kind: 'hydration'; value: Hydrated };
+
+/**
+ * Hydrated elements as the database rendered them (storage/queries/element-json.ts). The response splices the
+ * rendered text in; they are parsed only when a later step's `stepResults` needs them as values.
+ */
+class Hydrated {
+  private parsed: ElementJson[] | null = null;
+  constructor(
+    readonly ids: string[],
+    readonly bodies: string[],
+  ) {}
+
+  get elements(): ElementJson[] {
+    return (this.parsed ??= this.bodies.map((body) => JSON.parse(body) as ElementJson));
+  }
+}
 
 /** What running one step yields: its output (for `stepResults` and hydration) and its extra debug fields. */
 interface StepRun {
@@ -69,7 +85,7 @@ export class Search {
     const request = parseRequest(body);
     const outputs: StepOutput[] = [];
     const debug: DebugEntry[] = [];
-    let results: ElementJson[] = [];
+    let results: Hydrated = new Hydrated([], []);
 
     const steps = [...request.steps];
     // When the last step is not a hydration its output is hydrated implicitly, so `results` always holds elements.
@@ -77,7 +93,7 @@ export class Search {
       steps.push({ index: steps.length, type: 'element-hydration', kind: 'hydration', query: null, parameters: {} });
 
     for (const step of steps) {
-      const parameters: JsonObject = { ...request.parameters, ...step.parameters, stepResults: outputs.map((o) => o.value) };
+      const parameters: JsonObject = { ...request.parameters, ...step.parameters, stepResults: outputs.map(stepResult) };
       const start = nowSeconds();
       const { output, fields } = await this.runStep(userId, step, parameters, outputs.at(-1) ?? null);
       const end = nowSeconds();
@@ -93,8 +109,8 @@ export class Search {
           duration: Math.round((end - start) * 1e6) / 1e6,
         });
     }
-    const response = { type: '_SearchResultResponse', results };
-    return JSON.stringify(request.debug ? { ...response, debug } : response);
+    const response = `{"type":"_SearchResultResponse","results":[${results.bodies.join(',')}]`;
+    return request.debug ? `${response},"debug":${JSON.stringify(debug)}}` : `${response}}`;
   }
 
   private get expressions(): ExpressionOptions {
@@ -130,12 +146,10 @@ export class Search {
     if (ids.length > MAX_HYDRATED)
       throw badContent(`steps[${step.index}] would hydrate ${ids.length} elements; at most ${MAX_HYDRATED} are allowed.`);
     const rows = await readableElements(this.db, userId, ids);
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    const elements = ids.flatMap((id) => {
-      const row = byId.get(id);
-      return row ? [toElementJson(row)] : [];
-    });
-    const fields: DebugFields = { accessibleElementIds: elements.map((e) => e.id) };
+    const byId = new Map(rows.map((row) => [row.id, row.body]));
+    const found = ids.filter((id) => byId.has(id));
+    const elements = new Hydrated(found, found.map((id) => byId.get(id)!));
+    const fields: DebugFields = { accessibleElementIds: found };
     if (redundant > 0)
       fields.redundantElementIds = {
         note: 'duplicate element ids were removed before hydration',
@@ -203,6 +217,9 @@ function engineOptions(step: Step, p: JsonObject): SearchEngineOptions {
   };
 }
 
+/** What later steps see of a step's output in `stepResults`. */
+const stepResult = (output: StepOutput): unknown => (output.kind === 'hydration' ? output.value.elements : output.value);
+
 /** The ids an implicit hydration takes from the previous step: hits in score order, path elements in path order. */
 function idsOf(step: Step, previous: StepOutput | null): string[] {
   if (previous === null) throw badContent(`steps[${step.index}] (element-hydration) has no query and no previous step to hydrate.`);
@@ -215,7 +232,7 @@ function idsOf(step: Step, previous: StepOutput | null): string[] {
         path.nodeIds.flatMap((node, i) => (i < path.relationIds.length ? [node, path.relationIds[i]!] : [node])),
       );
     case 'hydration':
-      return previous.value.map((e) => e.id);
+      return previous.value.ids;
   }
 }
 

@@ -1,19 +1,20 @@
-// An element's wire representation (domain/representation.ts `toElementJson`) rendered by the database, for
-// responses that list many elements.
+// An element's wire representation, rendered by the database: the one renderer of every element response (GET /<id>,
+// the collections, search hydration, /me, GET /token), so the same element has the same bytes, and ETag, everywhere.
 //
-// Why: a collection page of 25 children is 51 rows of 13 columns. Parsing them in the driver (timestamps through
-// postgres-date, jsonb through JSON.parse), rebuilding every element and serialising it again cost the Trellis
-// process 395-438 us of CPU per page (PostgreSQL 15, the bench data set, 8 in flight; scratch/render-cost.ts), and
-// that process was the bottleneck of GET /<id>/children (94% of a core at 2,191 req/s). The same page as two text
-// columns built here costs it 93-96 us, and the statement stays as fast (wall time per page 0.50 -> 0.27 ms).
+// Why the database: parsing the rows in the driver (timestamps through postgres-date, jsonb through JSON.parse),
+// rebuilding every element and serialising it again cost the Trellis process more than the rendering costs
+// PostgreSQL. A collection page of 25 children is 51 rows of 13 columns: 395-438 us of this process' CPU per page
+// (PostgreSQL 15, the bench data set, 8 in flight; scratch/render-cost.ts), which made it the bottleneck of
+// GET /<id>/children (94% of a core at 2,191 req/s); as two text columns built here, 93-96 us, and the statement
+// stays as fast (wall time per page 0.50 -> 0.27 ms). GET /<id> went from 0.62 to 0.78-0.79 x B1 on PostgreSQL and
+// from 0.59-0.62 to 0.66 x B1 on PGlite when it moved here too (bench --quick, 5 s runs, alternating).
 //
-// The text is the same JSON as toElementJson's, with the same key order: type, id, start, end, data (the stored
-// properties in jsonb's order, then created, updated, hasFile, file), file. The stored properties are PostgreSQL's
-// own jsonb text, so inside `data` the separators are ", " and ": " (the envelope is compact) and numbers appear
-// as stored (1.50 stays 1.50, a 20-digit integer keeps its digits); parsed, it is the same value as the
-// single-element responses, whose bytes (and ETags) Node renders. `data` never holds created, updated, hasFile or
-// file (001-elements.ts), so appending them cannot duplicate a key. Timestamps as isoTime writes them: whole
-// seconds, "+00:00".
+// Key order: type, id, start, end, data (the stored properties in jsonb's order, then created, updated, hasFile,
+// file), file. The stored properties are PostgreSQL's own jsonb text, so inside `data` the separators are ", " and
+// ": " (the envelope is compact) and numbers appear as stored (1.50 stays 1.50, a 20-digit integer keeps its
+// digits). `data` never holds created, updated, hasFile or file (001-elements.ts), so appending them cannot
+// duplicate a key. Timestamps as domain/values.ts isoTime writes them: whole seconds, "+00:00".
+// test/elements/representation.test.ts pins this down from the outside.
 const isoTimeSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
 /** A text expression: the JSON of the element row alias `e` (columns as in ELEMENT_COLUMNS). */
