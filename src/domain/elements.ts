@@ -201,7 +201,7 @@ export class Elements {
         const row = await this.require(tx, caller, id, 'DELETE', { lock: true, render: hasConditions(conditions) });
         if (row.type === 'User') throw new Problem('forbidden', 'User nodes cannot be deleted through this endpoint.');
         // Rendered exactly when there are preconditions to compare with.
-      if (row.body !== undefined) checkWritePreconditions(conditions, etagOf(row.body));
+        if (row.body !== undefined) checkWritePreconditions(conditions, etagOf(row.body));
         return sql.deleteElement(tx, row.id);
       }),
     );

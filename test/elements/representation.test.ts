@@ -151,6 +151,13 @@ describeBackends('element representation', (h) => {
     const again = await h().request('DELETE', `/${tricky}`, { token: alice.token, headers: { 'if-match': etag } });
     expect(again.status).toBe(412);
     expect((await get(tricky)).status).toBe(200);
+    // A DELETE whose preconditions compare with the current ETag.
+    const current = (await get(proto)).headers.get('etag')!;
+    const unlessSame = await h().request('DELETE', `/${proto}`, { token: alice.token, headers: { 'if-none-match': current } });
+    expect(unlessSame.status).toBe(412);
+    const gone = await h().request('DELETE', `/${proto}`, { token: alice.token, headers: { 'if-match': current } });
+    expect(gone.status, gone.text).toBe(204);
+    expect((await h().request('GET', `/${proto}`, { token: alice.token })).status).toBe(404);
   });
 
   it('the same element has the same bytes in GET /<id>, the collections and the search results', async () => {
