@@ -73,7 +73,7 @@ function buildInlineCheck(user: string, permission: Permission, e: string): stri
  * relation rule needs one of: the caller is its start, the caller may read its end, a grant on the relation itself).
  */
 export function searchableSetwise(user: string): string {
-  const reachable = (x: string) => reachableSetwise(user, x, 'SEARCH', 'planned');
+  const reachable = (x: string) => reachableSetwise(user, x, 'SEARCH');
   // A necessary condition of every relation rule (its start is the caller, its end is reachable, or a grant
   // reaches the relation itself); the exact check runs only behind it.
   const relationSuperset = `(e.start_id = ${user} OR ${reachable('e.end_id')} OR ${reachable('e.id')})`;
@@ -84,14 +84,14 @@ export function searchableSetwise(user: string): string {
 
 /**
  * READ for many rows at once (hydration in the search pipeline, whose statement must define
- * accessSetsCtes('READ'), and OWNED_CTE for `owned: 'shared'`, see reachableSetwise): nodes by the same set-wise node rule as searchableSetwise; a relation whose
- * two ends the caller may read is readable by that clause of the relation rule (trellis_allows, migration 004),
- * decided set-wise too; any other relation takes the exact per-row check. Hydrating the 253 elements of the benchmark's Cypher paths
+ * accessSetsCtes('READ')): nodes by the same set-wise node rule as searchableSetwise; a relation whose two ends the
+ * caller may read is readable by that clause of the relation rule (trellis_allows, migration 004), decided set-wise
+ * too; any other relation takes the exact per-row check. Hydrating the 253 elements of the benchmark's Cypher paths
  * (126 relations) went through trellis_allows once per relation before. Compared with permittedIds(READ) by
  * test/search/search-engine.test.ts on a graph with every kind of grant.
  */
-export function readableSetwise(user: string, owned: 'shared' | 'planned'): string {
-  const reachable = (x: string) => reachableSetwise(user, x, 'READ', owned);
+export function readableSetwise(user: string): string {
+  const reachable = (x: string) => reachableSetwise(user, x, 'READ');
   return `CASE WHEN e.start_id IS NULL THEN ${reachable('e.id')}
     WHEN ${reachable('e.start_id')} AND ${reachable('e.end_id')} THEN true
     ELSE ${inlineCheck(user, 'READ', 'e')} END`;
@@ -99,25 +99,14 @@ export function readableSetwise(user: string, owned: 'shared' | 'planned'): stri
 
 /**
  * The node rule for READ/SEARCH: the caller itself, created by the caller, or the node or one of its owners granted
- * to the caller or its groups. Through the hashed `grants` when accessSetsCtes found the grants few enough, else per
- * candidate: the node and its owners (element_owners), each probed for a grant from one of the caller's principals
- * in the (end_id, type) index.
- *
- * What the grants own: `owned: 'shared'` reads the statement's `owned` CTE, built once; 'planned' leaves it to
- * PostgreSQL per use (a hash of everything the grants own, or a probe of element_owners per candidate). Hydration
- * tests three columns of every row (the element, a relation's start and end), and PostgreSQL hashed what the grants
- * own for each of the three: sharing one set took hydrating the 253 elements of the bench's Cypher paths from
- * 12.8-12.9 to 10.3-10.5 ms on PGlite (scratch/time-cypher-pglite.ts). The search engine's nodes test one column,
- * and with few candidates PostgreSQL probes per candidate instead: forced to build the set, the quick bench's text
- * match on PGlite went from 179-183 to 155-156 searches/s.
+ * to the caller or its groups. Through the hashed `grants` (and, as PostgreSQL chooses, a hash of everything they
+ * own) when accessSetsCtes found the grants few enough, else per candidate: the node and its owners
+ * (element_owners), each probed for a grant from one of the caller's principals in the (end_id, type) index.
  */
-function reachableSetwise(user: string, x: string, permission: 'READ' | 'SEARCH', owned: 'shared' | 'planned'): string {
-  const ownedByGrants =
-    owned === 'shared'
-      ? `${x} IN (SELECT id FROM owned)`
-      : `EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = ${x} AND o.owner_id IN (SELECT id FROM grants))`;
+function reachableSetwise(user: string, x: string, permission: 'READ' | 'SEARCH'): string {
   return `(${x} = ${user}
-      OR CASE WHEN (SELECT ok FROM setwise) THEN ${x} IN (SELECT id FROM grants) OR ${ownedByGrants}
+      OR CASE WHEN (SELECT ok FROM setwise) THEN ${x} IN (SELECT id FROM grants)
+           OR EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = ${x} AND o.owner_id IN (SELECT id FROM grants))
          ELSE ${grantedSql(principalsSql(user), x, permission)}
          END
       OR EXISTS (SELECT 1 FROM elements c WHERE c.end_id = ${x} AND c.type = 'CREATED' AND c.start_id = ${user}))`;
@@ -136,7 +125,7 @@ export const ACCESS_SET_CAPS = { grants: 10_000 };
  * The CTEs the set-wise checks read, for the caller `$1`:
  *   grants   the ends of the relations granting `permission` from the caller or its groups (at most caps.grants + 1)
  *   setwise  whether `grants` is complete, i.e. whether the checks may hash it (else they decide per candidate)
- * readableSetwise's statement adds OWNED_CTE after them. `caps` is a parameter so that the tests can run both ways of deciding on a small graph.
+ * `caps` is a parameter so that the tests can run both ways of deciding on a small graph.
  */
 export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_CAPS) => `grants AS MATERIALIZED (
     SELECT g.end_id AS id FROM elements g
@@ -145,10 +134,6 @@ export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_
     LIMIT ${caps.grants + 1}),
   setwise AS MATERIALIZED (
     SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok)`;
-
-/** Everything the grants own, for reachableSetwise's 'shared' (built only when `setwise` holds and a row asks). */
-export const OWNED_CTE = `owned AS MATERIALIZED (
-    SELECT o.element_id AS id FROM element_owners o WHERE o.owner_id IN (SELECT id FROM grants))`;
 
 /**
  * SQL boolean: does a relation granting `permission` (GRANT_TYPES) lead from one of `principals` (a uuid[]
