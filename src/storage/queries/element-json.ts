@@ -6,8 +6,8 @@
 // PostgreSQL. A collection page of 25 children is 51 rows of 13 columns: 395-438 us of this process' CPU per page
 // (PostgreSQL 15, the bench data set, 8 in flight; scratch/render-cost.ts), which made it the bottleneck of
 // GET /<id>/children (94% of a core at 2,191 req/s); as two text columns built here, 93-96 us, and the statement
-// stays as fast (wall time per page 0.50 -> 0.27 ms). GET /<id> went from 0.62 to 0.78-0.79 x B1 on PostgreSQL and
-// from 0.59-0.62 to 0.66 x B1 on PGlite when it moved here too (bench --quick, 5 s runs, alternating).
+// stays as fast (wall time per page 0.50 -> 0.27 ms). GET /<id> went from 0.62-0.69 to 0.66-0.80 x B1 on PostgreSQL
+// and from 0.59-0.63 to 0.66-0.68 x B1 on PGlite when it moved here too (bench --quick, four pairs of 5 s runs).
 //
 // Key order: type, id, start, end, data (the stored properties in jsonb's order, then created, updated, hasFile,
 // file), file. The stored properties are PostgreSQL's own jsonb text, so inside `data` the separators are ", " and

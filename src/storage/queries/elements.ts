@@ -94,8 +94,8 @@ const readableElementSql = new Map<string, string>();
  * GET /<id> in one statement: resolves the credentials, reads the element, checks READ and renders it.
  * `authenticated` is false when the credentials name no user (401); `body` is null when the element is missing or
  * not readable. The database renders the body: parsing the row's timestamps and jsonb in the driver and writing
- * them out again cost this process more than the rendering costs PostgreSQL (bench --quick, 5 s, alternating:
- * GET /<id> 0.62 -> 0.78-0.79 x B1 on PostgreSQL, 0.59-0.62 -> 0.66 x B1 on PGlite).
+ * them out again cost this process more than the rendering costs PostgreSQL (bench --quick, four pairs of 5 s runs,
+ * alternating: GET /<id> 0.62-0.69 -> 0.66-0.80 x B1 on PostgreSQL, 0.59-0.63 -> 0.66-0.68 x B1 on PGlite).
  */
 export async function readableElement(
   q: Queryable,
