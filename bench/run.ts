@@ -16,7 +16,8 @@
 //   --connections N      concurrent connections (default 32)
 //   --file-mib N         size of the file scenarios in MiB (default 1024, quick 128)
 //   --tool wrk|autocannon
-//   --profile            run Trellis with --cpu-prof; the profiles are kept in bench/results/profiles-<date>/
+//   --profile            run Trellis and the baselines with --cpu-prof; the profiles are kept in
+//                        bench/results/profiles-<date>/
 //   --sql FILE           experiment: run this SQL on the generated database before the servers start (repeatable),
 //                        e.g. a CREATE OR REPLACE of an access function, to measure a change before making it a migration
 //   --generic-plans      experiment: ALTER SYSTEM SET plan_cache_mode = force_generic_plan (every session of the
@@ -244,7 +245,9 @@ function transferRow(scenario: string, backend: string, t: TransferResult, expec
 
 async function startBaselines(backend: Backend, dbUrl: string | null, dataDir: string): Promise<ServerProcess> {
   const port = await freePort();
-  const args = ['--import', 'tsx', join(ROOT, 'bench/baselines.ts'), '--port', String(port), '--files', join(dataDir, 'baseline-files')];
+  // Profiled too under --profile, so that a scenario's profile can be read against its baseline's.
+  const nodeArgs = argv.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', `${backend}-baselines`)}`] : [];
+  const args = [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench/baselines.ts'), '--port', String(port), '--files', join(dataDir, 'baseline-files')];
   args.push(...(dbUrl ? ['--database-url', dbUrl] : ['--pglite', join(dataDir, 'db')]));
   log(`starting the baselines (${backend})`);
   return startServer({ name: 'baselines', command: process.execPath, args, env: process.env, cwd: ROOT, port, readyPath: '/b0', logFile: join(work, `baselines-${backend}.log`) });

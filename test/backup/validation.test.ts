@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
 import { beforeEach, expect, it } from 'vitest';
 import { BackupError } from '../../src/backup/format.js';
-import { DatabaseNotEmptyError } from '../../src/backup/load.js';
+import { DatabaseNotEmptyError, type LoadOptions } from '../../src/backup/load.js';
 import { describeBackends, type Harness } from '../helpers/harness.js';
 import { counts, loadInto, writeBackup } from './helpers.js';
 
@@ -29,8 +29,8 @@ function graph() {
   };
 }
 
-async function expectRejected(h: Harness, dir: string, file: string, message: RegExp | string) {
-  const error = await loadInto(h, dir).then(
+async function expectRejected(h: Harness, dir: string, file: string, message: RegExp | string, options: LoadOptions = {}) {
+  const error = await loadInto(h, dir, options).then(
     () => null,
     (e: unknown) => e,
   );
@@ -79,7 +79,34 @@ describeBackends('backup:load validation', (h) => {
       ['node/token.json', { type: 'Token', id: g.ids.token, data: { hash: 'a'.repeat(64), state: 'PAUSED' } }, /'state' must be one of/],
       ['node/token.json', { type: 'Token', id: g.ids.token, data: { state: 'ACTIVE' } }, /a token with an owner needs its 'hash'/],
     ];
-    for (const [file, content, message] of cases) await expectRejected(h(), await writeBackup({ ...g.files, [file]: content }), file, message);
+    for (const [file, content, message] of cases) {
+      const dir = await writeBackup({ ...g.files, [file]: content });
+      await expectRejected(h(), dir, file, message);
+      // One element per INSERT: the files read before the broken one are written by then, and rolled back.
+      await expectRejected(h(), dir, file, message, { batchSize: 1 });
+    }
+  });
+
+  it('rolls back what it wrote before a violation, file bytes included', async () => {
+    const g = graph();
+    const bytes = Buffer.from('some bytes');
+    const withFile = {
+      ...g.files,
+      'node/data.json': { type: 'Data', id: g.ids.data, data: { name: 'D', hasFile: true } },
+      [`file/${g.ids.data}.txt`]: bytes,
+    };
+    const summary = (nodes: number, relations: number) => ({ nodeCount: nodes, relationCount: relations, fileCount: 1 });
+    // Found while reading: the last node file.
+    const lateNode = await writeBackup({ ...withFile, 'node/zz.json': '{"type": "Data"' }, summary(4, 2));
+    await expectRejected(h(), lateNode, 'node/zz.json', /not valid JSON/, { batchSize: 1 });
+    expect(existsSync(h().services.blobs.pathOf(g.ids.data))).toBe(false);
+    // Found after reading every file: a relation attached to nothing.
+    const dangling = await writeBackup({ ...withFile, 'relation/zz.json': { type: 'OWNS', id: id(), start: g.ids.user, end: id(), data: {} } }, summary(3, 3));
+    await expectRejected(h(), dangling, 'relation/zz.json', /exists neither in the backup nor in the database/, { batchSize: 1 });
+    expect(existsSync(h().services.blobs.pathOf(g.ids.data))).toBe(false);
+    // The same backup without the violation loads.
+    expect((await loadInto(h(), await writeBackup(withFile, summary(3, 2)), { batchSize: 1 })).files).toBe(1);
+    expect(await counts(h().db)).toEqual({ elements: 5, users: 1, tokens: 1 });
   });
 
   it('rejects a relation whose start or end exists neither in the backup nor in the database', async () => {
@@ -178,10 +205,14 @@ describeBackends('backup:load validation', (h) => {
     expect((await counts(h().db)).elements).toBe(7);
 
     const colliding = await writeBackup({ 'node/a.json': { type: 'Data', id: id(), data: {} }, 'node/b.json': { type: 'Data', id: g.ids.data, data: {} } });
-    const error = await loadInto(h(), colliding, { force: true }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(BackupError);
-    expect((error as BackupError).file).toBe('node/b.json');
-    expect((error as BackupError).message).toMatch(/already exists in the database/);
+    for (const batchSize of [1000, 1]) {
+      // batchSize 1: node/a.json is written before node/b.json collides, and rolled back.
+      const error = await loadInto(h(), colliding, { force: true, batchSize }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackupError);
+      expect((error as BackupError).file).toBe('node/b.json');
+      expect((error as BackupError).message).toMatch(/already exists in the database/);
+      expect((await counts(h().db)).elements).toBe(7);
+    }
     const sameUser = await writeBackup({ 'node/u.json': { type: 'User', id: id(), data: { email: 'a@example.dev' } } });
     await expect(loadInto(h(), sameUser, { force: true })).rejects.toThrow(/node\/u.json: a user with the identifier "a@example.dev" already exists/);
     expect((await counts(h().db)).elements).toBe(7);
