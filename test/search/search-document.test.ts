@@ -35,14 +35,19 @@ const EDGE_CASES: unknown[] = [
   { longToken: 'z'.repeat(5000), normal: 'kept words' },
   { big: Array.from({ length: 40 }, (_, i) => `field ${i} ${'q'.repeat(60)}`) },
   { arrays: [[['deep']]], objs: [{ a: 1 }, { a: 2 }, { b: { c: 'three' } }] },
+  // Every ASCII character, alone and between letters.
+  { ascii: String.fromCharCode(...Array.from({ length: 127 }, (_, i) => i + 1)) },
+  Object.fromEntries(Array.from({ length: 127 }, (_, i) => [`c${i + 1}`, `Ab${String.fromCharCode(i + 1)}cD${String.fromCharCode(i + 1)}`])),
+  { tabs: 'a\tb\nc\rd', spaces: '   ', one: 'x', digits: '007 42', mixedCase: 'HeLLo WoRLD', nested: { s: '  Nested, ASCII-only!  ', list: ['a b', '', ' '] } },
 ];
 
 /** A deterministic generator of JSON documents with separators, Unicode, nesting and hidden keys. */
-function randomDocuments(count: number, seed: number): unknown[] {
+function randomDocuments(count: number, seed: number, asciiOnly = false): unknown[] {
   let state = seed;
   const next = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
   const pick = <T,>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]!;
-  const chars = ['a', 'B', 'z', '0', '9', ' ', '-', '.', '_', '/', 'é', 'Ж', 'Ω', 'ß', '東', '🎉', '\u00a0', '\u2014', '\u3001', 'Ｆ', '\u001f', 'İ', ' '];
+  const all = ['a', 'B', 'z', '0', '9', ' ', '-', '.', '_', '/', 'é', 'Ж', 'Ω', 'ß', '東', '🎉', '\u00a0', '\u2014', '\u3001', 'Ｆ', '\u001f', 'İ', ' '];
+  const chars = asciiOnly ? [...all.filter((c) => c.charCodeAt(0) < 0x80), 'Q', '~', '\t', '\u007f', '\\', "'", '"', '@'] : all;
   const text = () => Array.from({ length: Math.floor(next() * 30) }, () => pick(chars)).join('');
   const value = (depth: number): unknown => {
     const r = next();
@@ -91,6 +96,10 @@ for (const backend of backendsUnderTest()) {
 
     it('gives the vector of 006 for 400 random documents', async () => {
       expect(await differences(randomDocuments(400, 7))).toEqual([]);
+    });
+
+    it('gives the vector of 006 for 400 random documents of ASCII text only', async () => {
+      expect(await differences(randomDocuments(400, 11, true))).toEqual([]);
     });
 
     it('gives the vector of 006 for a document over the 1 MB budget', async () => {
