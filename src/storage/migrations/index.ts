@@ -6,6 +6,7 @@ import access from './004-access.js';
 import accessIndex from './005-access-index.js';
 import searchIndex from './006-search-index.js';
 import searchDocument from './007-search-document.js';
+import dropTypeIndex from './008-drop-type-index.js';
 
 export interface Migration {
   version: number;
@@ -21,4 +22,5 @@ export const migrations: Migration[] = [
   { version: 5, name: 'access-index', sql: accessIndex },
   { version: 6, name: 'search-index', sql: searchIndex },
   { version: 7, name: 'search-document', sql: searchDocument },
+  { version: 8, name: 'drop-type-index', sql: dropTypeIndex },
 ];
