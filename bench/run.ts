@@ -243,11 +243,13 @@ function transferRow(scenario: string, backend: string, t: TransferResult, expec
 // Processes
 // ---------------------------------------------------------------------------------------------------------------
 
+/** Node's flags for a server process under --profile (its CPU profile goes to profiles/<name>). */
+const profileArgs = (name: string) => (argv.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []);
+
 async function startBaselines(backend: Backend, dbUrl: string | null, dataDir: string): Promise<ServerProcess> {
   const port = await freePort();
-  // Profiled too under --profile, so that a scenario's profile can be read against its baseline's.
-  const nodeArgs = argv.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', `${backend}-baselines`)}`] : [];
-  const args = [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench/baselines.ts'), '--port', String(port), '--files', join(dataDir, 'baseline-files')];
+  // Profiled too, so that a scenario's profile can be read against its baseline's.
+  const args = [...profileArgs(`${backend}-baselines`), '--import', 'tsx', join(ROOT, 'bench/baselines.ts'), '--port', String(port), '--files', join(dataDir, 'baseline-files')];
   args.push(...(dbUrl ? ['--database-url', dbUrl] : ['--pglite', join(dataDir, 'db')]));
   log(`starting the baselines (${backend})`);
   return startServer({ name: 'baselines', command: process.execPath, args, env: process.env, cwd: ROOT, port, readyPath: '/b0', logFile: join(work, `baselines-${backend}.log`) });
@@ -258,12 +260,11 @@ async function startTrellis(backend: Backend, dbUrl: string | null, dataDir: str
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
   for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
   if (dbUrl) env.DATABASE_URL = dbUrl;
-  const nodeArgs = argv.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', backend)}`] : [];
   log(`starting Trellis (${backend})`);
   return startServer({
     name: 'trellis',
     command: process.execPath,
-    args: [...nodeArgs, join(ROOT, 'bin/trellis.js'), 'serve'],
+    args: [...profileArgs(backend), join(ROOT, 'bin/trellis.js'), 'serve'],
     env,
     cwd: ROOT,
     port,

@@ -1,5 +1,5 @@
-// One element file of a backup: parsed, checked and split into what the service stores where. Used by both passes
-// of backup:load, so that validating and writing see exactly the same element.
+// One element file of a backup: parsed, checked and split into what the service stores where. backup:load parses
+// every file with it once; the relations it holds back until after its pass are parsed again (and must keep their id).
 import { hashToken, TOKEN_PATTERN } from '../domain/accounts/tokens.js';
 import { isPlainObject, isUuid } from '../domain/values.js';
 import type { FileMeta } from '../storage/queries/elements.js';

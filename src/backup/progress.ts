@@ -4,7 +4,7 @@
 import { performance } from 'node:perf_hooks';
 
 export interface Progress {
-  /** Starts a phase ("validating", "loading", ...) of `total` units (elements). */
+  /** Starts a phase ("loading", "backing up", ...) of `total` units (elements). */
   start(phase: string, total: number): void;
   /** `n` more units are done. */
   tick(n: number): void;
