@@ -245,7 +245,7 @@ class Load {
         if (el.id !== this.index.ids[at]) throw new BackupError(paths[at]!, 'changed while the backup was being loaded');
         return el;
       });
-      await this.insert(batch, parsed);
+      await this.insert(parsed);
     }
     const tokens = await this.writeTokens();
     return { users, tokens };
@@ -261,15 +261,12 @@ class Load {
     const { paths, nodeCount, files } = this.folder;
     const { ids, at: index, kind, identifiers, passwords, tokens, tokenHashes, pending, usedFiles } = this.index;
     const identifierOwner = new Map<string, number>();
-    let batch: number[] = [];
     let parsed: ParsedElement[] = [];
     const send = async () => {
       await this.inFlight;
-      const rows = batch;
-      const els = parsed;
-      batch = [];
+      const batch = parsed;
       parsed = [];
-      this.inFlight = this.insert(rows, els);
+      this.inFlight = this.insert(batch);
       // Awaited before the next batch (or by run()); this only keeps a failure from being reported as unhandled.
       this.inFlight.catch(() => {});
     };
@@ -332,16 +329,15 @@ class Load {
           continue;
         }
       }
-      batch.push(at);
       parsed.push(el);
-      if (batch.length >= this.batchSize) await send();
+      if (parsed.length >= this.batchSize) await send();
     }
-    if (batch.length > 0) await send();
+    if (parsed.length > 0) await send();
     await this.inFlight;
   }
 
   /** Inserts elements (copying their file bytes first); on a database that is not empty, after checking their ids. */
-  private async insert(batch: number[], parsed: ParsedElement[]) {
+  private async insert(parsed: ParsedElement[]) {
     if (!this.empty)
       for (const id of (await existingElements(this.tx, parsed.map((el) => el.id))).keys())
         throw new BackupError(this.folder.paths[this.index.at.get(id)!]!, `id ${id} already exists in the database`);
@@ -354,7 +350,7 @@ class Load {
       rows.push({ id: el.id, type: el.type, start_id: el.start, end_id: el.end, data: el.data, internal: el.internal, file, created, updated: el.updated ?? created });
     }
     await insertElementRows(this.tx, rows);
-    this.progress.tick(batch.length);
+    this.progress.tick(parsed.length);
   }
 
   /** The users rows, once every User is known (which of two users sharing an identifier keeps it). */
