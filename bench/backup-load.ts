@@ -5,7 +5,7 @@
 //
 // Also importable: `benchBackupLoad({ elements, backend })` returns the numbers (for bench/run.ts).
 import { randomUUID, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -19,6 +19,7 @@ import type { Db } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
+import { removeTree } from './lib/procs.js';
 
 interface PgCluster {
   url: string;
@@ -178,7 +179,7 @@ export async function benchBackupLoad(options: { elements: number; backend: 'pos
     await db?.close();
     await cluster?.stop();
     if (options.keep) log(`kept ${work}`);
-    else await rm(work, { recursive: true, force: true });
+    else await removeTree(work);
   }
 }
 

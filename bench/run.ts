@@ -27,7 +27,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import { existsSync, readFileSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -37,7 +37,7 @@ import { openPostgres } from '../src/storage/postgres.js';
 import { freePort, startCluster, type PgCluster } from './lib/cluster.js';
 import { generateDataset, TARGET_CHILDREN, TITLE_WORDS, type Dataset } from './lib/dataset.js';
 import { capture, ensureLoadTool, runLoad, type HttpRequest, type LoadResult, type LoadTool } from './lib/load.js';
-import { sampleRss, startServer, type ServerProcess } from './lib/procs.js';
+import { removeTree, sampleRss, startServer, type ServerProcess } from './lib/procs.js';
 import { formatTable, type Row } from './lib/report.js';
 
 type Backend = 'postgres' | 'pglite';
@@ -730,8 +730,8 @@ async function backendPhase(backend: Backend) {
   } finally {
     await baselines.stop();
   }
-  await rm(dataDir, { recursive: true, force: true });
-  await rm(baselineDir, { recursive: true, force: true });
+  await removeTree(dataDir);
+  await removeTree(baselineDir);
 }
 
 function build() {
@@ -786,7 +786,7 @@ async function main() {
       spawnSync('cp', [...['postgres', 'pglite'].map((b) => join(work, `trellis-${b}.log`)).filter(existsSync), keep]);
       log(`CPU profiles in ${keep}`);
     }
-    await rm(work, { recursive: true, force: true });
+    await removeTree(work);
   }
 
   const table = formatTable(rows);

@@ -1,7 +1,8 @@
 // Child processes of the benchmark (servers under test, baselines): started with their output in a log file,
 // ready once an HTTP probe answers, stopped with SIGTERM (SIGKILL after a grace period), and killed on exit.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 
 export interface ServerProcess {
   pid: number;
@@ -112,4 +113,13 @@ export function sampleRss(pid: number, ms = 25): { stop(): { before: number; max
       return before === null ? null : { before, max };
     },
   };
+}
+
+/**
+ * Removes a directory tree with `rm -rf`. fs.promises.rm walks it inside this process: removing a backup folder of
+ * 200k files raised the process' peak RSS to 429 MiB (and the 1M backup bench's to about 2.8 GB), against 44 MiB
+ * for the child process, in about the same time.
+ */
+export async function removeTree(path: string): Promise<void> {
+  await promisify(execFile)('rm', ['-rf', '--', path]);
 }

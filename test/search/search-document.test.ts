@@ -1,11 +1,26 @@
 // Migration 007 rebuilt trellis_search_document for speed; the stored `search` column of every element written
 // before it was computed by 006's version and is not recomputed, so both must give the same vector for every value.
-// This runs 006's function (taken from the migration's own SQL, under another name) beside the current one on both
-// backends, over hand-picked edge cases and seeded random documents, and checks that a write stores the same vector.
+// Migration 009 changed one thing on purpose: a field name holding a backslash is no longer mangled in token
+// lexemes (and the vectors that differ are recomputed). This runs 006's function (taken from the migration's own
+// SQL, under another name) beside the current one on both backends, over hand-picked edge cases and seeded random
+// documents, and checks that a write stores the same vector. The expected vector of a document is 006's, computed
+// with every backslash in a field name replaced by U+E000 and put back into the lexemes afterwards: 006 was right
+// for every field name without a backslash.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import searchIndexSql from '../../src/storage/migrations/006-search-index.js';
+import { migrate } from '../../src/storage/migrate.js';
+import { migrations } from '../../src/storage/migrations/index.js';
 import type { Db } from '../../src/storage/db.js';
 import { backendsUnderTest, freshDatabase } from '../helpers/harness.js';
+
+const STAND_IN = '\uE000';
+
+/** The document with every backslash in a field name (at any depth) replaced by STAND_IN. */
+function keysWithoutBackslash(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(keysWithoutBackslash);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll('\\', STAND_IN), keysWithoutBackslash(v)]));
+}
 
 /** 006's CREATE FUNCTION trellis_search_document ... $fn$; renamed. */
 function function006(name: string): string {
@@ -39,6 +54,8 @@ const EDGE_CASES: unknown[] = [
   { ascii: String.fromCharCode(...Array.from({ length: 127 }, (_, i) => i + 1)) },
   Object.fromEntries(Array.from({ length: 127 }, (_, i) => [`c${i + 1}`, `Ab${String.fromCharCode(i + 1)}cD${String.fromCharCode(i + 1)}`])),
   { tabs: 'a\tb\nc\rd', spaces: '   ', one: 'x', digits: '007 42', mixedCase: 'HeLLo WoRLD', nested: { s: '  Nested, ASCII-only!  ', list: ['a b', '', ' '] } },
+  // Field names with the escapes of regexp_replace's replacement text (migration 009).
+  { 'a\\1b': 'one two three', 'c\\\\d': 'one two', 'x\\&y': 'one, two', '\\': 'a b', 'end\\': { '\\9': ['p q', 'r'] }, v: 'back\\slash \\1 value' },
 ];
 
 /** A deterministic generator of JSON documents with separators, Unicode, nesting and hidden keys. */
@@ -65,7 +82,7 @@ function randomDocuments(count: number, seed: number, asciiOnly = false): unknow
 }
 
 for (const backend of backendsUnderTest()) {
-  describe(`search document (migration 007) [${backend}]`, () => {
+  describe(`search document (migrations 007 and 009) [${backend}]`, () => {
     let db: Db;
     let dispose: () => Promise<void>;
     beforeAll(async () => {
@@ -75,13 +92,19 @@ for (const backend of backendsUnderTest()) {
     afterAll(() => dispose());
 
     const differences = async (documents: unknown[]) => {
-      const { rows } = await db.query<{ i: number; now: string; before: string }>(
-        `SELECT d.i, trellis_search_document(d.doc)::text AS now, search_document_006(d.doc)::text AS before
-         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY d(doc, i)`,
-        [JSON.stringify(documents)],
+      const json = JSON.stringify(documents);
+      expect(json).not.toContain(STAND_IN);
+      const { rows } = await db.query<{ i: number; now: string[]; expected: string[] }>(
+        `SELECT d.i,
+           ARRAY(SELECT x FROM unnest(tsvector_to_array(trellis_search_document(d.doc))) x ORDER BY x COLLATE "C") AS now,
+           ARRAY(SELECT y FROM (SELECT replace(x, E'\\uE000', E'\\\\') AS y FROM unnest(tsvector_to_array(search_document_006(s.doc))) x) r
+                 ORDER BY y COLLATE "C") AS expected
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY d(doc, i)
+         JOIN jsonb_array_elements($2::jsonb) WITH ORDINALITY s(doc, i) USING (i)`,
+        [json, JSON.stringify(documents.map(keysWithoutBackslash))],
       );
       expect(rows).toHaveLength(documents.length);
-      return rows.filter((r) => r.now !== r.before).map((r) => ({ document: documents[r.i - 1], ...r }));
+      return rows.filter((r) => JSON.stringify(r.now) !== JSON.stringify(r.expected)).map((r) => ({ document: documents[r.i - 1], ...r }));
     };
 
     it('gives the vector of 006 for hand-picked edge cases', async () => {
@@ -92,6 +115,18 @@ for (const backend of backendsUnderTest()) {
         [JSON.stringify(EDGE_CASES)],
       );
       expect(rows[0]!.n).toBeGreaterThanOrEqual(15);
+    });
+
+    it('indexes every word under a field name holding a backslash (006 mangled all but the last)', async () => {
+      const { rows } = await db.query<{ now: string[]; before: string[] }>(
+        `SELECT tsvector_to_array(trellis_search_document($1)) AS now, tsvector_to_array(search_document_006($1)) AS before`,
+        [{ 'a\\1b': 'one two three', 'x\\&y': 'four five' }],
+      );
+      const tokens = ['tone\x1fa\\1b', 'ttwo\x1fa\\1b', 'tthree\x1fa\\1b', 'tfour\x1fx\\&y', 'tfive\x1fx\\&y'];
+      expect(rows[0]!.now).toEqual(expect.arrayContaining(tokens));
+      expect(rows[0]!.now.filter((l) => l.startsWith('t'))).toHaveLength(tokens.length);
+      // What 009 fixed: 006 had only the last word of each string under the right field name.
+      expect(rows[0]!.before.filter((l) => tokens.includes(l)).sort()).toEqual(['tfive\x1fx\\&y', 'tthree\x1fa\\1b']);
     });
 
     it('gives the vector of 006 for 400 random documents', async () => {
@@ -114,6 +149,42 @@ for (const backend of backendsUnderTest()) {
         `SELECT search = search_document_006(data) AS same FROM elements WHERE type = 'Probe'`,
       );
       expect(rows).toEqual([{ same: true }]);
+    });
+
+    it('migration 009 recomputes the stored vectors that had a mangled field name, and only those', async () => {
+      const { db: old, dispose: disposeOld } = await freshDatabase(backend);
+      try {
+        await old.query('DROP SCHEMA public CASCADE');
+        await old.query('CREATE SCHEMA public');
+        await migrate(old, migrations.filter((m) => m.version < 9));
+        const docs = {
+          mangled: { 'a\\1b': 'one two three' },
+          valueOnly: { v: 'back\\slash \\1 value' },
+          plain: { name: 'one two three' },
+        };
+        for (const [type, doc] of Object.entries(docs))
+          await old.query(`INSERT INTO elements (id, type, data, created, updated) VALUES (gen_random_uuid(), $1, $2, now(), now())`, [type, doc]);
+        const state = async () =>
+          Object.fromEntries(
+            (await old.query<{ type: string; xmin: string; search: string }>(`SELECT type, xmin::text AS xmin, search::text AS search FROM elements`)).rows.map((r) => [r.type, r]),
+          );
+        const before = await state();
+        const first = ['tone\x1fa\\1b'];
+        const withFirst = `SELECT type FROM elements WHERE tsvector_to_array(search) @> $1::text[]`;
+        expect((await old.query(withFirst, [first])).rows).toHaveLength(0);
+        expect(await migrate(old)).toEqual([9]);
+        const after = await state();
+        expect((await old.query<{ type: string }>(withFirst, [first])).rows).toEqual([{ type: 'mangled' }]);
+        expect(after.mangled!.xmin).not.toBe(before.mangled!.xmin);
+        expect(after.mangled!.search).not.toBe(before.mangled!.search);
+        // A backslash only in a value, or none at all: the vector was right, the row is not rewritten.
+        expect(after.valueOnly).toEqual(before.valueOnly);
+        expect(after.plain).toEqual(before.plain);
+        const { rows } = await old.query<{ n: number }>(`SELECT count(*)::int AS n FROM elements WHERE search IS DISTINCT FROM trellis_search_document(data)`);
+        expect(rows[0]!.n).toBe(0);
+      } finally {
+        await disposeOld();
+      }
     });
   });
 }

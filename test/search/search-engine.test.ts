@@ -474,5 +474,21 @@ describeBackends('search engine', (h) => {
           expect((await search(query)).output.totalHits, JSON.stringify(query)).toBe(0);
       expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
     });
+
+    it('finds every word of a string under a field name holding backslashes (migration 009)', async () => {
+      // The tokenizer's replacement text treats `\\`, `\&` and `\1`-`\9` as escapes; before 009 all words but the
+      // last were indexed under a mangled field name.
+      const data = { 'a\\1b': 'first middle last', 'c\\\\d': 'first middle last', 'x\\&y': 'first middle last', 'n\\': { 'k\\2': 'first middle last' }, plain: 'first middle last' };
+      const id = await createElement(h(), alice.token, { type: 'Backslash', data });
+      for (const field of ['a\\1b', 'c\\\\d', 'x\\&y', 'n\\.k\\2', 'plain']) {
+        for (const word of ['first', 'middle', 'last']) {
+          const query = { match: { [field]: word } };
+          expect((await search(query)).output.elements.map((e) => e.id), JSON.stringify(query)).toEqual([id]);
+        }
+        for (const query of [{ prefix: { [field]: 'mid' } }, { wildcard: { [field]: 'f?rs*' } }, { term: { [`${field}.keyword`]: 'first middle last' } }])
+          expect((await search(query)).output.elements.map((e) => e.id), JSON.stringify(query)).toEqual([id]);
+      }
+      expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
+    });
   });
 });

@@ -122,11 +122,13 @@ export const LEAVES = `
 // The lexemes of one value (a row of LEAVES) as one string, U+001D between them: string functions over the whole
 // value instead of a row per token (regexp_replace turns every run of separators into "end of this lexeme, start of
 // the next one"). Measured on PostgreSQL 15: 40 us per typical element against 56 us with a set-returning
-// tokenizer and 110 us with one UNION branch per lexeme kind.
-export const LEAF_LEXEMES = `
+// tokenizer and 110 us with one UNION branch per lexeme kind. `fieldInReplacement` is how the field name enters
+// regexp_replace's replacement text, where a backslash is an escape: 006 wrote `f` as it is, so a field name holding
+// `\\`, `\&` or `\1`-`\9` came out mangled in every token lexeme but the last (migration 009 fixes it).
+export const leafLexemes = (fieldInReplacement: string) => `
   CASE kind
     WHEN 'string' THEN
-      CASE WHEN words = '' THEN '' ELSE 't' || regexp_replace(words, '${SEP}+', E'\\x1f' || f || E'\\x1dt', 'g') || E'\\x1f' || f || E'\\x1d' END
+      CASE WHEN words = '' THEN '' ELSE 't' || regexp_replace(words, '${SEP}+', E'\\x1f' || ${fieldInReplacement} || E'\\x1dt', 'g') || E'\\x1f' || f || E'\\x1d' END
       || CASE WHEN char_length(s) <= ${SEARCH_LIMITS.keywordIgnoreAbove} THEN 'k' || trellis_search_escape(s) || E'\\x1f' || f || E'\\x1d' ELSE '' END
       || 'n' || CASE ${LENGTH_BUCKETS.map((max, i) => `WHEN octet_length(s) <= ${max} THEN '${i + 1}'`).join(' ')} ELSE '${LENGTH_BUCKETS.length + 1}' END || f
     WHEN 'number' THEN 'v' || trim_scale(v::numeric)::text || E'\\x1f' || f
@@ -134,12 +136,14 @@ export const LEAF_LEXEMES = `
   END
   || E'\\x1d' || CASE WHEN strpos(f, '.') = 0 THEN 'e' || f
                      ELSE 'e' || array_to_string(ARRAY(SELECT p FROM trellis_search_field_prefixes(f) p), E'\\x1de') END`;
+export const LEAF_LEXEMES = leafLexemes('f');
 
 /**
  * The end of trellis_search_document (PL/pgSQL): the tsvector of `doc`, the document's lexemes joined by \x1d, and
- * the over-budget path built again from p_data. Shared with migration 007, which changed only how `doc` is built.
+ * the over-budget path built again from p_data (with `lexemes`, leafLexemes of some version). Shared with
+ * migrations 007 and 009, which changed how `doc` is built and how a field name enters the token lexemes.
  */
-export const DOCUMENT_OF_TEXT = `  IF doc IS NULL THEN
+export const documentOfText = (lexemes: string) => `  IF doc IS NULL THEN
     RETURN ''::tsvector;
   ELSIF octet_length(doc) <= ${SEARCH_LIMITS.maxLexemeBytes} THEN
     RETURN array_to_tsvector(string_to_array(doc, E'\\x1d'));
@@ -152,7 +156,7 @@ export const DOCUMENT_OF_TEXT = `  IF doc IS NULL THEN
       SELECT lexeme, sum(octet_length(lexeme)) OVER (ORDER BY priority, lexeme) AS running
       FROM (
         SELECT lexeme, min(priority) AS priority
-        FROM (SELECT ${LEAF_LEXEMES} AS lexemes, octet_length(s) AS priority FROM (${LEAVES}) leaf OFFSET 0) per_value,
+        FROM (SELECT ${lexemes} AS lexemes, octet_length(s) AS priority FROM (${LEAVES}) leaf OFFSET 0) per_value,
           unnest(string_to_array(per_value.lexemes, E'\\x1d')) lexeme
         WHERE octet_length(lexeme) <= ${SEARCH_LIMITS.maxLexemeBytes}
         GROUP BY lexeme
@@ -160,6 +164,7 @@ export const DOCUMENT_OF_TEXT = `  IF doc IS NULL THEN
     ) kept
     WHERE running <= ${SEARCH_LIMITS.budgetBytes});
 `;
+export const DOCUMENT_OF_TEXT = documentOfText(LEAF_LEXEMES);
 
 export default /* sql */ `
 -- Field names and keyword values inside lexemes: U+001F ends a value, U+001D separates lexemes while the document is

@@ -14,7 +14,7 @@
 // of both expressions measured slower (11.6 against 10.4 us).
 // The over-budget path (documents of more than 1 MB of lexemes) is rare and keeps 006's query. CREATE OR REPLACE
 // keeps the function's identity, which the generated column refers to.
-import { DOCUMENT_OF_TEXT, LEAF_LEXEMES, SEARCH_LIMITS, SEP } from './006-search-index.js';
+import { documentOfText, LEAF_LEXEMES, SEARCH_LIMITS, SEP } from './006-search-index.js';
 
 const FOLDED = `CASE WHEN octet_length(s) = char_length(s) THEN lower(left(s, ${SEARCH_LIMITS.analysedChars}) COLLATE "C")
                     ELSE trellis_search_fold(left(s, ${SEARCH_LIMITS.analysedChars})) END`;
@@ -38,7 +38,8 @@ const NESTED = `
 
 const SCALAR = `kind IN ('string', 'number', 'boolean')`;
 
-export default /* sql */ `
+/** The function of 007 over `lexemes` (leafLexemes of 006, or migration 009's fixed version). */
+export const searchDocumentFunction = (lexemes: string) => /* sql */ `
 CREATE OR REPLACE FUNCTION trellis_search_document(p_data jsonb) RETURNS tsvector
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET jit = off AS $fn$
 DECLARE
@@ -49,13 +50,15 @@ BEGIN
   IF p_data IS NULL OR jsonb_typeof(p_data) <> 'object' OR p_data = '{}'::jsonb THEN
     RETURN ''::tsvector;
   END IF;
-  SELECT string_agg(${LEAF_LEXEMES}, E'\\x1d') FILTER (WHERE ${SCALAR}), bool_or(kind IN ('object', 'array'))
+  SELECT string_agg(${lexemes}, E'\\x1d') FILTER (WHERE ${SCALAR}), bool_or(kind IN ('object', 'array'))
     INTO doc, nests
     FROM (${withWords(TOP_LEVEL)}) leaf;
   IF nests THEN
-    SELECT string_agg(${LEAF_LEXEMES}, E'\\x1d') FILTER (WHERE ${SCALAR}) INTO deeper FROM (${withWords(NESTED)}) leaf;
+    SELECT string_agg(${lexemes}, E'\\x1d') FILTER (WHERE ${SCALAR}) INTO deeper FROM (${withWords(NESTED)}) leaf;
     doc := CASE WHEN doc IS NULL THEN deeper WHEN deeper IS NULL THEN doc ELSE doc || E'\\x1d' || deeper END;
   END IF;
-${DOCUMENT_OF_TEXT}END
+${documentOfText(lexemes)}END
 $fn$;
 `;
+
+export default searchDocumentFunction(LEAF_LEXEMES);

@@ -7,6 +7,7 @@ import accessIndex from './005-access-index.js';
 import searchIndex from './006-search-index.js';
 import searchDocument from './007-search-document.js';
 import dropTypeIndex from './008-drop-type-index.js';
+import searchFieldBackslash from './009-search-field-backslash.js';
 
 export interface Migration {
   version: number;
@@ -23,4 +24,5 @@ export const migrations: Migration[] = [
   { version: 6, name: 'search-index', sql: searchIndex },
   { version: 7, name: 'search-document', sql: searchDocument },
   { version: 8, name: 'drop-type-index', sql: dropTypeIndex },
+  { version: 9, name: 'search-field-backslash', sql: searchFieldBackslash },
 ];
