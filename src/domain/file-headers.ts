@@ -4,6 +4,7 @@
 import { parse as parseDisposition } from 'content-disposition';
 import { parseDictionary, parseItem, serializeDictionary } from 'structured-headers';
 import { Problem } from '../errors.js';
+import { structuredInteger } from './upload-fields.js';
 
 /** `Upload-Complete`: required, a structured boolean. `?1` is a direct upload, `?0` starts a resumable one. */
 export function parseUploadComplete(value: string | undefined): boolean {
@@ -13,13 +14,11 @@ export function parseUploadComplete(value: string | undefined): boolean {
   return item[0];
 }
 
-/** `Upload-Length` (optional): a non-negative structured integer. */
+/** `Upload-Length` (optional): a non-negative sf-integer (a decimal such as `10.0` is refused, as for Upload-Offset). */
 export function parseUploadLength(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const item = parseStructured(() => parseItem(value), 'Upload-Length');
-  const n = item[0];
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
-    throw new Problem('bad-content', "The header 'Upload-Length' must be a non-negative integer.");
+  const n = structuredInteger(value);
+  if (n === null || n < 0) throw new Problem('bad-content', "The header 'Upload-Length' must be a non-negative integer.");
   return n;
 }
 

@@ -62,6 +62,20 @@ export interface Download {
 }
 
 /** A strong ETag of the file bytes: from the SHA-256 when known (files from old backups may have none). */
+/**
+ * May a file write of `mode` go ahead on `row`? POST only ever creates an element's file (spec: "POST fails with 409
+ * if a file exists", for a direct upload and a resumable start alike); PUT may replace it. Then the preconditions,
+ * against the file's ETag.
+ */
+export function checkFileTarget(row: ElementRow, mode: FileWriteMode, conditions: Conditions): void {
+  if (mode === 'create' && row.file)
+    throw new Problem('conflict', 'The element already has a file; replace it with PUT or delete it first.');
+  checkWritePreconditions(conditions, row.file ? fileEtag(row) : null);
+}
+
+/** POST /<id>/file creates, PUT replaces. */
+export type FileWriteMode = 'create' | 'replace';
+
 export function fileEtag(row: ElementRow): string {
   const file = row.file!;
   if (file.hash.sha256) return `"sha256-${Buffer.from(file.hash.sha256, 'hex').toString('base64url').slice(0, 27)}"`;
@@ -106,7 +120,7 @@ export class Files {
   async upload(
     caller: Caller,
     id: string,
-    mode: 'create' | 'replace',
+    mode: FileWriteMode,
     body: AsyncIterable<Uint8Array>,
     headers: UploadHeaders,
     conditions: Conditions = {},
@@ -123,7 +137,7 @@ export class Files {
     const max = this.settings.file.maxFileSizeInBytes;
     const announced = uploadLength ?? contentLength;
     if (announced !== undefined && announced > max) throw tooLarge(max);
-    this.checkTarget(await this.elements.require(this.db, caller, id, 'UPDATE'), mode, conditions);
+    checkFileTarget(await this.elements.require(this.db, caller, id, 'UPDATE'), mode, conditions);
 
     const temp = await this.receive(body, announced ?? max, max);
     try {
@@ -138,7 +152,7 @@ export class Files {
         hash: { sha256: temp.sha256.toString('hex') },
       };
       // again, now under the lock: another writer may have been first
-      return await this.place(caller, id, temp, meta, { check: (row) => this.checkTarget(row, mode, conditions) });
+      return await this.place(caller, id, temp, meta, { check: (row) => checkFileTarget(row, mode, conditions) });
     } finally {
       // Once placed, the temporary name no longer exists and this removes nothing.
       await this.blobs.discard(temp);
@@ -182,12 +196,6 @@ export class Files {
     }
     await committed.replacement!.finish();
     return { created };
-  }
-
-  private checkTarget(row: ElementRow, mode: 'create' | 'replace', conditions: Conditions) {
-    if (mode === 'create' && row.file)
-      throw new Problem('conflict', 'The element already has a file; replace it with PUT or delete it first.');
-    checkWritePreconditions(conditions, row.file ? fileEtag(row) : null);
   }
 
   /** Streams the body into a temporary blob; size violations and broken bodies become Problems. */

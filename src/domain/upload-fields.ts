@@ -106,7 +106,7 @@ export function uploadLimitField(limits: UploadLimits): string {
 }
 
 /** An sf-integer (parameters allowed and ignored); a decimal such as `1.0` is not one, though it parses to 1. */
-function structuredInteger(value: string): number | null {
+export function structuredInteger(value: string): number | null {
   if (!/^\s*-?\d{1,15}\s*(;|$)/.test(value)) return null;
   try {
     const item = parseItem(value)[0];

@@ -24,10 +24,10 @@ import { isForeignKeyViolation, type Db } from '../storage/db.js';
 import type { Caller } from '../storage/queries/accounts.js';
 import type { FileMeta } from '../storage/queries/elements.js';
 import * as sql from '../storage/queries/uploads.js';
-import { checkWritePreconditions, type Conditions } from './conditions.js';
+import type { Conditions } from './conditions.js';
 import type { Elements } from './elements.js';
 import { extensionFromDisposition, parseSha256Digest, parseUploadComplete, parseUploadLength } from './file-headers.js';
-import { fileEtag, type Files } from './files.js';
+import { checkFileTarget, type Files, type FileWriteMode } from './files.js';
 import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
 import { checkAppendContentType, parseUploadOffset, progressFields, type UploadLimits, type UploadState } from './upload-fields.js';
 import { UploadHashes } from './upload-hashes.js';
@@ -116,6 +116,7 @@ export class Uploads {
   async start(
     caller: Caller,
     elementId: string,
+    mode: FileWriteMode,
     body: AsyncIterable<Uint8Array>,
     headers: StartHeaders,
     conditions: Conditions,
@@ -132,7 +133,7 @@ export class Uploads {
     if (length !== null && contentLength !== undefined && contentLength > length)
       throw new Problem('bad-content', `The first chunk (${contentLength} bytes) is longer than the Upload-Length (${length}).`);
     const target = await this.elements.require(this.db, caller, elementId, 'UPDATE');
-    checkWritePreconditions(conditions, target.file ? fileEtag(target) : null);
+    checkFileTarget(target, mode, conditions);
 
     const now = this.clock.now();
     const lease = newId();

@@ -256,6 +256,8 @@ describeBackends('element files', (h) => {
         { 'upload-complete': '?1', 'upload-length': '13' }, // disagrees with Content-Length
         { 'upload-complete': '?1', 'upload-length': '-1' },
         { 'upload-complete': '?1', 'upload-length': 'twelve' },
+        { 'upload-complete': '?1', 'upload-length': '12.0' }, // an sf-decimal, not an sf-integer
+        { 'upload-complete': '?0', 'upload-length': '12.0' },
       ];
       for (const headers of bad) {
         const res = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(bytes), headers });

@@ -150,13 +150,19 @@ describeBackends('resumable uploads: lifecycle', (h) => {
       expect(blobOf(h(), uploadId)).toBeNull();
     });
 
-    it('completes with bytes in the last PATCH, below min-append-size; replaces a previous file (POST start too)', async () => {
+    it('completes with bytes in the last PATCH, below min-append-size; a PUT start replaces a previous file, a POST start gets 409', async () => {
       const id = await createElement(h(), alice.token, { type: 'Doc' });
       const old = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('old')), headers: { 'upload-complete': '?1' } });
       expect(old.status).toBe(201);
       const data = noise(40, 7);
-      const { res, path } = await startUpload(h(), alice.token, id, { body: data.subarray(0, 32) });
-      expect(res.status).toBe(204); // POST onto an element with a file: no 409 for a resumable start
+      // Spec: "POST fails with 409 if a file exists", a resumable start included; nothing is started or stored.
+      const refused = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(data.subarray(0, 32)), headers: { 'upload-complete': '?0' } });
+      expect(refused.status).toBe(409);
+      expect(refused.json.type).toMatch(/\/error\/409\/conflict$/);
+      expect(refused.headers.has('location')).toBe(false);
+      expect((await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM uploads WHERE element_id = $1', [id])).rows[0]!.n).toBe(0);
+      const { res, path } = await startUpload(h(), alice.token, id, { method: 'PUT', body: data.subarray(0, 32) });
+      expect(res.status).toBe(204);
       const done = await append(h(), alice.token, path, 32, data.subarray(32), true, { 'repr-digest': reprDigest(data) });
       expect(done.status).toBe(201);
       const stored = await fileOf(h(), alice.token, id);

@@ -143,7 +143,7 @@ describeBackends('resumable uploads: rules', (h) => {
       const before = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('kept')), headers: { 'upload-complete': '?1' } });
       expect(before.status).toBe(201);
       const data = noise(2 * KiB, 13);
-      const { path, id: uploadId } = await startUpload(h(), alice.token, id, { body: data.subarray(0, KiB), headers: { 'upload-length': String(2 * KiB) } });
+      const { path, id: uploadId } = await startUpload(h(), alice.token, id, { method: 'PUT', body: data.subarray(0, KiB), headers: { 'upload-length': String(2 * KiB) } });
       const short = await append(h(), alice.token, path, KiB, data.subarray(KiB, KiB + 10), true);
       expect(short.status).toBe(400);
       expect(short.json.type).toMatch(/bad-content$/);

@@ -6,7 +6,7 @@
 // handler reads `request.raw` itself.
 import contentDisposition from 'content-disposition';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Download, UploadHeaders } from '../../domain/files.js';
+import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files.js';
 import { reprDigestOf } from '../../domain/file-headers.js';
 import { uploadCompleteValue, type UploadState } from '../../domain/upload-fields.js';
 import type { RouteDeps } from '../app.js';
@@ -81,15 +81,16 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
     return sendDownload(reply, result);
   };
 
-  const upload = (mode: 'create' | 'replace') => async (request: FastifyRequest, reply: FastifyReply) => {
+  const upload = (mode: FileWriteMode) => async (request: FastifyRequest, reply: FastifyReply) => {
     const r = request as WithId;
     const who = await caller(services, r);
     const interop = interopOf(r);
     const headers = uploadHeaders(r, interop);
     if (uploads.starts(headers.uploadComplete)) {
-      // Resumable start (POST or PUT alike): 204 with the upload's Location; a 104 first for draft clients.
+      // Resumable start: 204 with the upload's Location; a 104 first for draft clients. POST onto an element that
+      // has a file is a 409 here too; PUT starts a replacement.
       const announce = interop === null ? undefined : (state: UploadState) => announceUpload(reply, state);
-      const state = await uploads.start(who, r.params.id, bodyOf(r), headers, conditionsOf(r), controlOf(r, interop), announce);
+      const state = await uploads.start(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r), controlOf(r, interop), announce);
       return sendProgress(reply, state, 204, uploadPath(state.id));
     }
     const { created: isNew } = await files.upload(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r));
