@@ -5,6 +5,7 @@ import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
 import type { Services } from '../services.js';
 import { COMMON_HEADERS } from './headers.js';
+import { installJsonBodyParser } from './json-body.js';
 import { sendProblem, toProblem } from './problems.js';
 import type { App } from './types.js';
 import systemRoutes from './routes/system.js';
@@ -33,6 +34,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  installJsonBodyParser(app, JSON_BODY_LIMIT);
 
   const baseUrl = config.settings.baseUrl;
 

@@ -43,10 +43,25 @@ type PgRunner = Pick<pg.PoolClient, 'query'>;
 function runner(target: PgRunner): Queryable {
   return {
     async query<R extends Row>(text: string, values: readonly unknown[] = [], name?: string) {
-      const result = await target.query<R>(name ? { name, text, values: values as unknown[] } : { text, values: values as unknown[] });
+      const params = values.map(serialisedObject);
+      const result = await target.query<R>(name ? { name, text, values: params } : { text, values: params });
       return { rows: result.rows, rowCount: result.rowCount ?? 0 };
     },
   };
+}
+
+/**
+ * A plain object parameter (a jsonb value) as its JSON text, which is what `pg` would send for it; anything else as
+ * it is. Serialised here, before the driver, because `pg` serialises parameters after it has sent a named
+ * statement's Parse: when that throws (a value nested deeply enough overflows the stack), it closes the statement on
+ * the server but still records it as prepared on the connection, and every later use of that name there failed
+ * with `prepared statement "..." does not exist` (test/storage/driver-errors.test.ts). Thrown here, nothing has
+ * been sent.
+ */
+function serialisedObject(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof Date || ArrayBuffer.isView(value)) return value;
+  if (typeof (value as { toPostgres?: unknown }).toPostgres === 'function') return value;
+  return JSON.stringify(value);
 }
 
 export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<void> = async () => {}): Db {

@@ -1,0 +1,86 @@
+// The JSON body parser: Fastify's own (prototype poisoning refused), plus one rule the database imposes. PostgreSQL
+// cannot store U+0000 in text or jsonb, and its jsonb input refuses an unpaired UTF-16 surrogate (`"\ud800"`), which
+// JSON.parse accepts. Such a string reached the database from any JSON body (element data, a search value, a Cypher
+// parameter, a registration identifier) and came back as a 500. It is the client's mistake, so it is a 400 here,
+// before any handler runs, whatever the endpoint.
+//
+// In JSON text either can only be written as a \u escape (raw control characters are not allowed in strings, and
+// surrogates have no UTF-8 form), so the parsed value is walked only when the text holds such an escape: an
+// ordinary body pays for one regular-expression scan. The same walk refuses a number JSON.parse made infinite
+// (1e400), which would have been stored as null, and is only taken when the text has an exponent of three digits
+// or a mantissa of 309.
+//
+// Nesting is limited to MAX_JSON_DEPTH levels. A body nested 5,000 deep overflowed the stack in the database
+// driver while it serialised the parameters, after it had noted a named statement as prepared on the connection:
+// from then on every request using that statement failed (`prepared statement "insert_node_as" does not exist`)
+// until a restart. Counted on the text (strings skipped), and only for bodies long enough to be that deep.
+import type { FastifyInstance } from 'fastify';
+import { Problem } from '../errors.js';
+
+const SUSPECT = /\\u(?:0000|d[89a-f][0-9a-f]{2})|\d[eE]\+?\d{3}|\d{309}/i;
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Levels of arrays and objects a JSON body may nest. */
+export const MAX_JSON_DEPTH = 256;
+
+/** The path of the first key, string or number in `value` that PostgreSQL cannot store, or null. */
+export function unstorableAt(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? path || '(the body)' : null;
+  if (typeof value === 'number') return Number.isFinite(value) ? null : path || '(the body)';
+  if (value === null || typeof value !== 'object') return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = unstorableAt(value[i], `${path}[${i}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  for (const [key, member] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (UNSTORABLE.test(key)) return `the key of ${JSON.stringify(at)}`;
+    const found = unstorableAt(member, at);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/** Does the JSON text nest arrays and objects more than `max` levels deep? (Brackets inside strings do not count.) */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  if (text.length <= 2 * max) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // a string: skip to its closing quote
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/** Replaces the application/json parser of `app` (before routes are registered, so that every context inherits it). */
+export function installJsonBodyParser(app: FastifyInstance, bodyLimit: number): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (request, body, done) => {
+    const text = body as string;
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+      return done(new Problem('bad-content', `Malformed request body: it nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`), undefined);
+    parseJson(request, text, (error, value) => {
+      if (error) return done(error, undefined);
+      const at = SUSPECT.test(text) ? unstorableAt(value) : null;
+      if (at !== null)
+        return done(
+          new Problem('bad-content', `Malformed request body: the value at ${at} cannot be stored (U+0000, an unpaired surrogate, or a number beyond the double range).`),
+          undefined,
+        );
+      done(null, value);
+    });
+  });
+}
