@@ -4,7 +4,7 @@ import { notFound, Problem } from '../errors.js';
 import type { Db } from '../storage/db.js';
 import type { Credentials } from '../storage/queries/accounts.js';
 import { collectionPage, type CollectionKind } from '../storage/queries/collections.js';
-import { ifNoneMatchHits, type Conditions } from './conditions.js';
+import { checkReadPreconditions, NO_ETAG, type Conditions } from './conditions.js';
 import { failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import { etagOf } from './representation.js';
 import { isUuid } from './values.js';
@@ -87,6 +87,6 @@ export class Collections {
     });
     const body = `${head.slice(0, -1)},"nodes":${result.nodesJson},"relations":${result.relationsJson}}`;
     const etag = result.total <= this.settings.cache.etagUpperLimitInCollectionEndpoints ? etagOf(body) : null;
-    return { body, etag, notModified: ifNoneMatchHits(conditions.ifNoneMatch, etag) };
+    return { body, etag, notModified: checkReadPreconditions(conditions, etag ?? NO_ETAG) };
   }
 }

@@ -33,6 +33,18 @@ export function ifNoneMatchHits(ifNoneMatch: string | undefined, current: string
   return list === '*' || list.some((t) => opaque(t) === opaque(current));
 }
 
+/**
+ * For GET and HEAD: If-Match first (412 when it fails), then whether If-None-Match makes the answer a 304.
+ * `current`: the representation's ETag; NO_ETAG for one that exists but carries none (a large collection).
+ */
+export function checkReadPreconditions(conditions: Conditions, current: string | null): boolean {
+  checkIfMatch(conditions.ifMatch, current);
+  return current !== NO_ETAG && ifNoneMatchHits(conditions.ifNoneMatch, current);
+}
+
+/** The ETag of a representation that exists without one: If-Match `*` passes, any entity tag fails. */
+export const NO_ETAG = '';
+
 /** For state-changing methods: both preconditions, 412 on failure. */
 export function checkWritePreconditions(conditions: Conditions, current: string | null): void {
   checkIfMatch(conditions.ifMatch, current);

@@ -9,7 +9,7 @@ import { owns, type Permission } from '../storage/queries/access.js';
 import type { Caller, Credentials } from '../storage/queries/accounts.js';
 import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
-import { checkWritePreconditions, hasConditions, ifNoneMatchHits, type Conditions } from './conditions.js';
+import { checkReadPreconditions, checkWritePreconditions, hasConditions, type Conditions } from './conditions.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
 import { etagOf, renderElement } from './representation.js';
 import { isPlainObject, isUuid, newId } from './values.js';
@@ -57,12 +57,15 @@ export class Elements {
     if (!authenticated) throw unauthorized(credentials);
     if (body === null) throw notFound();
     const rendered = renderElement(body);
-    return { rendered, notModified: ifNoneMatchHits(conditions.ifNoneMatch, rendered.etag) };
+    return { rendered, notModified: checkReadPreconditions(conditions, rendered.etag) };
   }
 
   /** POST / (parentId undefined) or POST /<parentId>. Returns the new id. */
-  async create(credentials: Credentials, body: unknown, parentId?: string): Promise<string> {
+  async create(credentials: Credentials, body: unknown, parentId?: string, conditions: Conditions = {}): Promise<string> {
     const now = this.clock.now();
+    // POST /<parent> with preconditions: they are evaluated against the parent as the caller can read it, before
+    // the child is written (not atomic with the insert: a child does not change its parent's representation).
+    if (parentId !== undefined && hasConditions(conditions)) await this.checkParentPreconditions(credentials, now, parentId, conditions);
     let type: string;
     let data: Record<string, unknown>;
     let id: unknown;
@@ -120,6 +123,14 @@ export class Elements {
     return newIdLower;
   }
 
+  private async checkParentPreconditions(credentials: Credentials, now: Date, parentId: string, conditions: Conditions) {
+    const found = isUuid(parentId) ? await sql.readableElement(this.db, credentials, now, parentId.toLowerCase()) : { authenticated: true, body: null };
+    if (!found.authenticated) throw unauthorized(credentials);
+    // An unreadable parent has no ETag the caller could know: If-Match fails, If-None-Match passes, and the create
+    // itself decides between 201 and 404.
+    checkWritePreconditions(conditions, found.body === null ? null : renderElement(found.body).etag);
+  }
+
   private async insertOrReserved(tx: Queryable, element: sql.NewElement) {
     if (!(await sql.insertElement(tx, element))) throw new Problem('reserved-identifier', `The id ${element.id} is already in use.`);
   }
@@ -135,9 +146,12 @@ export class Elements {
       if (!(await owns(tx, caller.userId, endRow.id))) throw notFound();
       const startRow = await sql.elementById(tx, start);
       if (!startRow) throw notFound();
-      if (type === 'IS_IN_GROUP' && (startRow.type === 'Token' || endRow.type !== 'Group' || !PRINCIPAL_TYPES.has(startRow.type)))
+      const principal = PRINCIPAL_TYPES.has(startRow.type);
+      // Users and groups are shared with by id; any other start must be the caller's own, and one that is not is
+      // answered as missing before its type is looked at (else a 400 would tell that it exists).
+      if (!principal && !(await owns(tx, caller.userId, start))) throw notFound();
+      if (type === 'IS_IN_GROUP' && (!principal || endRow.type !== 'Group'))
         throw new Problem('bad-content', "'IS_IN_GROUP' leads from a User or Group to a Group.");
-      if (!PRINCIPAL_TYPES.has(startRow.type) && !(await owns(tx, caller.userId, start))) throw notFound();
       return;
     }
     await this.require(tx, caller, start, 'CREATE');

@@ -128,10 +128,17 @@ describeBackends('access matrix', (h) => {
       const res = await relate(u[who]!.token, type, start, end);
       expect(res.status, `${who} ${type}`).toBe(404);
     }
+    // Nor learn that an element it cannot see exists: an IS_IN_GROUP from it is the 404 of a missing id, not the
+    // 400 a wrong start type of its own elements gets.
+    const ownGroup = await createElement(h(), u.outsider!.token, { type: 'Group' });
+    expect((await relate(u.outsider!.token, 'IS_IN_GROUP', e.doc!, ownGroup)).status).toBe(404);
+    expect((await relate(u.outsider!.token, 'IS_IN_GROUP', '0b8e8a8e-6d4e-4d6f-9c3e-3c0d5a1e2f40', ownGroup)).status).toBe(404);
+    const ownDoc = await createElement(h(), u.outsider!.token, { type: 'Doc' });
+    expect((await relate(u.outsider!.token, 'IS_IN_GROUP', ownDoc, ownGroup)).status).toBe(400);
     // An owner may not move someone else's element into its own tree either.
     const mine = await createElement(h(), u.outsider!.token, { type: 'Folder' });
     expect((await relate(u.outsider!.token, 'OWNS', mine, e.doc!)).status).toBe(404);
-    expect(await count()).toBe(before + 3); // the Folder with its OWNS and CREATED
+    expect(await count()).toBe(before + 9); // the Group, the Doc and the Folder, each with its OWNS and CREATED
     expect((await h().request('GET', `/${e.doc}`, { token: u.outsider!.token })).status).toBe(404);
   });
 

@@ -142,6 +142,38 @@ describeBackends('element CRUD', (h) => {
     expect((await h().request('GET', `/${id}`, { token: alice.token })).status).toBe(200);
   });
 
+  it('If-Match on reads and on creating a child: 412 when it fails, and nothing is created', async () => {
+    const id = await createElement(h(), alice.token, { type: 'Doc', data: { v: 1 } });
+    const etag = (await h().request('GET', `/${id}`, { token: alice.token })).headers.get('etag')!;
+    for (const method of ['GET', 'HEAD']) {
+      const stale = await h().request(method, `/${id}`, { token: alice.token, headers: { 'if-match': '"stale"' } });
+      expect([method, stale.status]).toEqual([method, 412]);
+      expect((await h().request(method, `/${id}`, { token: alice.token, headers: { 'if-match': etag } })).status).toBe(200);
+      expect((await h().request(method, `/${id}`, { token: alice.token, headers: { 'if-match': '*' } })).status).toBe(200);
+    }
+    const children = await h().request('GET', `/${id}/children`, { token: alice.token });
+    expect((await h().request('GET', `/${id}/children`, { token: alice.token, headers: { 'if-match': '"stale"' } })).status).toBe(412);
+    expect((await h().request('GET', `/${id}/children`, { token: alice.token, headers: { 'if-match': children.headers.get('etag')! } })).status).toBe(200);
+    expect((await h().request('GET', '/', { token: alice.token, headers: { 'if-match': '"stale"' } })).status).toBe(412);
+
+    const count = async () => (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements WHERE type = $1', ['Child'])).rows[0]!.n;
+    const before = await count();
+    const child = (headers: Record<string, string>) => h().request('POST', `/${id}`, { token: alice.token, headers, body: { type: 'Child' } });
+    const stale = await child({ 'if-match': '"stale"' });
+    expect(stale.status).toBe(412);
+    expect(stale.json.type).toMatch(/\/error\/412\/precondition-failed$/);
+    expect((await child({ 'if-none-match': etag })).status).toBe(412);
+    expect(await count()).toBe(before);
+    expect((await child({ 'if-match': etag })).status).toBe(201);
+    expect((await child({ 'if-none-match': '"other"' })).status).toBe(201);
+    expect(await count()).toBe(before + 2);
+    // A parent the caller cannot see stays a 404 without preconditions, and with If-Match there is no ETag to match.
+    const bob = await userWithToken(h(), 'bob-if-match@crud.dev');
+    expect((await h().request('POST', `/${id}`, { token: bob.token, body: { type: 'Child' } })).status).toBe(404);
+    expect((await h().request('POST', `/${id}`, { token: bob.token, headers: { 'if-none-match': '*' }, body: { type: 'Child' } })).status).toBe(404);
+    expect(await count()).toBe(before + 2);
+  });
+
   it('concurrent PATCHes with If-Match: exactly one wins, no lost update', async () => {
     const id = await createElement(h(), alice.token, { type: 'Counter', data: { n: 0 } });
     const etag = (await h().request('GET', `/${id}`, { token: alice.token })).headers.get('etag')!;

@@ -39,7 +39,7 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
     },
     POST: async (request, reply) => {
       const r = request as WithId;
-      return created(reply, `/${await elements.create(services.accounts.credentials(r.headers.authorization), r.body, r.params.id)}`);
+      return created(reply, `/${await elements.create(services.accounts.credentials(r.headers.authorization), r.body, r.params.id, conditionsOf(r))}`);
     },
     PUT: async (request, reply) => {
       const r = request as WithId;
