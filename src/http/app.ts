@@ -6,7 +6,7 @@ import { Problem } from '../errors.js';
 import type { Services } from '../services.js';
 import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
-import { sendProblem, toProblem } from './problems.js';
+import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
 import type { App } from './types.js';
 import systemRoutes from './routes/system.js';
 import accountRoutes from './routes/accounts.js';
@@ -32,6 +32,12 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    // Errors Fastify raises before any route or hook runs: problem details with the common headers too.
+    frameworkErrors: (error, request, reply) => {
+      reply.headers(COMMON_HEADERS);
+      return sendProblem(request, reply, frameworkProblem(error), config.settings.baseUrl);
+    },
+    clientErrorHandler: answerClientError(config.settings.baseUrl),
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   installJsonBodyParser(app, JSON_BODY_LIMIT);

@@ -1,7 +1,8 @@
 // The one error handler: renders every failure as application/problem+json from the catalogue in src/errors.ts.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Problem, problemBody, type ProblemSlug } from '../errors.js';
-import { baseUrlOf } from './headers.js';
+import type { Socket } from 'node:net';
+import { baseUrlOf, COMMON_HEADERS } from './headers.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 
@@ -30,4 +31,37 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
   const body = problemBody(baseUrlOf(request, baseUrl), problem.slug, problem.detail, problem.extensions);
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
   return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
+}
+
+/**
+ * Errors of the router (Fastify's `frameworkErrors`): a path that is not valid percent-encoding is a 400; a path
+ * segment longer than any id (maxParamLength) names no resource, a 404 like any other unknown path.
+ */
+export function frameworkProblem(error: FastifyError): Problem {
+  if (error.code === 'FST_ERR_BAD_URL') return new Problem('bad-content', 'The request path is not valid percent-encoding.');
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return new Problem('not-found', 'No resource at this path.');
+  return toProblem(error).problem;
+}
+
+/**
+ * Requests Node's HTTP parser rejects before Fastify sees them (a malformed request line, headers over the size
+ * limit, a timeout) are answered on the socket: a problem body and the common headers, like every other answer.
+ * There is no parsed Host, so the problem type is relative unless `baseUrl` is configured; the statuses without a
+ * problem type of their own (408, 431) use RFC 9457's about:blank.
+ */
+export function answerClientError(baseUrl: string | null) {
+  return (error: NodeJS.ErrnoException, socket: Socket): void => {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const [status, reason] =
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+    const body = JSON.stringify(
+      status === 400
+        ? problemBody(baseUrl ?? '', 'bad-content', 'The request is not valid HTTP.')
+        : { type: 'about:blank', title: reason, status, detail: status === 431 ? 'The request headers are larger than the server accepts.' : 'The request did not arrive in time.' },
+    );
+    const headers = { ...COMMON_HEADERS, 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
+    if (socket.writable)
+      socket.write(`HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`);
+    socket.destroy(error);
+  };
 }

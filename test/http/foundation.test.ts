@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { PROBLEMS } from '../../src/errors.js';
 import { describeBackends } from '../helpers/harness.js';
@@ -67,6 +68,41 @@ describeBackends('HTTP foundation', (h) => {
       expect(res.json).toMatchObject({ type: `${h().url}/error/404/not-found`, title: 'Not Found', status: 404 });
       expectCommonHeaders(res.headers);
     }
+  });
+
+  it('answers requests the router or the HTTP parser refuse with a problem and the common headers', async () => {
+    const badUrl = await h().request('GET', '/%zz');
+    expect(badUrl.status).toBe(400);
+    expect(badUrl.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+    expectCommonHeaders(badUrl.headers);
+    expect(badUrl.json).toMatchObject({ type: `${h().url}/error/400/bad-content`, status: 400 });
+    const long = await h().request('GET', `/${'a'.repeat(300)}`);
+    expect(long.status).toBe(404);
+    expectCommonHeaders(long.headers);
+    expect(long.json).toMatchObject({ type: `${h().url}/error/404/not-found`, status: 404 });
+
+    // Below Fastify: Node's HTTP parser. A raw exchange, since fetch cannot send these.
+    const exchange = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(h().url).port), '127.0.0.1', () => socket.end(request));
+        let text = '';
+        socket.setEncoding('latin1').on('data', (chunk) => (text += chunk)).on('close', () => resolve(text)).on('error', reject);
+      });
+    const parse = (text: string) => {
+      const [head, body] = text.split('\r\n\r\n');
+      const [statusLine, ...lines] = head!.split('\r\n');
+      const headers = new Headers(lines.map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()] as [string, string]));
+      return { status: Number(statusLine!.split(' ')[1]), headers, json: JSON.parse(body!) };
+    };
+    const badMethod = parse(await exchange('FOO / HTTP/1.1\r\nHost: x\r\n\r\n'));
+    expect(badMethod.status).toBe(400);
+    expectCommonHeaders(badMethod.headers);
+    expect(badMethod.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+    expect(badMethod.json).toMatchObject({ type: '/error/400/bad-content', title: 'Bad content', status: 400 });
+    const huge = parse(await exchange(`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`));
+    expect(huge.status).toBe(431);
+    expectCommonHeaders(huge.headers);
+    expect(huge.json).toMatchObject({ type: 'about:blank', status: 431 });
   });
 
   it('rejects malformed JSON, wrong content types and oversized bodies with 400 bad-content', async () => {
