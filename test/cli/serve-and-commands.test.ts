@@ -76,6 +76,12 @@ describe('trellis serve (embedded PGlite)', () => {
     expect(((await me.json()) as { id: string; data: { name: string } })).toMatchObject({ id, data: { name: 'CLI User' } });
     const dup = await runCli(['user:create', 'cli@example.dev', 'x'], { DATA_DIR: dataDir });
     expect(dup.code).toBe(1);
+    for (const [identifier, password] of [['', 'pw'], ['empty-password@example.dev', '']]) {
+      const empty = await runCli(['user:create', identifier, password], { DATA_DIR: dataDir });
+      expect([identifier, empty.code, empty.stderr]).toEqual([identifier, 1, expect.stringMatching(/must be a non-empty string/)]);
+    }
+    const users = await fetch(`${url}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'User', uniqueUserIdentifier: 'empty-password@example.dev', password: 'now set' }) });
+    expect(users.status).toBe(201); // the refused user:create left nothing behind
 
     const dry = await runCli(['token:revoke', '--dry-run', '--user', 'cli@example.dev'], { DATA_DIR: dataDir });
     expect(dry.code).toBe(0);

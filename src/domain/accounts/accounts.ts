@@ -106,6 +106,10 @@ export class Accounts {
 
   /** Creates a User node (also used by `user:create`). 400 reserved-identifier when the identifier is taken. */
   async createUser(identifier: string, password: string, data: Record<string, unknown> = {}, id: string = newId()): Promise<string> {
+    // POST /register refuses empty strings before this; user:create passes its arguments as they are. An account
+    // with an empty identifier or password could never log in (POST /token refuses both).
+    if (identifier.length === 0) throw new Problem('bad-content', 'The identifier must be a non-empty string.');
+    if (password.length === 0) throw new Problem('bad-content', 'The password must be a non-empty string.');
     const passwordHash = await hashPassword(password);
     const key = this.settings.register.uniqueIdentifier;
     try {
