@@ -329,11 +329,32 @@ describeBackends('search engine', (h) => {
       expect(await names({ query_string: { query: 'edible:true' } })).toEqual(['tulip']);
     });
 
+    it('reads the rest of Lucene\'s syntax: field groups, +/-, && and ||, boosts, fuzziness, phrase slop, open ranges', async () => {
+      expect(await names({ query_string: { query: 'name:(tulip OR rose)' } })).toEqual(sorted('tulip', 'rose'));
+      expect(await names({ query_string: { query: 'name:(lily -flame)' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: '+name:lily -name:flame' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: 'name:lily && petals:6' } })).toEqual(sorted('lily', 'flame'));
+      expect(await names({ query_string: { query: 'name:tulip || name:rose' } })).toEqual(sorted('tulip', 'rose'));
+      expect(await names({ query_string: { query: '!name:lily', default_field: 'name' } })).not.toContain('lily');
+      // A boost decides the order of otherwise equal matches, whichever way it is put.
+      expect((await names({ query_string: { query: 'name:tulip OR name:rose^3' } }))[0]).toBe('rose');
+      expect((await names({ query_string: { query: 'name:tulip^3 OR name:rose' } }))[0]).toBe('tulip');
+      expect(await names({ query_string: { query: 'name:tulp~1' } })).toEqual(['tulip']);
+      expect(await names({ query_string: { query: 'name:tulp' } })).toEqual([]);
+      expect(await names({ query_string: { query: 'name:tlp~' } })).toEqual(['tulip']);
+      expect(await names({ query_string: { query: 'description:"lily white"~2' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: 'height:{40 TO 200]' } })).toEqual(sorted('lily', 'flame', 'rose'));
+      expect(await names({ query_string: { query: 'height:[* TO 80}' } })).toEqual(['tulip']);
+      expect(await names({ query_string: { query: 'height:<=40' } })).toEqual(['tulip']);
+    });
+
     it('answers a malformed query string with 400', async () => {
       await badRequest({ query_string: { query: 'name:(lily' } }, /query_string\.query/);
       await badRequest({ query_string: { query: 'lily AND' } });
       await badRequest({ query_string: { query: 'name:/li.y/' } }, /regular expressions/);
       await badRequest({ query_string: { default_field: 'name' } });
+      await badRequest({ query_string: { query: 'name:lily~3' } }, /edit distance is 0, 1 or 2 at position/);
+      await badRequest({ query_string: { query: 'AND lily' } }, /needs a clause before it/);
     });
   });
 

@@ -13,8 +13,9 @@
 //   range        gte/gt/lte/lt on numbers (or strings, compared by code point) in `data`, and on `created`/`updated`
 //                with ISO-8601 dates or epoch milliseconds
 //   exists, ids, match_all, match_none, constant_score, bool (must, should, must_not, filter, minimum_should_match,
-//   boost), query_string (Lucene syntax parsed by liqe: terms, "phrases", field:value, AND/OR/NOT/-, groups,
-//   wildcards, [a TO b] and :>= ranges, _exists_:field; `default_field` ("*" = every field), `default_operator`)
+//   boost), query_string (Lucene's classic syntax, lucene.ts: terms, "phrases" (slop read, words in any order),
+//   field:value, field:(group), AND/OR/NOT/&&/||/!/+/-, boosts ^n, fuzzy ~ and ~n, wildcards, [a TO b] {a TO b}
+//   and :>= ranges, _exists_:field; `default_field` ("*" = every field), `default_operator`)
 //
 // Scores (ES uses BM25; only the order is part of the contract). Deterministic, and relevance-like:
 //   match            boost x (m + n): m = matched query terms (an exact term 1, a fuzzy one 1/(1 + distance)),
@@ -27,7 +28,7 @@
 //                    filter and must_not do not score (a bool of only those scores 0)
 //   query_string     as the bool query it stands for, its terms as match queries
 // Ties are broken by id (ascending) by the caller.
-import { parse as parseLucene } from 'liqe';
+import { LuceneSyntaxError, parseLucene, type LuceneNode, type LuceneQuery } from './lucene.js';
 import { badContent } from '../../errors.js';
 import { CASE_TABLES, LENGTH_BUCKETS, SEARCH_LIMITS, SEPARATOR_RANGES } from '../../storage/migrations/006-search-index.js';
 
@@ -751,13 +752,14 @@ class Compiler {
     const operator = String((body as Json).default_operator ?? 'OR').toLowerCase();
     if (operator !== 'or' && operator !== 'and') fail(`${path}.default_operator`, "must be 'OR' or 'AND'");
     const boost = boostOf(body as Json, path);
-    let ast: LuceneAst;
+    let parsed: LuceneQuery;
     try {
-      ast = parseLucene(text) as LuceneAst;
+      parsed = parseLucene(text, operator as 'and' | 'or', MAX_DEPTH);
     } catch (error) {
-      return fail(`${path}.query`, `is not a valid query string (${(error as Error).message.split('\n')[0]})`);
+      if (error instanceof LuceneSyntaxError) return fail(`${path}.query`, `is not a valid query string (${error.message})`);
+      throw error;
     }
-    const clause = new LuceneTranslator(this, text, defaultField, operator, `${path}.query`, depth).node(ast);
+    const clause = new LuceneTranslator(this, defaultField, operator, `${path}.query`, depth).query(parsed, null);
     return boost === 1 ? clause : { ...clause, score: { k: 'times', factor: boost, score: clause.score } };
   }
 
@@ -891,110 +893,60 @@ function wildcardToLike(pattern: string): { like: string; literalPrefix: string;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// query_string: liqe's syntax tree to clauses, with Lucene's reading of NOT/- (a prohibited clause in its group)
+// query_string: the parsed query (lucene.ts) to clauses
 // ---------------------------------------------------------------------------------------------------------------
-
-interface LuceneAst {
-  type: string;
-  [key: string]: unknown;
-}
 
 class LuceneTranslator {
   constructor(
     private readonly c: Compiler,
-    private readonly text: string,
     private readonly defaultField: string,
     private readonly operator: string,
     private readonly path: string,
     private readonly depth: number,
   ) {}
 
-  node(ast: LuceneAst, depth = this.depth): Clause {
+  /** A query (or a group) as a bool: Lucene's occurrences are ES's must, should and must_not. */
+  query(q: LuceneQuery, field: string | null, depth = this.depth): Clause {
     if (depth > MAX_DEPTH) fail(this.path, `groups nest at most ${MAX_DEPTH} levels deep`);
-    switch (ast.type) {
-      case 'EmptyExpression':
-        return fail(this.path, 'is empty');
-      case 'ParenthesizedExpression':
-        return this.node(ast.expression as LuceneAst, depth + 1);
-      case 'LogicalExpression':
-      case 'UnaryOperator':
-        return this.group(ast, depth);
-      case 'Tag':
-        return this.tag(ast);
-      default:
-        return fail(this.path, `unsupported syntax (${ast.type})`);
-    }
-  }
-
-  /** A chain of one operator, e.g. `a OR b OR -c`: a bool with should (or must) and must_not. */
-  private group(ast: LuceneAst, depth: number): Clause {
-    const operatorOf = (n: LuceneAst) => {
-      const op = n.operator as { type: string; operator: string };
-      return op.type === 'ImplicitBooleanOperator' ? this.operator : op.operator.toLowerCase();
-    };
-    const op = ast.type === 'LogicalExpression' ? operatorOf(ast) : this.operator;
-    const members: LuceneAst[] = [];
-    const collect = (n: LuceneAst) => {
-      if (n.type === 'LogicalExpression' && operatorOf(n) === op) {
-        collect(n.left as LuceneAst);
-        collect(n.right as LuceneAst);
-      } else members.push(n);
-    };
-    collect(ast);
-    const positive: Clause[] = [];
-    const negative: Clause[] = [];
-    for (const m of members) {
-      if (m.type === 'UnaryOperator') negative.push(this.node(m.operand as LuceneAst, depth + 1));
-      else positive.push(this.node(m, depth + 1));
-    }
+    if (q.clauses.length === 1 && q.clauses[0]!.occur !== 'must_not') return this.node(q.clauses[0]!.node, field, depth);
+    const of = (occur: string) => q.clauses.filter((c) => c.occur === occur).map((c) => this.node(c.node, field, depth));
     // A purely negative group matches everything else (ES adds a match_all), scoring 0.
-    if (op === 'and') return boolOf(positive, [], [], negative, undefined, 1, this.path);
-    return boolOf([], [], positive, negative, undefined, 1, this.path);
+    return boolOf(of('must'), [], of('should'), of('must_not'), undefined, 1, this.path);
   }
 
-  private tag(ast: LuceneAst): Clause {
-    const fieldToken = ast.field as { type: string; name?: string };
-    const name = fieldToken.type === 'ImplicitField' ? this.defaultField : fieldToken.name!;
-    const expression = ast.expression as LuceneAst & { quoted?: boolean; value?: unknown; location?: { start: number; end: number }; range?: Record<string, unknown> };
-    // An implicit field (a bare term) has no operator.
-    const comparison = (ast.operator as { operator: string } | undefined)?.operator ?? ':';
+  private node(n: LuceneNode, inherited: string | null, depth: number): Clause {
+    const field = n.field ?? inherited;
+    const boost = n.boost ?? 1;
+    const boosted = (clause: Clause) => (boost === 1 ? clause : { ...clause, score: { k: 'times' as const, factor: boost, score: clause.score } });
+    const name = field ?? this.defaultField;
     const target = fieldOf(name);
-    const boost = 1;
-    const scoreOne = constScore(1);
-    if (name === '_exists_') {
-      if (expression.type !== 'LiteralExpression') fail(this.path, '_exists_ needs a field name');
-      return { ...this.c.existsOn(fieldOf(String(expression.value))), score: scoreOne };
-    }
-    switch (expression.type) {
-      case 'RangeExpression': {
-        const r = expression.range as { min: number; max: number; minInclusive: boolean; maxInclusive: boolean };
-        return { ...this.c.rangeOn(target, [[r.minInclusive ? 'gte' : 'gt', r.min], [r.maxInclusive ? 'lte' : 'lt', r.max]], this.path), score: scoreOne };
+    switch (n.k) {
+      case 'group':
+        return boosted(this.query(n.query, field, depth + 1));
+      case 'range': {
+        const bound = (v: string) => (NUMERIC.test(v) ? Number(v) : v);
+        const bounds: Array<readonly ['gte' | 'gt' | 'lte' | 'lt', unknown]> = [];
+        if (n.min !== null) bounds.push([n.minInclusive ? 'gte' : 'gt', bound(n.min)]);
+        if (n.max !== null) bounds.push([n.maxInclusive ? 'lte' : 'lt', bound(n.max)]);
+        return { ...this.c.rangeOn(target, bounds, this.path), score: constScore(boost) };
       }
-      case 'RegexExpression':
-        return fail(this.path, 'regular expressions are not supported');
-      case 'LiteralExpression':
+      case 'compare':
+        return { ...this.c.rangeOn(target, [[n.op, NUMERIC.test(n.value) ? Number(n.value) : n.value]], this.path), score: constScore(boost) };
+      case 'term':
         break;
-      default:
-        return fail(this.path, `unsupported syntax (${expression.type})`);
     }
-    // Unquoted literals: liqe turns 5, true and null into values; the text as written is what Lucene analyses.
-    const raw = expression.quoted ? String(expression.value) : this.text.slice(expression.location!.start, expression.location!.end);
-    if (comparison !== ':' && comparison !== ':=') {
-      const op = { ':>': 'gt', ':>=': 'gte', ':<': 'lt', ':<=': 'lte' }[comparison] as 'gt' | 'gte' | 'lt' | 'lte' | undefined;
-      if (!op) return fail(this.path, `unsupported operator ${comparison}`);
-      return { ...this.c.rangeOn(target, [[op, typeof expression.value === 'number' ? expression.value : raw]], this.path), score: scoreOne };
-    }
-    if (!expression.quoted && raw === '*') return { ...this.c.existsOn(target), score: scoreOne };
-    if (!expression.quoted && /[*?]/.test(raw.replace(/\\./g, ''))) {
+    if (name === '_exists_') return { ...this.c.existsOn(fieldOf(n.text)), score: constScore(boost) };
+    if (!n.quoted && n.raw === '*') return { ...this.c.existsOn(target), score: constScore(boost) };
+    if (!n.quoted && /[*?]/.test(n.raw.replace(/\\./g, ''))) {
       // Wildcard terms are term-level, lower-cased like the tokens (ES normalises them for text fields).
-      const pattern = target.kind === 'keyword' ? raw : fold(raw);
+      const pattern = target.kind === 'keyword' ? n.raw : fold(n.raw);
       return this.c.patternOn(target, wildcardToLike(pattern), boost, false, this.path);
     }
-    const value = expression.quoted ? raw : raw.replace(/\\(.)/g, '$1');
-    return this.c.matchText(target, value, {
+    const fuzzy = n.fuzzy ?? 0;
+    return this.c.matchText(target, n.text, {
       // A "phrase" is approximated by all of its terms (the index keeps no positions).
-      operator: expression.quoted ? 'and' : this.operator,
-      fuzziness: () => 0,
+      operator: n.quoted ? 'and' : this.operator,
+      fuzziness: () => fuzzy,
       prefixLength: 0,
       maxExpansions: 50,
       boost,
