@@ -44,6 +44,10 @@ export function checkProperties(
     if (key.length === 0 || key.length > MAX_PROPERTY_NAME || /[\u0000-\u001f]/.test(key))
       throw new Problem('bad-content', `The property name '${key.slice(0, 64)}' is not valid (1 to ${MAX_PROPERTY_NAME} printable characters).`);
   }
+  // The one property with a type of its own (spec "Properties inside data": a string, used for the download's file
+  // name). null is no name (PATCH: remove it).
+  const name = (properties as Record<string, unknown>).name;
+  if (name !== undefined && name !== null && typeof name !== 'string') throw new Problem('bad-content', "The property 'name' must be a string.");
   return properties;
 }
 

@@ -49,6 +49,8 @@ describeBackends('element CRUD', (h) => {
       [{ type: 'REL', start: alice.id }, 'incomplete-mutual-dependency'],
       [{ type: 'REL', end: alice.id }, 'incomplete-mutual-dependency'],
       [{ type: 'CREATED', start: alice.id, end: alice.id }, 'reserved-type'],
+      [{ type: 'Doc', data: { name: 5 } }, 'bad-content'],
+      [{ type: 'Doc', data: { name: { first: 'x' } } }, 'bad-content'],
     ];
     for (const [body, slug] of cases) {
       const res = await h().request('POST', '/', { token: alice.token, body });
@@ -56,6 +58,15 @@ describeBackends('element CRUD', (h) => {
       expect(res.json.type, JSON.stringify(body)).toBe(`${h().url}/error/400/${slug}`);
     }
     expect(await count()).toBe(before);
+    // PUT and PATCH alike: `name` is a string or nothing (null removes it).
+    const id = await createElement(h(), alice.token, { type: 'Doc', data: { name: 'report' } });
+    for (const [method, body] of [['PATCH', { name: 5 }], ['PUT', { name: ['a'] }], ['PATCH', { name: true, other: 1 }]] as const) {
+      const res = await h().request(method, `/${id}`, { token: alice.token, body });
+      expect([method, res.status, res.json?.detail]).toEqual([method, 400, "The property 'name' must be a string."]);
+    }
+    expect((await h().request('GET', `/${id}`, { token: alice.token })).json.data).not.toHaveProperty('other');
+    expect((await h().request('PATCH', `/${id}`, { token: alice.token, body: { name: null } })).status).toBe(204);
+    expect((await h().request('GET', `/${id}`, { token: alice.token })).json.data).not.toHaveProperty('name');
   });
 
   it('PUT replaces, PATCH merges and null removes, updated moves, created stays', async () => {
