@@ -10,10 +10,10 @@
 // (1e400), which would have been stored as null, and is only taken when the text has an exponent of three digits
 // or a mantissa of 309.
 //
-// Nesting is limited to MAX_JSON_DEPTH levels. A body nested 5,000 deep overflowed the stack in the database
-// driver while it serialised the parameters, after it had noted a named statement as prepared on the connection:
-// from then on every request using that statement failed (`prepared statement "insert_node_as" does not exist`)
-// until a restart. Counted on the text (strings skipped), and only for bodies long enough to be that deep.
+// Nesting is limited to MAX_JSON_DEPTH levels. A body nested 5,000 deep overflowed the stack while its data was
+// serialised for the database: a 500, and (until storage/db.ts serialised parameters itself) a named statement the
+// driver believed prepared, so that every later request using it failed until a restart. Counted on the text
+// (strings skipped), and only for bodies long enough to be that deep.
 import type { FastifyInstance } from 'fastify';
 import { Problem } from '../errors.js';
 
