@@ -6,7 +6,7 @@
 //
 // In JSON text either can only be written as a \u escape (raw control characters are not allowed in strings, and
 // surrogates have no UTF-8 form), so the parsed value is walked only when the text holds such an escape: an
-// ordinary body pays for one regular-expression scan. The same walk refuses a number JSON.parse made infinite
+// ordinary body pays for a substring search and a regular-expression scan. The same walk refuses a number JSON.parse made infinite
 // (1e400), which would have been stored as null, and is only taken when the text has an exponent of three digits
 // or a mantissa of 309.
 //
@@ -17,7 +17,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Problem } from '../errors.js';
 
-const SUSPECT = /\\u(?:0000|d[89a-f][0-9a-f]{2})|\d[eE]\+?\d{3}|\d{309}/i;
+const SUSPECT_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
+const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
+/** Whether the body may hold what unstorableAt looks for (cheap tests first: a 3 KB body takes about 3 us). */
+const suspect = (text: string) => (text.includes('\\u') && SUSPECT_ESCAPE.test(text)) || HUGE_NUMBER.test(text);
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Levels of arrays and objects a JSON body may nest. */
@@ -46,7 +49,10 @@ export function unstorableAt(value: unknown, path = ''): string | null {
 
 /** Does the JSON text nest arrays and objects more than `max` levels deep? (Brackets inside strings do not count.) */
 export function nestsDeeperThan(text: string, max: number): boolean {
-  if (text.length <= 2 * max) return false;
+  // Nesting deeper than `max` needs more than `max` opening brackets: counted with indexOf (native), the character
+  // loop below runs only for the rare body that has that many. All checks of a 3 KB body: 19 us with the loop
+  // always run, 3.5 us now (JSON.parse itself 9 us; scratch/json-body-cost.ts).
+  if (text.length <= 2 * max || !moreOpeningBracketsThan(text, max)) return false;
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -64,6 +70,12 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
+function moreOpeningBracketsThan(text: string, max: number): boolean {
+  let n = 0;
+  for (const bracket of ['[', '{']) for (let i = text.indexOf(bracket); i !== -1; i = text.indexOf(bracket, i + 1)) if (++n > max) return true;
+  return false;
+}
+
 /** Replaces the application/json parser of `app` (before routes are registered, so that every context inherits it). */
 export function installJsonBodyParser(app: FastifyInstance, bodyLimit: number): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -74,7 +86,7 @@ export function installJsonBodyParser(app: FastifyInstance, bodyLimit: number): 
       return done(new Problem('bad-content', `Malformed request body: it nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`), undefined);
     parseJson(request, text, (error, value) => {
       if (error) return done(error, undefined);
-      const at = SUSPECT.test(text) ? unstorableAt(value) : null;
+      const at = suspect(text) ? unstorableAt(value) : null;
       if (at !== null)
         return done(
           new Problem('bad-content', `Malformed request body: the value at ${at} cannot be stored (U+0000, an unpaired surrogate, or a number beyond the double range).`),
