@@ -6,9 +6,9 @@
 //
 // In JSON text either can only be written as a \u escape (raw control characters are not allowed in strings, and
 // surrogates have no UTF-8 form), so the parsed value is walked only when the text holds such an escape: an
-// ordinary body pays for a substring search and a regular-expression scan. The same walk refuses a number JSON.parse made infinite
-// (1e400), which would have been stored as null, and is only taken when the text has an exponent of three digits
-// or a mantissa of 309.
+// ordinary body pays for a substring search and a regular-expression scan. The same walk refuses a number that
+// JSON.parse made infinite (1e400), which would have been stored as null, and is only taken when the text has an
+// exponent of three digits or a mantissa of 309.
 //
 // Nesting is limited to MAX_JSON_DEPTH levels. A body nested 5,000 deep overflowed the stack while its data was
 // serialised for the database: a 500, and (until storage/db.ts serialised parameters itself) a named statement the
