@@ -61,7 +61,6 @@ export interface Download {
   stream: Readable | null;
 }
 
-/** A strong ETag of the file bytes: from the SHA-256 when known (files from old backups may have none). */
 /**
  * May a file write of `mode` go ahead on `row`? POST only ever creates an element's file (spec: "POST fails with 409
  * if a file exists", for a direct upload and a resumable start alike); PUT may replace it. Then the preconditions,
@@ -76,6 +75,7 @@ export function checkFileTarget(row: ElementRow, mode: FileWriteMode, conditions
 /** POST /<id>/file creates, PUT replaces. */
 export type FileWriteMode = 'create' | 'replace';
 
+/** A strong ETag of the file bytes: from the SHA-256 when known (files from old backups may have none). */
 export function fileEtag(row: ElementRow): string {
   const file = row.file!;
   if (file.hash.sha256) return `"sha256-${Buffer.from(file.hash.sha256, 'hex').toString('base64url').slice(0, 27)}"`;
