@@ -51,17 +51,34 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   // Fastify logs each request (method, url) and its completion (status, response time); its serialisers log no
   // headers, so Authorization never reaches the log.
 
-  app.setErrorHandler((error, request, reply) => {
+  app.setErrorHandler(async (error, request, reply) => {
     const { problem, unexpected } = toProblem(error);
     if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'unexpected error');
+    // A body Fastify could not parse fails before the handler authenticates; bad credentials still answer 401
+    // first (spec "Authentication" 3), so only this error path pays for the lookup.
+    if (!unexpected && !(error instanceof Problem) && request.routeOptions.config.authorization !== 'ignored') {
+      const refusal = await services.accounts.authenticate(request.headers.authorization).then(
+        () => null,
+        (e: unknown) => (e instanceof Problem ? e : null),
+      );
+      if (refusal) return sendProblem(request, reply, refusal, baseUrl);
+    }
     return sendProblem(request, reply, problem, baseUrl);
   });
   app.setNotFoundHandler((request, reply) =>
     sendProblem(request, reply, new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`), baseUrl),
   );
 
-  // CORS preflight (and any OPTIONS): 204 with the common headers, whatever the path.
-  app.options('*', async (_request, reply) => reply.code(204).send());
+  // CORS preflight (and any OPTIONS): 204 with the common headers, whatever the path, answered before any body
+  // would be parsed.
+  app.route({
+    method: 'OPTIONS',
+    url: '*',
+    onRequest: (_request, reply) => {
+      reply.code(204).send();
+    },
+    handler: async (_request, reply) => reply.code(204).send(),
+  });
 
   const deps = { config, services };
   await app.register(systemRoutes, deps);

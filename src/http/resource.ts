@@ -7,6 +7,16 @@ import type { App } from './types.js';
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
 const ALL: Method[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * 'ignored' on the routes that take their credentials from the body (/register, POST /token): a body error
+     * there is reported without looking at the Authorization header. Every other route evaluates it first.
+     */
+    authorization?: 'ignored';
+  }
+}
+
 export interface Handler {
   options?: RouteShorthandOptions;
   handler: RouteHandlerMethod;
@@ -23,14 +33,17 @@ export function resource(app: App, url: string, methods: Partial<Record<Method, 
     const { options = {}, handler } = typeof entry === 'function' ? { handler: entry } : entry;
     app.route({ ...(options as object), method, url, handler } as Parameters<App['route']>[0]);
   }
-  const rest = ALL.filter((m) => !supported.has(m));
+  // Every other method Fastify routes (TRACE and QUERY too), refused before the body is read or parsed: the answer
+  // is 405 whatever was sent, never a 400 about a body nobody wants.
+  const rest = app.supportedMethods.filter((m) => !supported.has(m));
   if (rest.length > 0) {
+    const refuse = () => new Problem('method-not-allowed', `Allowed methods: ${allow}.`, {}, { allow });
     app.route({
       method: rest,
       url,
-      // Any body (or none) is fine: the answer is 405 whatever was sent.
+      onRequest: (_request, _reply, done) => done(refuse()),
       handler: async () => {
-        throw new Problem('method-not-allowed', `Allowed methods: ${allow}.`, {}, { allow });
+        throw refuse();
       },
     });
   }

@@ -7,14 +7,20 @@ import type { App } from '../types.js';
 export default async function accountRoutes(app: App, { services }: RouteDeps) {
   const { accounts } = services;
 
+  // Both take their credentials from the body; an Authorization header plays no part in them.
+  const credentialsInBody = { config: { authorization: 'ignored' as const } };
+
   resource(app, '/register', {
-    POST: async (request, reply) => created(reply, `/${await accounts.register(request.body)}`),
+    POST: { options: credentialsInBody, handler: async (request, reply) => created(reply, `/${await accounts.register(request.body)}`) },
   });
 
   resource(app, '/token', {
-    POST: async (request, reply) => {
-      const { token, id } = await accounts.createToken(request.body);
-      return reply.code(201).header('location', `/${id}`).type(JSON_TYPE).send(JSON.stringify({ type: '_TokenResponse', token }));
+    POST: {
+      options: credentialsInBody,
+      handler: async (request, reply) => {
+        const { token, id } = await accounts.createToken(request.body);
+        return reply.code(201).header('location', `/${id}`).type(JSON_TYPE).send(JSON.stringify({ type: '_TokenResponse', token }));
+      },
     },
     GET: async (request, reply) => sendJson(reply, await accounts.currentToken(await caller(services, request))),
     DELETE: async (request, reply) => {

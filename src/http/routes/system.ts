@@ -1,5 +1,6 @@
 // Error documents, security.txt, instance configuration and graph structure.
 import { readFileSync } from 'node:fs';
+import type { FastifyRequest } from 'fastify';
 import { PROBLEMS, Problem, problemBody, type ProblemSlug } from '../../errors.js';
 import type { RouteDeps } from '../app.js';
 import { baseUrlOf } from '../headers.js';
@@ -30,8 +31,15 @@ export default async function systemRoutes(app: App, { config, services }: Route
     },
   });
 
+  // The instance configuration and the graph structure are served without credentials, so that a client can read
+  // them before it logs in; a token that is sent must still be valid (spec "Authentication" 3: never downgraded).
+  const checkSentToken = async (request: FastifyRequest) => {
+    if (request.headers.authorization !== undefined) await services.accounts.authenticate(request.headers.authorization);
+  };
+
   resource(app, '/instance-configuration', {
-    GET: async (_request, reply) => {
+    GET: async (request, reply) => {
+      await checkSentToken(request);
       if (!settings.instanceConfiguration.enabled) throw new Problem('forbidden', 'The instance configuration is not published.');
       const { file } = settings;
       return reply.type(JSON_TYPE).send(
@@ -54,6 +62,9 @@ export default async function systemRoutes(app: App, { config, services }: Route
   });
 
   resource(app, '/graph-structure', {
-    GET: async (_request, reply) => reply.type(JSON_TYPE).send(JSON.stringify(await services.elements.graphStructure())),
+    GET: async (request, reply) => {
+      await checkSentToken(request);
+      return reply.type(JSON_TYPE).send(JSON.stringify(await services.elements.graphStructure()));
+    },
   });
 }
