@@ -67,7 +67,7 @@ describe('query_string parser', () => {
   });
 
   it('refuses what Lucene refuses, saying where', () => {
-    for (const text of ['', '   ', 'a AND', 'AND a', 'a OR ', '(a', 'a)', '()', 'x:/re/', '"abc', 'a~3', 'a~1.5', 'a^', 'n:[1 TO', 'n:[1 5]', 'a:', '+', 'x:>', 'a\\']) {
+    for (const text of ['', '   ', 'a AND', 'AND a', 'a OR ', '(a', 'a)', '()', 'x:/re/', '"abc', 'a~3', 'a~1.5', 'a^', 'n:[1 TO', 'n:[1 5]', 'a:', '+', 'x:>', 'a\\', '(a AND)', 'name:(a OR)', '(a NOT)', '(a &&)']) {
       let error: unknown = null;
       try {
         parseLucene(text, 'or');

@@ -172,7 +172,7 @@ for (const backend of backendsUnderTest()) {
         const first = ['tone\x1fa\\1b'];
         const withFirst = `SELECT type FROM elements WHERE tsvector_to_array(search) @> $1::text[]`;
         expect((await old.query(withFirst, [first])).rows).toHaveLength(0);
-        expect(await migrate(old)).toEqual([9]);
+        expect(await migrate(old, migrations.filter((m) => m.version <= 9))).toEqual([9]);
         const after = await state();
         expect((await old.query<{ type: string }>(withFirst, [first])).rows).toEqual([{ type: 'mangled' }]);
         expect(after.mangled!.xmin).not.toBe(before.mangled!.xmin);

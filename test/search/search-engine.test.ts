@@ -219,6 +219,24 @@ describeBackends('search engine', (h) => {
       expect(await names({ match: { name: { query: 'rxse', fuzziness: 1, prefix_length: 0 } } })).toEqual(['rose']);
     });
 
+    it('with fuzziness on every field ("*", or a query_string without a field) too', async () => {
+      const everywhere = new Set(await names({ match: { '*': 'lily' } }));
+      expect(everywhere.size).toBeGreaterThan(3);
+      expect(new Set(await names({ match: { '*': { query: 'lilly', fuzziness: 1 } } }))).toEqual(everywhere);
+      expect(new Set(await names({ query_string: { query: 'lilly~1' } }))).toEqual(everywhere);
+      expect(new Set(await names({ query_string: { query: 'lilly~1', default_field: '*' } }))).toEqual(everywhere);
+      expect(await names({ match: { '*': { query: 'tulpi', fuzziness: 2 } } })).toEqual(['tulip']);
+      expect(await names({ match: { '*': { query: 'tulpi', fuzziness: 1 } } })).toEqual([]);
+    });
+
+    it('on words longer than 255 characters (the limit of fuzzystrmatch on PostgreSQL)', async () => {
+      const long = await createElement(h(), alice.token, { type: 'LongWord', data: { word: 'q'.repeat(300) } });
+      const { output } = await search({ match: { word: { query: `${'q'.repeat(299)}x`, fuzziness: 1 } } }, { nodeTypes: ['LongWord'] });
+      expect(output.elements.map((e) => e.id)).toEqual([long]);
+      expect((await search({ match: { word: { query: `${'q'.repeat(298)}xx`, fuzziness: 1 } } }, { nodeTypes: ['LongWord'] })).output.elements).toEqual([]);
+      expect((await search({ match: { '*': { query: `x${'q'.repeat(300)}`, fuzziness: 1 } } }, { nodeTypes: ['LongWord'] })).output.elements.map((e) => e.id)).toEqual([long]);
+    });
+
     it('multiplies by boost', async () => {
       const query = (boost: number) => ({
         bool: { should: [{ match: { name: { query: 'tulip', boost } } }, { match: { description: 'lily' } }] },
@@ -279,6 +297,17 @@ describeBackends('search engine', (h) => {
       expect(await names({ range: { created: { gte: beforeLater.toISOString() } } }, { nodeTypes: ['Note'] })).toEqual(['later']);
       expect(await names({ range: { updated: { lt: new Date(beforeLater.getTime() + 1000).toISOString() } } }, { nodeTypes: ['Note'] })).toEqual(['note']);
       expect(await names({ range: { created: { lt: beforeLater.getTime() + 1000 } } }, { nodeTypes: ['Note'] })).toEqual(['note']);
+      // Instants before year 1 or after year 9999 compare as -infinity and infinity (PostgreSQL reads no other
+      // form of them back from an ISO string).
+      const notes = { nodeTypes: ['Note'] };
+      expect(await names({ range: { created: { gte: '0000-01-01' } } }, notes)).toEqual(sorted('note', 'later'));
+      expect(await names({ range: { created: { lt: '0000-01-01' } } }, notes)).toEqual([]);
+      expect(await names({ range: { created: { gte: -8.64e15 } } }, notes)).toEqual(sorted('note', 'later'));
+      expect(await names({ range: { created: { lte: 8.64e15 } } }, notes)).toEqual(sorted('note', 'later'));
+      expect(await names({ range: { created: { gt: 253402300800000 } } }, notes)).toEqual([]);
+      expect(await names({ term: { created: '0000-01-01' } }, notes)).toEqual([]);
+      expect(await names({ query_string: { query: 'created:[0000-01-01 TO 2020-01-01]' } }, notes)).toEqual([]);
+      await badRequest({ range: { created: { gte: 8.64e15 + 1 } } });
       await badRequest({ range: { created: { gte: 'yesterday' } } }, /created\.gte/);
       await badRequest({ range: { created: { gte: '2024-02-30' } } });
       await badRequest({ range: { height: { gte: 1, lt: 'x' } } });
@@ -404,6 +433,20 @@ describeBackends('search engine', (h) => {
       expect(new Set(await names({ match: { name: 'lily' } }))).toEqual(new Set(['lily', 'flame', 'secret']));
       expect((await h().request('DELETE', `/${grant.headers.get('location')!.slice(1)}`, { token: bob.token })).status).toBe(204);
       expect(await names({ match: { name: 'lily' } })).toEqual(sorted('lily', 'flame'));
+    });
+
+    it('expands a fuzzy term only into words of what the user may search', async () => {
+      // Bob's exact word would take the one expansion slot, and tell Alice that it exists somewhere.
+      const mine = await createElement(h(), alice.token, { type: 'Probe', data: { word: 'hunter0' } });
+      const his = await createElement(h(), bob.token, { type: 'Probe', data: { word: 'hunter2' } });
+      const probe = (query: string, user: User) =>
+        search({ match: { word: { query, fuzziness: 1, max_expansions: 1 } } }, { nodeTypes: ['Probe'] }, user).then((r) => r.output.elements.map((e) => e.id));
+      for (const guess of ['hunter2', 'hunter5', 'hunter0']) expect(await probe(guess, alice), guess).toEqual([mine]);
+      expect(await probe('hunter2', bob)).toEqual([his]);
+      expect(await probe('hunter0', bob)).toEqual([his]);
+      const anyField = await search({ match: { '*': { query: 'hunter2', fuzziness: 1, max_expansions: 1 } } }, { nodeTypes: ['Probe'] });
+      expect(anyField.output.elements.map((e) => e.id)).toEqual([mine]);
+      expect((await search({ query_string: { query: 'word:hunter2~1' } }, { nodeTypes: ['Probe'] })).output.elements.map((e) => e.id)).toEqual([mine]);
     });
 
     it('agrees with the access module on every element, for every kind of grant (SEARCH, and READ as hydration decides it)', async () => {

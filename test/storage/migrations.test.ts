@@ -17,7 +17,7 @@ for (const backend of backendsUnderTest()) {
         await db.query('DROP SCHEMA public CASCADE');
         await db.query('CREATE SCHEMA public');
         const [a, b] = await Promise.all([migrate(db), migrate(db)]);
-        expect([...a, ...b].sort()).toEqual(migrations.map((m) => m.version));
+        expect([...a, ...b].sort((x, y) => x - y)).toEqual(migrations.map((m) => m.version));
         expect(await migrate(db)).toEqual([]);
         const tables = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('elements','users','tokens','uploads')`);
         expect(tables.rows[0]!.n).toBe(4);

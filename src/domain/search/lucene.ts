@@ -73,7 +73,8 @@ class Parser {
     if (!this.text.startsWith(word, this.i)) return false;
     if (!/^[A-Z]+$/.test(word)) return true;
     const next = this.text[this.i + word.length];
-    return next === undefined || WHITESPACE.test(next) || next === '(' || next === '"' || next === '+' || next === '-' || next === '!';
+    // Before ')' too: `(a AND)` is a missing clause, as at the end of the query, not a search for the word "and".
+    return next === undefined || WHITESPACE.test(next) || next === '(' || next === ')' || next === '"' || next === '+' || next === '-' || next === '!';
   }
 
   private query(nested: boolean): LuceneQuery {

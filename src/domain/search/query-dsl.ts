@@ -30,6 +30,7 @@
 // Ties are broken by id (ascending) by the caller.
 import { LuceneSyntaxError, parseLucene, type LuceneNode, type LuceneQuery } from './lucene.js';
 import { badContent } from '../../errors.js';
+import { timestamptzBound } from '../values.js';
 import { CASE_TABLES, LENGTH_BUCKETS, SEARCH_LIMITS, SEPARATOR_RANGES } from '../../storage/migrations/006-search-index.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -341,7 +342,11 @@ class Compiler {
   readonly ctes: string[] = [];
   private clauses = 0;
   private fuzzyTerms = 0;
-  constructor(readonly params: SqlParams) {}
+  /** `searchable`: SQL boolean over the row `e`, whether the caller may search it (see compileQuery). */
+  constructor(
+    readonly params: SqlParams,
+    private readonly searchable: string,
+  ) {}
 
   query(q: unknown, path: string, depth = 0): Clause {
     if (depth > MAX_DEPTH) fail(path, `queries nest at most ${MAX_DEPTH} levels deep`);
@@ -463,7 +468,7 @@ class Compiler {
     const exactLexeme = field === null ? `t${term}${S}` : textLex(term, field);
     const exact = lexCond(exactLexeme, field === null);
     const distance = fuzziness(term);
-    if (distance === 0 || field === null || exact.k === 'const') {
+    if (distance === 0 || exact.k === 'const') {
       if (exact.k === 'const') return { cond: exact, score: ZERO };
       return { cond: exact, score: { k: 'sql', sql: () => `(e.search @@ ${this.tsParam(lex(exactLexeme, field === null))})::int` } };
     }
@@ -472,31 +477,45 @@ class Compiler {
 
   /**
    * A fuzzy term, executed like ES's fuzzy query: the term is first expanded into the indexed tokens of the field
-   * within the Levenshtein distance (at most max_expansions, nearest first), then those are looked up in the GIN
-   * index like exact terms. The expansion (a WITH entry, run once per statement) reads the tokens of every element
-   * that has the field (GIN lookup of its `e` lexeme, or of the term's first prefix_length characters), keeps the
+   * (of any field when `field` is null) within the Levenshtein distance (at most max_expansions, nearest first), then
+   * those are looked up in the GIN index like exact terms. The expansion (a WITH entry, run once per statement) reads
+   * the tokens of every element the caller may search that has the field (GIN lookup of its `e` lexeme, or of the
+   * term's first prefix_length characters; without either, of every element the caller may search), keeps the
    * distinct ones of about the right length and computes the distance only for those (trellis_search_distance:
-   * fuzzystrmatch's levenshtein_less_equal where installed, else PL/pgSQL). So a fuzzy match costs a scan of the
-   * field's elements, not an index lookup: 0.5 s for a title present in all of the benchmark's 100k nodes
-   * (PostgreSQL 15), where the exact match takes 3.5 ms; a prefix_length narrows the scan to the tokens with that
-   * prefix. Transpositions count 2 (ES counts 1 unless fuzzy_transpositions is false; the option is accepted).
+   * fuzzystrmatch's levenshtein_less_equal where installed, else PL/pgSQL). Only what the caller may search: the
+   * tokens of other elements would take expansion slots from the caller's own and, with max_expansions, tell which
+   * words exist where the caller cannot look. So a fuzzy match costs a scan of the field's elements, not an index
+   * lookup: 0.5 s for a title present in all of the benchmark's 100k nodes (PostgreSQL 15), where the exact match
+   * takes 3.5 ms; a prefix_length narrows the scan to the tokens with that prefix. Transpositions count 2 (ES counts
+   * 1 unless fuzzy_transpositions is false; the option is accepted).
    */
-  private fuzzyTerm(term: string, field: string, distance: number, prefixLength: number, maxExpansions: number, exactLexeme: string): { cond: Cond; score: Score } {
+  private fuzzyTerm(term: string, field: string | null, distance: number, prefixLength: number, maxExpansions: number, exactLexeme: string): { cond: Cond; score: Score } {
     if (++this.fuzzyTerms > MAX_FUZZY_TERMS) fail('query', `a query has at most ${MAX_FUZZY_TERMS} fuzzy terms`);
     const name = `fuzzy_${this.fuzzyTerms}`;
-    const suffix = `${S}${escape(field)}`;
-    const prefix = Array.from(term).slice(0, prefixLength).join('');
-    const narrow = prefix === '' ? lex(existsLex(field)) : lex(`t${prefix}`, true);
     const p = this.params;
-    const token = `substr(v.lexeme, 2, char_length(v.lexeme) - ${p.add(Array.from(suffix).length + 1, 'int')})`;
+    const prefix = Array.from(term).slice(0, prefixLength).join('');
+    const narrow = prefix !== '' ? lex(`t${prefix}`, true) : field !== null ? lex(existsLex(field)) : null;
+    const d = p.add(distance, 'int');
+    // The lexemes of the field are t<token><S><field>: one per token, so they are compared directly and their length
+    // filters before the DISTINCT. Of any field, a token is what precedes the first <S>, and it matches as the
+    // prefix t<token><S> (as an exact match on every field does).
+    const suffix = field === null ? S : `${S}${escape(field)}`;
+    const token =
+      field === null
+        ? `split_part(substr(u.lexeme, 2), ${p.add(S, 'text')}, 1)`
+        : `substr(u.lexeme, 2, char_length(u.lexeme) - ${p.add(Array.from(suffix).length + 1, 'int')})`;
+    const pattern = `t${likeEscape(prefix)}%${field === null ? '' : likeEscape(suffix)}`;
+    const lengthOk = (x: string, length: number) => `abs(char_length(${x}) - ${p.add(length, 'int')}) <= ${d}`;
     this.ctes.push(`${name} AS MATERIALIZED (
-      SELECT trellis_search_any(array_agg(lexeme) FILTER (WHERE d <= ${p.add(distance, 'int')})) AS q,
-             trellis_search_any(array_agg(lexeme) FILTER (WHERE d <= 1)) AS q1
+      SELECT trellis_search_any(array_agg('t' || token || ${p.add(suffix, 'text')}) FILTER (WHERE d <= ${d}), ${field === null}) AS q,
+             trellis_search_any(array_agg('t' || token || ${p.add(suffix, 'text')}) FILTER (WHERE d <= 1), ${field === null}) AS q1
       FROM (
-        SELECT v.lexeme, trellis_search_distance(${token}, ${p.add(term, 'text')}, ${p.add(distance, 'int')}) AS d
-        FROM (SELECT DISTINCT u.lexeme FROM elements f, unnest(f.search) u
-              WHERE f.search @@ ${this.tsParam(narrow)} AND u.lexeme LIKE ${p.add(`t${likeEscape(prefix)}%${likeEscape(suffix)}`, 'text')}
-                AND abs(char_length(u.lexeme) - ${p.add(Array.from(exactLexeme).length, 'int')}) <= ${p.add(distance, 'int')}) v
+        SELECT v.token, trellis_search_distance(v.token, ${p.add(term, 'text')}, ${d}) AS d
+        FROM (SELECT DISTINCT ${token} AS token FROM elements e, unnest(e.search) u
+              WHERE ${narrow === null ? '' : `e.search @@ ${this.tsParam(narrow)} AND `}u.lexeme LIKE ${p.add(pattern, 'text')}
+                AND ${field === null ? `position(${p.add(S, 'text')} in u.lexeme) > 0` : lengthOk('u.lexeme', Array.from(exactLexeme).length)}
+                AND (${this.searchable})) v
+        ${field === null ? `WHERE ${lengthOk('v.token', Array.from(term).length)}` : ''}
         ORDER BY 2, 1
         LIMIT ${p.add(maxExpansions, 'int')}
       ) expansion)`);
@@ -505,7 +524,7 @@ class Compiler {
       score: {
         k: 'sql',
         sql: () =>
-          `CASE WHEN e.search @@ ${this.tsParam(lex(exactLexeme))} THEN 1 WHEN e.search @@ (SELECT q1 FROM ${name}) THEN 0.5
+          `CASE WHEN e.search @@ ${this.tsParam(lex(exactLexeme, field === null))} THEN 1 WHEN e.search @@ (SELECT q1 FROM ${name}) THEN 0.5
                 WHEN e.search @@ (SELECT q FROM ${name}) THEN ${(1 / 3).toFixed(6)} ELSE 0 END`,
       },
     };
@@ -837,7 +856,7 @@ const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.
 function dateValue(value: unknown, path: string): string {
   if (typeof value === 'number' && Number.isFinite(value)) {
     const d = new Date(value);
-    if (!Number.isNaN(d.getTime())) return d.toISOString();
+    if (!Number.isNaN(d.getTime())) return timestamptzBound(d.getTime());
   }
   if (typeof value === 'string') {
     const m = ISO_DATE.exec(value.trim());
@@ -848,7 +867,7 @@ function dateValue(value: unknown, path: string): string {
       // Date accepts 2024-02-30 (as March 1st); ES does not.
       const plain = new Date(`${y}-${mo}-${d}T00:00:00Z`);
       if (!Number.isNaN(date.getTime()) && plain.toISOString().slice(0, 10) === `${y}-${mo}-${d}` && Number(h) < 24 && Number(mi) < 60 && Number(s) < 60)
-        return date.toISOString();
+        return timestamptzBound(date.getTime());
     }
   }
   return fail(path, `must be an ISO-8601 date (e.g. "2024-05-01" or "2024-05-01T12:00:00Z") or epoch milliseconds, not ${describe(value)}`);
@@ -1043,8 +1062,13 @@ function renderScore(s: Score, params: SqlParams): string {
  * Validates the client's query DSL object and compiles it for the row alias `e` of `elements`. Bind parameters are
  * appended to `params`. Throws a 400 (bad-content) naming the path of the first bad clause.
  */
-export function compileQuery(query: unknown, params: SqlParams): CompiledQuery {
-  const compiler = new Compiler(params);
+/**
+ * Compiles a query DSL object for the statement of search-engine.ts. `searchable` is an SQL boolean over the row
+ * `e`, whether the caller may search it: the parts that read other rows than the hits (fuzzy expansions) read only
+ * those, and may refer to the WITH entries the caller defines before `ctes`.
+ */
+export function compileQuery(query: unknown, params: SqlParams, searchable: string): CompiledQuery {
+  const compiler = new Compiler(params, searchable);
   const clause = compiler.query(query, 'query');
   if (clause.cond.k === 'const' && !clause.cond.value) return { matchesNothing: true, ctes: [], where: ['false'], score: '0' };
   const where: string[] = [];

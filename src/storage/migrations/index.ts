@@ -8,6 +8,7 @@ import searchIndex from './006-search-index.js';
 import searchDocument from './007-search-document.js';
 import dropTypeIndex from './008-drop-type-index.js';
 import searchFieldBackslash from './009-search-field-backslash.js';
+import searchFuzzyAnyField from './010-search-fuzzy-any-field.js';
 
 export interface Migration {
   version: number;
@@ -25,4 +26,5 @@ export const migrations: Migration[] = [
   { version: 7, name: 'search-document', sql: searchDocument },
   { version: 8, name: 'drop-type-index', sql: dropTypeIndex },
   { version: 9, name: 'search-field-backslash', sql: searchFieldBackslash },
+  { version: 10, name: 'search-fuzzy-any-field', sql: searchFuzzyAnyField },
 ];

@@ -51,6 +51,7 @@ import {
   type StringOp,
 } from '../../domain/search/cypher-parse.js';
 import { badContent } from '../../errors.js';
+import { timestamptzBound } from '../../domain/values.js';
 import type { Queryable } from '../db.js';
 import { inlineCheck } from './access.js';
 import { preparedName } from './statement-names.js';
@@ -341,7 +342,7 @@ class ExprCompiler {
     }
     if (a.t === 'time' && b.t === 'const') {
       const at = typeof b.v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(b.v) ? Date.parse(b.v) : NaN;
-      if (!Number.isNaN(at)) return `(${a.sql} ${op} ${this.b.bind(new Date(at).toISOString(), 'timestamptz')})`;
+      if (!Number.isNaN(at)) return `(${a.sql} ${op} ${this.b.bind(timestamptzBound(at), 'timestamptz')})`;
       return ordering ? 'NULL::boolean' : op === '=' ? 'false' : 'true';
     }
     if (a.t === 'time' && b.t === 'time') return `(${a.sql} ${op} ${b.sql})`;

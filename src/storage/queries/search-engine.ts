@@ -52,13 +52,15 @@ export async function runSearchEngine(
 ): Promise<{ output: SearchEngineOutput; combinedQuery: unknown }> {
   const combinedQuery = combined(userId, query, options);
   const params = new SqlParams([userId]);
-  const compiled = compileQuery(query, params);
+  const searchable = searchableSetwise('$1::uuid');
+  const compiled = compileQuery(query, params, searchable);
   if (compiled.matchesNothing) return { output: { elements: [], totalHits: 0, maxScore: null }, combinedQuery };
   const types = typeFilter(options, params);
-  const where = [...compiled.where, ...(types === null ? [] : [types]), searchableSetwise('$1::uuid')];
+  const where = [...compiled.where, ...(types === null ? [] : [types]), searchable];
   const minScore = options.minScore === null ? '' : `WHERE score >= ${params.add(options.minScore, 'float8')}`;
-  // Scores are rounded so that two hits whose scores differ only by floating-point noise are ordered by id.
-  const sql = `WITH ${[...compiled.ctes, accessSetsCtes('SEARCH', caps)].join(',\n  ')},
+  // Scores are rounded so that two hits whose scores differ only by floating-point noise are ordered by id. The
+  // access sets come first: the query's own WITH entries (fuzzy expansions) read them too.
+  const sql = `WITH ${[accessSetsCtes('SEARCH', caps), ...compiled.ctes].join(',\n  ')},
   hits AS MATERIALIZED (
     SELECT e.id, e.type, round((${compiled.score})::numeric, 6)::float8 AS score
     FROM elements e
