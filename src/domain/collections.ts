@@ -20,15 +20,19 @@ export class Collections {
     private readonly settings: Settings,
   ) {}
 
-  /** `page` from 1 and `pageSize` clamped to the configured range; non-integers are 400 bad-content. */
+  /**
+   * `page` from 1 and `pageSize` clamped to the configured range; non-integers are 400 bad-content. An integer of
+   * any length is clamped (DESIGN: "integers out of range are clamped"): the page to one whose offset is still an
+   * exact number, far beyond any collection.
+   */
   pagination(query: PageRequest): { page: number; pageSize: number } {
     const parse = (name: string, raw: string | undefined, fallback: number) => {
       if (raw === undefined) return fallback;
-      if (!/^-?\d{1,15}$/.test(raw)) throw new Problem('bad-content', `The query parameter '${name}' must be an integer.`);
+      if (!/^-?\d+$/.test(raw)) throw new Problem('bad-content', `The query parameter '${name}' must be an integer.`);
       return Number(raw);
     };
     const limits = this.settings.pageSize;
-    const page = Math.max(1, parse('page', query.page, 1));
+    const page = Math.min(Math.floor(Number.MAX_SAFE_INTEGER / limits.max), Math.max(1, parse('page', query.page, 1)));
     const pageSize = Math.min(limits.max, Math.max(limits.min, parse('pageSize', query.pageSize, limits.default)));
     return { page, pageSize };
   }

@@ -9,7 +9,8 @@ import { owns, type Permission } from '../storage/queries/access.js';
 import type { Caller, Credentials } from '../storage/queries/accounts.js';
 import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
-import { checkReadPreconditions, checkWritePreconditions, hasConditions, type Conditions } from './conditions.js';
+import { checkReadPreconditions, checkWritePreconditions, hasConditions, NO_ETAG, type Conditions } from './conditions.js';
+import type { Collections } from './collections.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
 import { etagOf, renderElement } from './representation.js';
 import { isPlainObject, isUuid, newId } from './values.js';
@@ -30,6 +31,8 @@ export class Elements {
     private readonly settings: Settings,
     private readonly clock: Clock,
     private readonly blobs: BlobStore,
+    /** For the preconditions of POST /, whose target is the index collection. */
+    private readonly collections: Collections,
   ) {
     this.keptOnReplace = Object.fromEntries(['User', 'Token', '*'].map((type) => [type, [...this.reserved(type)]]));
     this.reservedSomewhere = new Set(Object.values(this.keptOnReplace).flat());
@@ -63,9 +66,13 @@ export class Elements {
   /** POST / (parentId undefined) or POST /<parentId>. Returns the new id. */
   async create(credentials: Credentials, body: unknown, parentId?: string, conditions: Conditions = {}): Promise<string> {
     const now = this.clock.now();
-    // POST /<parent> with preconditions: they are evaluated against the parent as the caller can read it, before
-    // the child is written (not atomic with the insert: a child does not change its parent's representation).
-    if (parentId !== undefined && hasConditions(conditions)) await this.checkParentPreconditions(credentials, now, parentId, conditions);
+    // Preconditions are evaluated against the target as the caller can read it, before the element is written (not
+    // atomic with the insert: a new element changes neither its parent's representation nor, past its first
+    // page, the index's): for POST /<parent> the parent, for POST / the index collection GET / answers.
+    if (hasConditions(conditions)) {
+      if (parentId !== undefined) await this.checkParentPreconditions(credentials, now, parentId, conditions);
+      else await this.checkIndexPreconditions(credentials, now, conditions);
+    }
     let type: string;
     let data: Record<string, unknown>;
     let id: unknown;
@@ -102,7 +109,12 @@ export class Elements {
         throw error;
       }
       if (!result.authenticated) throw unauthorized(credentials);
-      if (!result.allowed) throw notFound();
+      if (!result.allowed) {
+        // Only a node has children; a relation the caller can read is told so, anything else is missing.
+        if (node.parentId !== null && (await this.isReadableRelation(credentials, now, node.parentId)))
+          throw new Problem('bad-content', 'A relation has no children: POST /<id> creates a child of a node.');
+        throw notFound();
+      }
       if (!result.inserted) throw new Problem('reserved-identifier', `The id ${newIdLower} is already in use.`);
       return newIdLower;
     }
@@ -129,6 +141,16 @@ export class Elements {
     // An unreadable parent has no ETag the caller could know: If-Match fails, If-None-Match passes, and the create
     // itself decides between 201 and 404.
     checkWritePreconditions(conditions, found.body === null ? null : renderElement(found.body).etag);
+  }
+
+  private async checkIndexPreconditions(credentials: Credentials, now: Date, conditions: Conditions) {
+    const { etag } = await this.collections.list(credentials, now, 'index', null, '/', {}, '/');
+    checkWritePreconditions(conditions, etag ?? NO_ETAG);
+  }
+
+  private async isReadableRelation(credentials: Credentials, now: Date, id: string): Promise<boolean> {
+    const { body } = await sql.readableElement(this.db, credentials, now, id);
+    return body !== null && (JSON.parse(body) as { start?: unknown }).start !== undefined;
   }
 
   private async insertOrReserved(tx: Queryable, element: sql.NewElement) {

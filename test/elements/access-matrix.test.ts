@@ -95,6 +95,61 @@ describeBackends('access matrix', (h) => {
     }
   });
 
+  it('writes to a relation need READ on it: one the caller cannot read answers every write like a missing id', async () => {
+    const O = u.owner!.token;
+    const R = u.outsider!;
+    const target = await createElement(h(), O, { type: 'Doc', data: { about: 'tagged' } });
+    const grant = await relate(O, 'HAS_READ_ACCESS', R.id, target);
+    expect(grant.status).toBe(201);
+    const mine = await createElement(h(), R.token, { type: 'Label' });
+    const tagged = await relate(R.token, 'HAS_TAG', mine, target);
+    expect(tagged.status).toBe(201);
+    const tag = tagged.headers.get('location')!.slice(1);
+    expect((await h().request('PATCH', `/${tag}`, { token: R.token, body: { note: 'while readable' } })).status).toBe(204);
+    // The grant goes: the tag's end is hidden, so is the tag, and no write may tell it apart from a missing id.
+    expect((await h().request('DELETE', `/${grant.headers.get('location')!.slice(1)}`, { token: O })).status).toBe(204);
+    const missingId = '9a5e2f60-1d1e-4c55-8a30-222222222222';
+    const count = async () => (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
+    const before = await count();
+    const writes: [string, string, Record<string, unknown>][] = [
+      ['GET', '', {}],
+      ['PATCH', '', { body: { note: 'hidden' } }],
+      ['PUT', '', { body: { note: 'hidden' } }],
+      ['DELETE', '', {}],
+      ['POST', '', { body: { type: 'Child' } }],
+      ['PUT', '/file', { raw: 'bytes', headers: { 'content-type': 'text/plain', 'upload-complete': '?1' } }],
+      ['POST', '/file', { raw: 'bytes', headers: { 'content-type': 'text/plain', 'upload-complete': '?1' } }],
+    ];
+    for (const [method, suffix, init] of writes) {
+      const hidden = await h().request(method, `/${tag}${suffix}`, { token: R.token, ...init });
+      const missing = await h().request(method, `/${missingId}${suffix}`, { token: R.token, ...init });
+      expect(hidden.status, `${method} ${suffix}: ${hidden.text}`).toBe(404);
+      expect(hidden.text.replaceAll(tag, missingId), `${method} ${suffix}`).toBe(missing.text);
+    }
+    expect(await count()).toBe(before);
+    const { rows } = await h().db.query<{ data: unknown }>('SELECT data FROM elements WHERE id = $1', [tag]);
+    expect(rows[0]!.data).toEqual({ note: 'while readable' });
+    // READ again: the writes work again.
+    expect((await relate(O, 'HAS_READ_ACCESS', R.id, target)).status).toBe(201);
+    expect((await h().request('PATCH', `/${tag}`, { token: R.token, body: { note: 'readable again' } })).status).toBe(204);
+    expect((await h().request('DELETE', `/${tag}`, { token: R.token })).status).toBe(204);
+  });
+
+  it('a relation has no children: POST /<relation> is a 400 when it can be read, else a 404', async () => {
+    const O = u.owner!.token;
+    const link = await relate(O, 'LINKS', e.f3!, e.doc!);
+    expect(link.status).toBe(201);
+    const id = link.headers.get('location')!.slice(1);
+    const count = async () => (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
+    const before = await count();
+    const asOwner = await h().request('POST', `/${id}`, { token: O, body: { type: 'Child' } });
+    expect(asOwner.status).toBe(400);
+    expect(asOwner.json.type).toMatch(/\/error\/400\/bad-content$/);
+    const asOutsider = await h().request('POST', `/${id}`, { token: u.outsider!.token, body: { type: 'Child' } });
+    expect(asOutsider.status).toBe(404);
+    expect(await count()).toBe(before);
+  });
+
   it('a CREATED relation lets the creator read what it created, even after losing the grant', async () => {
     const child = await createElement(h(), u.creator!.token, { type: 'Note', data: { by: 'creator' } }, e.f3);
     expect((await h().request('GET', `/${child}`, { token: u.creator!.token })).status).toBe(200);

@@ -62,16 +62,31 @@ describeBackends('collections', (h) => {
     expect(bad.status).toBe(400);
     expect(bad.json.type).toMatch(/bad-content$/);
     expect((await h().request('GET', `/${folder}/children?pageSize=1.5`, { token: alice.token })).status).toBe(400);
+    // Integers of any size are clamped (DESIGN: "integers out of range are clamped").
+    for (const query of ['page=1000000000000000', `page=${'9'.repeat(400)}`, 'page=-1000000000000000000', `pageSize=${'9'.repeat(30)}`]) {
+      const res = await h().request('GET', `/${folder}/children?${query}`, { token: alice.token });
+      expect(res.status, query).toBe(200);
+      expect(res.json.totalNodes).toBe(12);
+    }
+    const far = await h().request('GET', `/${folder}/children?page=${'9'.repeat(400)}`, { token: alice.token });
+    expect(far.json.nodes).toEqual([]);
+    expect(far.json.links.previous).toBe(far.json.links.last);
   });
 
-  it('lists parents (OWNS and grants), related (both directions) and the index', async () => {
+  it('lists parents (every incoming relation), related (both directions) and the index', async () => {
     const grant = await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_READ_ACCESS', start: bob.id, end: children[0] } });
     expect(grant.status).toBe(201);
     const parents = await h().request('GET', `/${children[0]}/parents`, { token: alice.token });
-    expect(parents.json.totalNodes).toBe(2);
-    expect(parents.json.relations.map((r: any) => r.type).sort()).toEqual(['HAS_READ_ACCESS', 'OWNS']);
+    expect(parents.json.totalNodes).toBe(3);
+    expect(parents.json.relations.map((r: any) => r.type).sort()).toEqual(['CREATED', 'HAS_READ_ACCESS', 'OWNS']);
     // alice cannot read bob's User node, so it is not listed, but the grant relation is (so she can revoke it)
-    expect(parents.json.nodes.map((n: any) => n.id)).toEqual([folder]);
+    expect(new Set(parents.json.nodes.map((n: any) => n.id))).toEqual(new Set([folder, alice.id]));
+    // A group's parents are its members: memberships are found there too.
+    const group = await createElement(h(), alice.token, { type: 'Group' });
+    const membership = await h().request('POST', '/', { token: alice.token, body: { type: 'IS_IN_GROUP', start: bob.id, end: group } });
+    expect(membership.status).toBe(201);
+    const groupParents = await h().request('GET', `/${group}/parents`, { token: alice.token });
+    expect(groupParents.json.relations.map((r: any) => r.type).sort()).toEqual(['CREATED', 'IS_IN_GROUP', 'OWNS']);
     const tag = await createElement(h(), alice.token, { type: 'Tag' });
     await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_TAG', start: children[0], end: tag } });
     const related = await h().request('GET', `/${children[0]}/related`, { token: alice.token });

@@ -185,6 +185,30 @@ describeBackends('element CRUD', (h) => {
     expect(await count()).toBe(before + 2);
   });
 
+  it('POST / evaluates its preconditions against the index collection (GET /)', async () => {
+    const carol = await userWithToken(h(), 'carol-post-index@crud.dev');
+    await createElement(h(), carol.token, { type: 'Doc' });
+    const count = async () => (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements WHERE type = $1', ['Rooted'])).rows[0]!.n;
+    const post = (headers: Record<string, string>) => h().request('POST', '/', { token: carol.token, headers, body: { type: 'Rooted' } });
+    const index = async () => (await h().request('GET', '/', { token: carol.token })).headers.get('etag')!;
+    const etag = await index();
+    expect(etag).toMatch(/^"/);
+    for (const headers of [{ 'if-none-match': '*' }, { 'if-match': '"stale"' }, { 'if-none-match': etag }] as Record<string, string>[]) {
+      const res = await post(headers);
+      expect(res.status, JSON.stringify(headers)).toBe(412);
+      expect(res.json.type).toMatch(/\/error\/412\/precondition-failed$/);
+    }
+    expect(await count()).toBe(0);
+    expect((await post({ 'if-match': '*' })).status).toBe(201);
+    expect((await post({ 'if-match': etag })).status).toBe(412); // the index changed with the first Rooted node
+    expect((await post({ 'if-match': await index() })).status).toBe(201);
+    expect((await post({ 'if-none-match': '"other"' })).status).toBe(201);
+    expect(await count()).toBe(3);
+    // Credentials first: a bad token with a precondition is a 401.
+    const bad = await h().request('POST', '/', { token: `secret-token:${'1'.repeat(22)}`, headers: { 'if-none-match': '*' }, body: { type: 'Rooted' } });
+    expect(bad.status).toBe(401);
+  });
+
   it('concurrent PATCHes with If-Match: exactly one wins, no lost update', async () => {
     const id = await createElement(h(), alice.token, { type: 'Counter', data: { n: 0 } });
     const etag = (await h().request('GET', `/${id}`, { token: alice.token })).headers.get('etag')!;

@@ -27,7 +27,7 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
   resource(app, '/', {
     GET: list('index'),
     POST: async (request, reply) =>
-      created(reply, `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body)}`),
+      created(reply, `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body, undefined, conditionsOf(request))}`),
   });
 
   resource(app, '/:id', {

@@ -9,6 +9,7 @@ import searchDocument from './007-search-document.js';
 import dropTypeIndex from './008-drop-type-index.js';
 import searchFieldBackslash from './009-search-field-backslash.js';
 import searchFuzzyAnyField from './010-search-fuzzy-any-field.js';
+import relationWritesNeedRead from './011-relation-writes-need-read.js';
 
 export interface Migration {
   version: number;
@@ -27,4 +28,5 @@ export const migrations: Migration[] = [
   { version: 8, name: 'drop-type-index', sql: dropTypeIndex },
   { version: 9, name: 'search-field-backslash', sql: searchFieldBackslash },
   { version: 10, name: 'search-fuzzy-any-field', sql: searchFuzzyAnyField },
+  { version: 11, name: 'relation-writes-need-read', sql: relationWritesNeedRead },
 ];

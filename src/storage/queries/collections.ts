@@ -14,10 +14,9 @@ export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
 const SHAPES: Record<CollectionKind, { where: string; other: string; inherits?: boolean }> = {
   index: { where: `e.start_id = p.anchor_id AND e.type IN ('OWNS', 'IS_IN_GROUP', 'HAS_READ_ACCESS')`, other: 'e.end_id' },
   children: { where: `e.start_id = p.anchor_id AND e.type = 'OWNS'`, other: 'e.end_id', inherits: true },
-  parents: {
-    where: `e.end_id = p.anchor_id AND e.type IN ('OWNS', 'HAS_READ_ACCESS', 'HAS_SEARCH_ACCESS', 'HAS_CREATE_ACCESS', 'HAS_UPDATE_ACCESS', 'HAS_DELETE_ACCESS')`,
-    other: 'e.start_id',
-  },
+  // Every incoming relation (spec: "the elements that have a relation pointing to the element, including access
+  // relations"), so that every grant, membership and CREATED on an element can be found and revoked.
+  parents: { where: `e.end_id = p.anchor_id`, other: 'e.start_id' },
   related: {
     where: `(e.start_id = p.anchor_id OR e.end_id = p.anchor_id)`,
     other: 'CASE WHEN e.start_id = p.anchor_id THEN e.end_id ELSE e.start_id END',

@@ -173,7 +173,7 @@ export async function elementTypes(q: Queryable): Promise<{ nodeTypes: string[];
 
 /**
  * POST / and POST /<parent> of a node in one statement (autocommit, so atomic): resolves the credentials, checks
- * CREATE on the parent, inserts the node, its OWNS (from the parent, else from the caller) and its CREATED relation.
+ * CREATE on the parent (a node: a relation has no children), inserts the node, its OWNS (from the parent, else from the caller) and its CREATED relation.
  * The access index trigger (migration 005) records the new node's owners at the end of the statement. Returns what
  * failed, in the order the endpoint reports it: no caller (401), parent missing or not permitted (404), id taken.
  */
@@ -190,7 +190,7 @@ export async function insertNodeAs(
        SELECT caller.user_id AS creator, COALESCE(p.id, caller.user_id) AS owner_id
        FROM caller LEFT JOIN elements p ON p.id = $4::uuid
        WHERE $4::uuid IS NULL
-          OR ${inlineCheck('caller.user_id', 'CREATE', 'p')}
+          OR (p.start_id IS NULL AND ${inlineCheck('caller.user_id', 'CREATE', 'p')})
      ),
      node AS (
        INSERT INTO elements (id, type, data, created, updated)
