@@ -108,8 +108,8 @@ export class Uploads {
 
   /**
    * POST/PUT `/<elementId>/file` with `Upload-Complete: ?0`: creates the upload (the caller needs UPDATE on the
-   * element; If-Match/If-None-Match are checked against its current file now, the completion replaces whatever
-   * file it has then) and stores the body as its first chunk. `announce` is called once the upload exists, before
+   * element; the mode (POST: 409 when a file exists) and If-Match/If-None-Match are checked against its current
+   * file now, and again against the file the completion would replace) and stores the body as its first chunk. `announce` is called once the upload exists, before
    * the body is read (the 104 interim response); it says whether the client was told. A body that breaks off
    * keeps its bytes when the client was told where the upload is, and removes the upload otherwise.
    */
@@ -150,6 +150,9 @@ export class Uploads {
         leaseUntil: this.leaseUntil(),
         created: now,
         expires: new Date(now.getTime() + limits.uploadExpiresInSecondsAfterFirstRequest * 1000),
+        fileMode: mode,
+        ifMatch: conditions.ifMatch ?? null,
+        ifNoneMatch: conditions.ifNoneMatch ?? null,
       });
     } catch (error) {
       if (isForeignKeyViolation(error)) throw notFound(); // the element was deleted meanwhile
@@ -265,9 +268,11 @@ export class Uploads {
     const state = this.stateOf(upload);
     const maxChunks = 10 ** limits.uploadChunkDigitsLength;
     if (upload.length !== null && requestLength !== null && requestLength !== upload.length)
-      throw inProgress(new Problem('bad-content', `Upload-Length was fixed at ${upload.length} when the upload started.`), state);
-    // A length announced only now is held against this request, but not stored: the spec fixes it at creation.
+      throw inProgress(new Problem('bad-content', `The upload's Upload-Length is ${upload.length}; it cannot be changed.`), state);
+    // A length announced only now (the draft allows it on any append) is fixed from this append on: it is stored
+    // with the bytes the append commits, and later appends are held against it.
     const declared = upload.length ?? requestLength;
+    const announced = upload.length === null ? requestLength : null;
 
     // Limits of one request: breaking them appends nothing and leaves the upload as it was.
     const chunkRules = (size: number) => {
@@ -308,7 +313,7 @@ export class Uploads {
     } catch (error) {
       if (error instanceof PartialAppendError || isClientAbort(error)) {
         const kept = error instanceof PartialAppendError ? error.total : offset;
-        const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept - offset);
+        const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept - offset, announced);
         if (!row) throw await this.leaseLost(caller, upload.id);
         this.hashes.keep(upload.id, hash, kept); // it has seen exactly the bytes kept
         throw inProgress(interrupted(kept - offset), this.stateOf(row));
@@ -324,7 +329,7 @@ export class Uploads {
     renewal.stop(); // what is left is short; a late renewal must not end this request
 
     if (!complete) {
-      const row = await sql.commitAppend(this.db, upload.id, lease, total, size);
+      const row = await sql.commitAppend(this.db, upload.id, lease, total, size, announced);
       if (!row) throw await this.leaseLost(caller, upload.id);
       this.hashes.keep(upload.id, hash, total);
       return { complete: false, state: this.stateOf(row) };
@@ -345,7 +350,11 @@ export class Uploads {
     const elementId = upload.element_id;
     try {
       if (elementId === null) throw notFound();
+      const started = { ifMatch: upload.if_match ?? undefined, ifNoneMatch: upload.if_none_match ?? undefined };
       await this.files.place(caller, elementId, { key: upload.id }, meta, {
+        // What the start was checked against, again under the row lock: a file written meanwhile is not replaced
+        // unawares (409/412; the upload stays as it was before this request, its bytes kept).
+        check: (row) => checkFileTarget(row, upload.file_mode, started),
         inTransaction: async (tx) => {
           if (await sql.deleteLeasedUpload(tx, upload.id, lease)) return;
           throw (await sql.uploadOf(tx, upload.id, caller.userId)) ? leaseLostProblem() : notFound();
@@ -354,6 +363,8 @@ export class Uploads {
     } catch (error) {
       // The target is gone or no longer writable by the creator, or the upload was cancelled meanwhile.
       if (error instanceof Problem && error.slug === 'not-found') await this.drop(upload.id);
+      // The target's file is no longer what the start was checked against.
+      if (error instanceof Problem && (error.slug === 'precondition-failed' || error.slug === 'conflict')) throw inProgress(error, state);
       throw error;
     }
     this.hashes.forget(upload.id);

@@ -190,10 +190,10 @@ describeBackends('resumable uploads: lifecycle', (h) => {
       expect(await uploadRow(h(), uploadId)).toMatchObject({ offset: 16, chunks: 1 });
     });
 
-    it('several uploads to one element run in parallel; the last to complete wins', async () => {
+    it('several uploads to one element run in parallel; of PUT starts the last to complete wins, of POST starts the first', async () => {
       const id = await createElement(h(), alice.token, { type: 'Doc' });
-      const a = await startUpload(h(), alice.token, id, { body: Buffer.from('upload A, first part ') });
-      const b = await startUpload(h(), alice.token, id, { body: Buffer.from('upload B, first part ') });
+      const a = await startUpload(h(), alice.token, id, { method: 'PUT', body: Buffer.from('upload A, first part ') });
+      const b = await startUpload(h(), alice.token, id, { method: 'PUT', body: Buffer.from('upload B, first part ') });
       expect(a.id).not.toBe(b.id);
       const aDone = Buffer.from('upload A, first part and its end');
       const bDone = Buffer.from('upload B, first part and its end');
@@ -203,6 +203,46 @@ describeBackends('resumable uploads: lifecycle', (h) => {
       const stored = await fileOf(h(), alice.token, id);
       expect(stored.body.equals(aDone)).toBe(true);
       expect(stored.element.file.hash.sha256).toBe(sha256(aDone).toString('hex'));
+
+      // POST creates a file: the second POST upload to complete finds one, 409 like a direct POST, and replaces nothing.
+      const other = await createElement(h(), alice.token, { type: 'Doc' });
+      const c = await startUpload(h(), alice.token, other, { body: Buffer.from('upload C, first part ') });
+      const d = await startUpload(h(), alice.token, other, { body: Buffer.from('upload D, first part ') });
+      expect((await append(h(), alice.token, d.path, 21, Buffer.from('and its end'), true)).status).toBe(201);
+      const late = await append(h(), alice.token, c.path, 21, Buffer.from('and its end'), true);
+      expect(late.status).toBe(409);
+      expect(late.json.type).toMatch(/\/error\/409\/conflict$/);
+      expect(late.headers.get('upload-offset')).toBe('21');
+      expect((await fileOf(h(), alice.token, other)).body.equals(Buffer.from('upload D, first part and its end'))).toBe(true);
+      expect((await head(h(), alice.token, c.path)).headers.get('upload-offset')).toBe('21');
+    });
+
+    it('evaluates the preconditions of the start again at completion: a file written meanwhile is not replaced', async () => {
+      const id = await createElement(h(), alice.token, { type: 'Doc' });
+      const first = await h().request('PUT', `/${id}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('first')), headers: { 'upload-complete': '?1' } });
+      expect(first.status).toBe(201);
+      const etag = (await h().request('HEAD', `/${id}/file`, { token: alice.token })).headers.get('etag')!;
+      const guarded = await startUpload(h(), alice.token, id, { method: 'PUT', body: Buffer.from('guarded upload, part one '), headers: { 'if-match': etag } });
+      expect(guarded.res.status).toBe(204);
+      const unguarded = await startUpload(h(), alice.token, id, { method: 'PUT', body: Buffer.from('plain upload, part one ') });
+      // Someone else replaces the file in between.
+      const meanwhile = await h().request('PUT', `/${id}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('meanwhile')), headers: { 'upload-complete': '?1' } });
+      expect(meanwhile.status).toBe(204);
+      const done = await append(h(), alice.token, guarded.path, 25, Buffer.from('and two'), true);
+      expect(done.status).toBe(412);
+      expect(done.json.type).toMatch(/\/error\/412\/precondition-failed$/);
+      expect(done.headers.get('upload-offset')).toBe('25');
+      expect((await fileOf(h(), alice.token, id)).body.toString()).toBe('meanwhile');
+      // Without a precondition the completion replaces whatever is there, as a direct PUT does.
+      expect((await append(h(), alice.token, unguarded.path, 23, Buffer.from('and two'), true)).status).toBe(201);
+      expect((await fileOf(h(), alice.token, id)).body.toString()).toBe('plain upload, part one and two');
+      // If-None-Match: * (create only if there is none) started before a file existed, completed after.
+      const empty = await createElement(h(), alice.token, { type: 'Doc' });
+      const createOnly = await startUpload(h(), alice.token, empty, { method: 'PUT', body: Buffer.from('create only, part one '), headers: { 'if-none-match': '*' } });
+      expect(createOnly.res.status).toBe(204);
+      expect((await h().request('PUT', `/${empty}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('x')), headers: { 'upload-complete': '?1' } })).status).toBe(201);
+      expect((await append(h(), alice.token, createOnly.path, 22, Buffer.alloc(0), true)).status).toBe(412);
+      expect((await fileOf(h(), alice.token, empty)).body.toString()).toBe('x');
     });
   });
 

@@ -138,6 +138,22 @@ describeBackends('resumable uploads: rules', (h) => {
       await expectRefused(fixed, declared.id, declared.path, KiB, declared.data);
     });
 
+    it('an Upload-Length first announced on an append is kept from then on (the draft allows it on any request)', async () => {
+      const later = await uploadWith(KiB);
+      expect((await head(h(), alice.token, later.path)).headers.has('upload-length')).toBe(false);
+      const announced = await append(h(), alice.token, later.path, KiB, noise(KiB, 13), false, { 'upload-length': String(4 * KiB) });
+      expect(announced.status).toBe(204);
+      expect((await head(h(), alice.token, later.path)).headers.get('upload-length')).toBe(String(4 * KiB));
+      expect(await uploadRow(h(), later.id)).toMatchObject({ length: 4 * KiB, offset: 2 * KiB });
+      // Another length is refused, and so is a completion short of the one announced.
+      const changed = await append(h(), alice.token, later.path, 2 * KiB, noise(KiB, 14), false, { 'upload-length': String(9 * KiB) });
+      expect(changed.status).toBe(400);
+      expect(changed.headers.get('upload-offset')).toBe(String(2 * KiB));
+      const short = await append(h(), alice.token, later.path, 2 * KiB, noise(KiB, 14), true);
+      expect(short.status).toBe(400);
+      expect(short.json.detail).toMatch(/Upload-Length is 4096/);
+    });
+
     it('a completion whose total breaks max-size or the declared length: 400, the chunks are discarded, offset 0', async () => {
       const id = await createElement(h(), alice.token, { type: 'Doc' });
       const before = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('kept')), headers: { 'upload-complete': '?1' } });

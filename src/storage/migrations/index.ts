@@ -10,6 +10,7 @@ import dropTypeIndex from './008-drop-type-index.js';
 import searchFieldBackslash from './009-search-field-backslash.js';
 import searchFuzzyAnyField from './010-search-fuzzy-any-field.js';
 import relationWritesNeedRead from './011-relation-writes-need-read.js';
+import uploadPreconditions from './012-upload-preconditions.js';
 
 export interface Migration {
   version: number;
@@ -29,4 +30,5 @@ export const migrations: Migration[] = [
   { version: 9, name: 'search-field-backslash', sql: searchFieldBackslash },
   { version: 10, name: 'search-fuzzy-any-field', sql: searchFuzzyAnyField },
   { version: 11, name: 'relation-writes-need-read', sql: relationWritesNeedRead },
+  { version: 12, name: 'upload-preconditions', sql: uploadPreconditions },
 ];

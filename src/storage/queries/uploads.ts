@@ -16,13 +16,17 @@ export interface UploadRow {
   lease_until: Date | null;
   created: Date;
   expires: Date;
+  /** What the start asked of the target's file (POST: none yet; If-Match, If-None-Match), again at completion. */
+  file_mode: 'create' | 'replace';
+  if_match: string | null;
+  if_none_match: string | null;
 }
 
 /** The row and whether its creator may still write its target (false also when the target was deleted). */
 export type UploadAccess = UploadRow & { permitted: boolean };
 
 const COLUMNS = `u.id, u.element_id, u.user_id, u."offset", u.length, u.chunks, u.extension, u.expected_sha256,
-  u.lease_token, u.lease_until, u.created, u.expires`;
+  u.lease_token, u.lease_until, u.created, u.expires, u.file_mode, u.if_match, u.if_none_match`;
 
 /** Uploads only answer their creator: for anyone else the row does not exist. */
 export async function uploadOf(q: Queryable, id: string, userId: string): Promise<UploadAccess | null> {
@@ -47,13 +51,18 @@ export interface NewUpload {
   leaseUntil: Date;
   created: Date;
   expires: Date;
+  fileMode: 'create' | 'replace';
+  ifMatch: string | null;
+  ifNoneMatch: string | null;
 }
 
 export async function insertUpload(q: Queryable, u: NewUpload): Promise<UploadRow> {
   const { rows } = await q.query<UploadRow>(
-    `INSERT INTO uploads AS u (id, element_id, user_id, length, extension, expected_sha256, lease_token, lease_until, created, expires)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
-    [u.id, u.elementId, u.userId, u.length, u.extension, u.expectedSha256, u.leaseToken, u.leaseUntil, u.created, u.expires],
+    `INSERT INTO uploads AS u (id, element_id, user_id, length, extension, expected_sha256, lease_token, lease_until, created, expires,
+                               file_mode, if_match, if_none_match)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+    [u.id, u.elementId, u.userId, u.length, u.extension, u.expectedSha256, u.leaseToken, u.leaseUntil, u.created, u.expires,
+      u.fileMode, u.ifMatch, u.ifNoneMatch],
     'insert_upload',
   );
   return rows[0]!;
@@ -82,14 +91,22 @@ export async function renewLease(q: Queryable, id: string, token: string, until:
 
 /**
  * Records what an append made durable and gives the lease back, if the caller still holds it. `appended` bytes
- * count as one chunk when there are any. Null when the lease was lost or the upload is gone.
+ * count as one chunk when there are any; `length`, an Upload-Length the request announced, is kept when the upload
+ * had none. Null when the lease was lost or the upload is gone.
  */
-export async function commitAppend(q: Queryable, id: string, token: string, offset: number, appended: number): Promise<UploadRow | null> {
+export async function commitAppend(
+  q: Queryable,
+  id: string,
+  token: string,
+  offset: number,
+  appended: number,
+  length: number | null = null,
+): Promise<UploadRow | null> {
   const { rows } = await q.query<UploadRow>(
     `UPDATE uploads u SET "offset" = $3, chunks = u.chunks + CASE WHEN $4::bigint > 0 THEN 1 ELSE 0 END,
-       lease_token = NULL, lease_until = NULL
+       length = COALESCE(u.length, $5::bigint), lease_token = NULL, lease_until = NULL
      WHERE u.id = $1 AND u.lease_token = $2 RETURNING ${COLUMNS}`,
-    [id, token, offset, appended],
+    [id, token, offset, appended, length],
     'commit_upload_append',
   );
   return rows[0] ?? null;
