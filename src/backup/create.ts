@@ -6,7 +6,7 @@
 // page after next is read, so memory does not grow with the database. Atomic: the folder is assembled under a
 // temporary name beside the target and renamed into place at the end; a failed backup leaves no half folder.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { copyFile, mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -15,7 +15,7 @@ import type { Db } from '../storage/db.js';
 import { beginSnapshot, countElements, dumpPage, type DumpRow } from '../storage/queries/backup.js';
 import type { FileMeta } from '../storage/queries/elements.js';
 import {
-  BACKUP_VERSION,
+  BACKUP_FORMAT_VERSION, BACKUP_VERSION,
   elementPath,
   filePath,
   serializeElement,
@@ -117,6 +117,7 @@ export async function createBackup(ctx: CreateContext, dir: string, options: Cre
     ensureDir(out);
     try {
       await copyFile(ctx.blobs.pathOf(row.id), out);
+      await chmod(out, 0o600); // copyFile keeps the source's mode
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       warn(`element ${row.id} has file metadata but the blob store holds no bytes for it; its file is missing from the backup`);
@@ -134,7 +135,7 @@ export async function createBackup(ctx: CreateContext, dir: string, options: Cre
     for (const row of rows) {
       const path = join(work, elementPath(row.start_id !== null, row.id));
       ensureDir(path);
-      writeFileSync(path, serializeElement(toBackupElement(row)));
+      writeFileSync(path, serializeElement(toBackupElement(row)), { mode: 0o600 });
       if (row.start_id === null) nodes++;
       else relations++;
       if (row.file !== null) withFiles.push(row as DumpRow & { file: FileMeta });
@@ -143,7 +144,9 @@ export async function createBackup(ctx: CreateContext, dir: string, options: Cre
     return withFiles;
   };
 
-  await mkdir(work, { recursive: true });
+  // A backup holds password and token hashes: only the account that made it may read it (the directory 0700, every
+  // file 0600, as the blob store's files are).
+  await mkdir(work, { recursive: true, mode: 0o700 });
   try {
     await ctx.db.transaction(async (tx) => {
       await beginSnapshot(tx);
@@ -167,8 +170,9 @@ export async function createBackup(ctx: CreateContext, dir: string, options: Cre
       fileCount: files,
       hostname: hostname(),
       version: BACKUP_VERSION,
+      backupVersion: BACKUP_FORMAT_VERSION,
     };
-    await writeFile(join(work, SUMMARY_FILE), `${JSON.stringify(summary, null, 2)}\n`);
+    await writeFile(join(work, SUMMARY_FILE), `${JSON.stringify(summary, null, 2)}\n`, { mode: 0o600 });
     if (existedEmpty) await rmdir(target);
     await rename(work, target);
   } catch (error) {

@@ -1,7 +1,8 @@
 // The backup folder format of the reference implementation (DESIGN.md "Backups"), shared by backup:create and
 // backup:load:
 //
-//   summary.json                 {"backupCreated","nodeCount","relationCount","fileCount","hostname","version":"dev"}
+//   summary.json                 {"backupCreated","nodeCount","relationCount","fileCount","hostname","version":"dev",
+//                                 "backupVersion":"0.0.28"}
 //   node/**/<anything>.json      {"type","id","data"}                one file per node
 //   relation/**/<anything>.json  {"type","id","start","end","data"}  one file per relation
 //   file/**/<id>[.<extension>]   the bytes of the file attached to element <id>
@@ -22,6 +23,8 @@ export const NODE_DIR = 'node';
 export const RELATION_DIR = 'relation';
 export const FILE_DIR = 'file';
 export const BACKUP_VERSION = 'dev';
+/** The reference implementation's version of this format (its summary.json says so; the fixture's is 0.0.28). */
+export const BACKUP_FORMAT_VERSION = '0.0.28';
 
 export interface BackupElement {
   type: string;
@@ -38,6 +41,7 @@ export interface BackupSummary {
   fileCount: number;
   hostname: string;
   version: string;
+  backupVersion?: string;
 }
 
 /** A backup that cannot be loaded; `file` is the path (relative to the backup folder) of the offending file. */

@@ -36,6 +36,10 @@ export function validateSettings(input: unknown): Settings {
   const errors = Value.Errors(SettingsSchema, value);
   if (errors.length > 0) {
     const first = errors[0]!;
+    // This TypeBox reports an unknown key twice: as the key failing `additionalProperties: false` ("schema is
+    // false", at the key's path), then as the object's additionalProperties error.
+    if (first.keyword === 'boolean' && first.schemaPath.endsWith('/additionalProperties'))
+      throw new ConfigError(keyOf(first.instancePath), 'unknown key');
     if (first.keyword === 'additionalProperties') {
       const extra = (first.params as { additionalProperties: string[] }).additionalProperties[0];
       const prefix = keyOf(first.instancePath);

@@ -1,4 +1,5 @@
 // backup:create: the reference format, one snapshot, and the round trip create -> load -> create.
+import { statSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createHash, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -30,8 +31,12 @@ describeBackends('backup:create and the round trip', (h) => {
     const tree = readTree(first);
     expect(tree.size).toBe(1 + 782 + 1606 + 1);
     const summary = JSON.parse(tree.get('summary.json')!.toString());
-    expect(summary).toMatchObject({ nodeCount: 782, relationCount: 1606, fileCount: 1, version: 'dev' });
+    expect(summary).toMatchObject({ nodeCount: 782, relationCount: 1606, fileCount: 1, version: 'dev', backupVersion: '0.0.28' });
     expect(summary.backupCreated).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+    // Password and token hashes inside: the folder is the owner's alone, every file too.
+    expect(statSync(first).mode & 0o777).toBe(0o700);
+    for (const path of ['summary.json', ...[...tree.keys()].filter((p) => p !== 'summary.json').slice(0, 50)])
+      expect(statSync(join(first, path)).mode & 0o077, path).toBe(0);
 
     const user = ref('node/general/anonymousUser/user');
     const userFile = tree.get(`node/${user.id.slice(0, 2)}/${user.id}.json`)!.toString();

@@ -163,6 +163,12 @@ describe('CLI on PostgreSQL (DATABASE_URL)', () => {
       }
       const none = await runCli(['token:revoke', '-f', '--issued-before', '2000-01-01 00:00'], env);
       expect(none.stdout).toContain('0 active token(s) match.');
+      // A date that does not exist is refused, not rolled over into one nobody typed (2019-13-45 99:99 is 2020-02-18).
+      for (const date of ['2019-13-45 99:99', '2023-02-29', '2024-04-31 12:00', '2024-01-01 24:00']) {
+        const impossible = await runCli(['token:revoke', '-f', '--issued-before', date], env);
+        expect(impossible.code, date).toBe(2);
+        expect(impossible.stderr).toMatch(/--issued-before must be "YYYY-MM-DD HH:MM"/);
+      }
       const noExp = await runCli(['token:revoke', '-f', '--issued-without-expiration-date'], env);
       expect(noExp.stdout).toContain('0 active token(s) match.');
       const byGroup = await runCli(['token:revoke', '-f', '-l', '-g', g2], env);

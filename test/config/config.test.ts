@@ -47,6 +47,16 @@ describe('configuration', () => {
     expect(keyOf({ token: { minLifetimeInSeconds: 100, maxLifetimeInSeconds: 50, defaultLifetimeInSeconds: 60 } })).toBe('token.minLifetimeInSeconds');
     expect(keyOf({ unknownKey: 1 })).toBe('unknownKey');
     expect(keyOf({ file: { nope: 1 } })).toBe('file.nope');
+    const reason = (input: unknown) => {
+      try {
+        validateSettings(input);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return null;
+    };
+    expect(reason({ fiel: 1 })).toMatch(/fiel: unknown key/);
+    expect(reason({ file: { maxFileSize: 1 } })).toMatch(/file\.maxFileSize: unknown key/);
     expect(keyOf({ register: { uniqueIdentifierRegex: '([' } })).toBe('register.uniqueIdentifierRegex');
     expect(keyOf({ securityTxt: '/does/not/exist' })).toBe('securityTxt');
     expect(keyOf({ baseUrl: 'ftp://x' })).toBe('baseUrl');

@@ -8,8 +8,12 @@ import type { DbCommand } from '../io.js';
 function parseDate(value: string): Date | null {
   const m = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}))?$/.exec(value.trim());
   if (!m) return null;
-  const date = new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +(m[4] ?? 0), +(m[5] ?? 0)));
-  return Number.isNaN(date.getTime()) ? null : date;
+  const [year, month, day, hour, minute] = [+m[1]!, +m[2]!, +m[3]!, +(m[4] ?? 0), +(m[5] ?? 0)];
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute));
+  // Date.UTC rolls 2019-13-45 99:99 over into 2020; a date nobody typed must not decide what is revoked.
+  const exact =
+    date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day && date.getUTCHours() === hour && date.getUTCMinutes() === minute;
+  return exact ? date : null;
 }
 
 export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
