@@ -310,14 +310,21 @@ describeBackends('cypher paths', (h) => {
       await refused(run(alice, `MATCH p=(a:Link)-[:LINK*1..${MAX_HOPS + 1}]->(b) RETURN p`), new RegExp(`above ${MAX_HOPS}`));
     });
 
-    it(`refuses queries over the caps with 400 (at most ${MAX_PATHS} matches, a bounded exploration)`, async () => {
-      const cycle = "MATCH p=(a:Cycle)-[:NEXT*]->(b) RETURN p LIMIT 1";
-      expect(await run(alice, cycle, {}, { maxPaths: 9, maxExplored: 100 })).toHaveLength(1);
-      await refused(run(alice, cycle, {}, { maxPaths: 8, maxExplored: 100 }), /matches more than 8 paths before SKIP\/LIMIT/);
-      await refused(run(alice, cycle, {}, { maxPaths: 100, maxExplored: 10 }), /explores more than 10 partial paths/);
-      // the real cap: 3 paths x 3,400 UNWIND rows
+    it(`refuses queries over the caps with 400 (at most ${MAX_PATHS} matches returned, a bounded exploration)`, async () => {
+      const all = 'MATCH p=(a:Cycle)-[:NEXT*]->(b) RETURN p';
+      expect(await run(alice, all, {}, { maxPaths: 9, maxExplored: 100 })).toHaveLength(9);
+      await refused(run(alice, all, {}, { maxPaths: 8, maxExplored: 100 }), /matches more than 8 paths, the limit without LIMIT\. Add a LIMIT/);
+      // With a LIMIT every match is still found and ordered, but only the page comes back: up to maxExplored matches.
+      const ordered = await run(alice, all, {}, { maxPaths: 100, maxExplored: 100 });
+      expect(await run(alice, `${all} LIMIT 2`, {}, { maxPaths: 8, maxExplored: 100 })).toEqual(ordered.slice(0, 2));
+      expect(await run(alice, `${all} SKIP 7 LIMIT 5`, {}, { maxPaths: 1, maxExplored: 100 })).toEqual(ordered.slice(7));
+      await refused(run(alice, `${all} LIMIT 1`, {}, { maxPaths: 4, maxExplored: 8 }), /explores more than 8 partial paths/);
+      await refused(run(alice, `${all} LIMIT 1`, {}, { maxPaths: 100, maxExplored: 10 }), /explores more than 10 partial paths/);
+      // the real caps: 3 paths x 3,334 UNWIND rows
       const many = Array.from({ length: Math.ceil((MAX_PATHS + 1) / 3) }, (_, i) => i);
-      await refused(run(alice, 'UNWIND $many AS x MATCH p=(a:Cycle)-[:NEXT]->(b) RETURN p LIMIT 1', { many }), new RegExp(`matches more than ${MAX_PATHS} paths`));
+      const unwound = 'UNWIND $many AS x MATCH p=(a:Cycle)-[:NEXT]->(b) RETURN p';
+      await refused(run(alice, unwound, { many }), new RegExp(`matches more than ${MAX_PATHS} paths, the limit without LIMIT`));
+      expect(await run(alice, `${unwound} LIMIT 1`, { many })).toHaveLength(1);
       expect(await run(alice, 'UNWIND $many AS x MATCH p=(a:Cycle)-[:NEXT]->(b) RETURN DISTINCT p LIMIT 5', { many: many.slice(0, 3000) })).toHaveLength(3);
     });
   });

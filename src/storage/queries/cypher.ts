@@ -32,8 +32,10 @@
 // - a path has at most MAX_HOPS (32) relations: unbounded `*`, `*..`, `*n..` stop there (longer paths are not
 //   found); an explicit bound above it is refused by the parser;
 // - at most MAX_EXPLORED (100,000) partial paths explored, all walks together: bounds time and memory per query;
-// - at most MAX_PATHS (10,000) matches before ORDER BY/SKIP/LIMIT: the order is defined over all matches, so a
-//   LIMIT cannot stop the search early, and truncating would make LIMIT return an arbitrary subset;
+// - at most MAX_PATHS (10,000) matches when the query returns them all (no LIMIT): each is hydrated. With a LIMIT
+//   the order is still defined over all matches (a LIMIT cannot stop the search early, and truncating would make
+//   it return an arbitrary subset), so they are all found and ordered, but only SKIP + LIMIT come back: up to
+//   MAX_EXPLORED matches are allowed then;
 // - at most MAX_UNWIND (10,000) UNWIND items; queries up to 16,384 characters (parser).
 // Measured (scratch/cypher-explain.ts, 327k elements, PostgreSQL 15): the benchmark's depth-3 walk from one
 // folder, 126 paths, executed in about 4 ms when every relation had its own READ check (a PL/pgSQL call each, most
@@ -56,7 +58,7 @@ import type { Queryable } from '../db.js';
 import { inlineCheck } from './access.js';
 import { preparedName } from './statement-names.js';
 
-/** Matches (complete paths) a query may produce before ORDER BY/SKIP/LIMIT; more is a 400, never a truncation. */
+/** Matches (complete paths) a query without LIMIT may return; more is a 400, never a truncation. */
 export const MAX_PATHS = 10_000;
 /** Partial paths a query may explore (all rows of its walks); more is a 400. Bounds work and memory per query. */
 export const MAX_EXPLORED = 100_000;
@@ -87,8 +89,12 @@ export async function runCypherPaths(
     throw badContent(
       `The Cypher query explores more than ${limits.maxExplored} partial paths, the limit. Bind the start of the pattern (WHERE n.id = $id, UNWIND), add labels and relation types, or lower the upper bounds of variable-length relations.`,
     );
-  if (counts && counts.matched > limits.maxPaths)
-    throw badContent(`The Cypher query matches more than ${limits.maxPaths} paths before SKIP/LIMIT, the limit. Narrow it down (labels, relation types, WHERE conditions).`);
+  if (counts && counts.matched > compiled.matchCap)
+    throw badContent(
+      compiled.limited
+        ? `The Cypher query matches more than ${compiled.matchCap} paths before SKIP/LIMIT, the limit. Narrow it down (labels, relation types, WHERE conditions).`
+        : `The Cypher query matches more than ${compiled.matchCap} paths, the limit without LIMIT. Add a LIMIT, or narrow it down (labels, relation types, WHERE conditions).`,
+    );
   return { paths: rows.filter((r) => r.nodes !== null).map((r) => ({ nodeIds: r.nodes!, relationIds: r.rels ?? [] })) };
 }
 
@@ -519,6 +525,9 @@ const propertyCondition = (name: string, key: string, value: Expr, offset: numbe
 interface Compiled {
   text: string;
   values: unknown[];
+  /** How many matches the statement may find (more: a 400), and whether a LIMIT bounds what it returns. */
+  matchCap: number;
+  limited: boolean;
 }
 
 /** Compiles a validated query to one statement (parameters resolved, constant positions checked). */
@@ -621,7 +630,8 @@ class Compilation {
       ctes.push(`w${walk.index} (seg, hops, node, nodes, rels, pos, uo) AS (\n${this.anchor(walk, seed)}\nUNION ALL\n${this.step(walk)}\n)`);
       ctes.push(`w${walk.index}c AS (SELECT * FROM w${walk.index} LIMIT ${this.limits.maxExplored + 1})`);
     }
-    ctes.push(`m AS (\n${this.matches(walks, seeded)}\n)`);
+    const matchCap = limit === null ? this.limits.maxPaths : Math.max(this.limits.maxPaths, this.limits.maxExplored);
+    ctes.push(`m AS (\n${this.matches(walks, seeded, matchCap)}\n)`);
     const keys = this.orderKeys();
     const source = q.distinct ? `(SELECT DISTINCT ON (nodes, rels) * FROM m ORDER BY nodes, rels, ${keys})` : 'm';
     ctes.push(`ranked AS (SELECT nodes, rels, row_number() OVER (ORDER BY ${keys}) AS rn FROM ${source} m)`);
@@ -633,7 +643,7 @@ SELECT c.explored, c.matched, r.nodes::text[] AS nodes, r.rels::text[] AS rels
 FROM (SELECT ${explored} AS explored, (SELECT count(*) FROM m) AS matched) c
 LEFT JOIN ranked r ON ${window.join(' AND ')}
 ORDER BY r.rn`;
-    return { text, values: this.b.values };
+    return { text, values: this.b.values, matchCap, limited: limit !== null };
   }
 
   private expr(env: Env): ExprCompiler {
@@ -795,7 +805,7 @@ CROSS JOIN LATERAL (
   }
 
   /** Complete matches: walks joined on shared variables, remaining conditions, relationship uniqueness. */
-  private matches(walks: Walk[], seeded: number[]): string {
+  private matches(walks: Walk[], seeded: number[], cap: number): string {
     const from: string[] = [];
     const where: string[] = [];
     walks.forEach((w) => {
@@ -851,7 +861,7 @@ CROSS JOIN LATERAL (
     return `SELECT ${inOrder(`${p}.nodes`)} AS nodes, ${inOrder(`${p}.rels`)} AS rels, ${this.q.unwind ? 'u.ord' : 'NULL::bigint'} AS uo${keys}
 FROM ${joined}
 WHERE ${and(where)}
-LIMIT ${this.limits.maxPaths + 1}`;
+LIMIT ${cap + 1}`;
   }
 
   private matchEnv: Env = new Map();
