@@ -204,12 +204,12 @@ describeBackends('search engine', (h) => {
       expect(await names({ exists: { field: 'images.size' } })).toEqual(['lily']);
     });
 
-    it('matches within a Levenshtein distance with fuzziness, exact matches scoring higher', async () => {
+    it('matches within an edit distance with fuzziness, exact matches scoring higher', async () => {
       expect(await names({ match: { name: { query: 'lilly', fuzziness: 'AUTO' } } })).toEqual(sorted('lily', 'flame'));
       expect((await search({ match: { name: { query: 'lilly', fuzziness: 'AUTO' } } })).output.maxScore).toBe(1.3);
       expect(await names({ match: { name: { query: 'lilly' } } })).toEqual([]);
-      expect(await names({ match: { name: { query: 'tulpi', fuzziness: 1 } } })).toEqual([]);
-      expect(await names({ match: { name: { query: 'tulpi', fuzziness: 2 } } })).toEqual(['tulip']);
+      expect(await names({ match: { name: { query: 'txlxp', fuzziness: 1 } } })).toEqual([]);
+      expect(await names({ match: { name: { query: 'txlxp', fuzziness: 2 } } })).toEqual(['tulip']);
       // AUTO: no edits for 1-2 characters
       expect(await names({ match: { name: { query: 'ly', fuzziness: 'AUTO' } } })).toEqual([]);
       const { output } = await search({ match: { name: { query: 'lily lilly', fuzziness: 'AUTO' } } });
@@ -219,14 +219,32 @@ describeBackends('search engine', (h) => {
       expect(await names({ match: { name: { query: 'rxse', fuzziness: 1, prefix_length: 0 } } })).toEqual(['rose']);
     });
 
+    it('counts an adjacent transposition as one edit, unless fuzzy_transpositions is false (as Elasticsearch)', async () => {
+      // "tuilp" is tulip with "li" swapped: one edit with transpositions, two without.
+      expect(await names({ match: { name: { query: 'tuilp', fuzziness: 1 } } })).toEqual(['tulip']);
+      expect(await names({ match: { name: { query: 'tuilp', fuzziness: 'AUTO' } } })).toEqual(['tulip']);
+      expect(await names({ match: { name: { query: 'tuilp', fuzziness: 1, fuzzy_transpositions: false } } })).toEqual([]);
+      expect(await names({ match: { name: { query: 'tuilp', fuzziness: 2, fuzzy_transpositions: false } } })).toEqual(['tulip']);
+      expect(await names({ query_string: { query: 'name:tuilp~1' } })).toEqual(['tulip']);
+      expect(await names({ match: { '*': { query: 'tuilp', fuzziness: 1 } } })).toEqual(['tulip']);
+      // A transposition is one edit of a distance of 1: scored as such (0.5), below an exact match (1).
+      const { output } = await search({ match: { name: { query: 'tuilp', fuzziness: 2 } } });
+      expect(output.maxScore).toBeCloseTo(0.5 + (await search({ match: { name: 'tulip' } })).output.maxScore! - 1, 5);
+      // Two transpositions are two edits; a transposition and a substitution too.
+      expect(await names({ match: { name: { query: 'utilp', fuzziness: 1 } } })).toEqual([]);
+      expect(await names({ match: { name: { query: 'utilp', fuzziness: 2 } } })).toEqual(['tulip']);
+      expect(await names({ match: { name: { query: 'tuilx', fuzziness: 1 } } })).toEqual([]);
+      expect(await names({ match: { name: { query: 'tuilx', fuzziness: 2 } } })).toEqual(['tulip']);
+    });
+
     it('with fuzziness on every field ("*", or a query_string without a field) too', async () => {
       const everywhere = new Set(await names({ match: { '*': 'lily' } }));
       expect(everywhere.size).toBeGreaterThan(3);
       expect(new Set(await names({ match: { '*': { query: 'lilly', fuzziness: 1 } } }))).toEqual(everywhere);
       expect(new Set(await names({ query_string: { query: 'lilly~1' } }))).toEqual(everywhere);
       expect(new Set(await names({ query_string: { query: 'lilly~1', default_field: '*' } }))).toEqual(everywhere);
-      expect(await names({ match: { '*': { query: 'tulpi', fuzziness: 2 } } })).toEqual(['tulip']);
-      expect(await names({ match: { '*': { query: 'tulpi', fuzziness: 1 } } })).toEqual([]);
+      expect(await names({ match: { '*': { query: 'txlxp', fuzziness: 2 } } })).toEqual(['tulip']);
+      expect(await names({ match: { '*': { query: 'txlxp', fuzziness: 1 } } })).toEqual([]);
     });
 
     it('on words longer than 255 characters (the limit of fuzzystrmatch on PostgreSQL)', async () => {

@@ -4,7 +4,8 @@
 // maps onto the index (see the lexeme table at the top of migration 006):
 //
 //   match        analysed terms of the query; OR by default (`operator: and`, `minimum_should_match`), `fuzziness`
-//                (0, 1, 2, "AUTO", "AUTO:low,high"; Levenshtein distance, see fuzzyTerm), `boost`, `zero_terms_query`
+//                (0, 1, 2, "AUTO", "AUTO:low,high"; edit distance, see fuzzyTerm), `fuzzy_transpositions`, `boost`,
+//                `zero_terms_query`
 //                On `f.keyword` the whole query is one exact value; a number or boolean also matches that value.
 //   term(s)      exact: on `f.keyword` the whole string, on a text field one analysed token (not analysed itself,
 //                as in ES: "Lily" finds nothing in a text field), on numbers/booleans the value; `_id`
@@ -413,14 +414,26 @@ class Compiler {
     const maxExpansions = nonNegativeInt(opts.max_expansions ?? 50, `${at}.max_expansions`, 1);
     const boost = boostOf(opts, at);
     const msm = opts.minimum_should_match;
-    return this.matchText(fieldOf(field), query, { operator, fuzziness, prefixLength, maxExpansions, boost, zeroTerms: zeroTerms as 'none' | 'all', msm, at });
+    const transpositions = opts.fuzzy_transpositions !== false;
+    return this.matchText(fieldOf(field), query, { operator, fuzziness, transpositions, prefixLength, maxExpansions, boost, zeroTerms: zeroTerms as 'none' | 'all', msm, at });
   }
 
   /** match (also the terms of query_string) on one field. */
   matchText(
     target: Field,
     query: string | number | boolean,
-    o: { operator: string; fuzziness: Fuzziness; prefixLength: number; maxExpansions: number; boost: number; zeroTerms: 'none' | 'all'; msm: unknown; at: string },
+    o: {
+      operator: string;
+      fuzziness: Fuzziness;
+      /** fuzzy_transpositions: an adjacent transposition is one edit (ES's default), else two. */
+      transpositions: boolean;
+      prefixLength: number;
+      maxExpansions: number;
+      boost: number;
+      zeroTerms: 'none' | 'all';
+      msm: unknown;
+      at: string;
+    },
   ): Clause {
     const boost = constScore(o.boost);
     switch (target.kind) {
@@ -445,7 +458,7 @@ class Compiler {
       if (exact !== null) return { cond: exactCond, score: boost, narrow: narrowOf(exactCond) };
       return o.zeroTerms === 'all' ? { cond: TRUE, score: ZERO, narrow: NO_NARROW } : { cond: FALSE, score: ZERO, narrow: NO_NARROW };
     }
-    const perTerm = terms.map((term) => this.termMatch(term, field, o.fuzziness, o.prefixLength, o.maxExpansions));
+    const perTerm = terms.map((term) => this.termMatch(term, field, o));
     const conds = perTerm.map((t) => t.cond);
     let cond: Cond;
     if (o.operator === 'and') cond = and(conds);
@@ -464,32 +477,42 @@ class Compiler {
   }
 
   /** One analysed term: its condition and its score (1 when present; fuzzy: 1 / (1 + distance)). */
-  private termMatch(term: string, field: string | null, fuzziness: Fuzziness, prefixLength: number, maxExpansions: number): { cond: Cond; score: Score } {
+  private termMatch(
+    term: string,
+    field: string | null,
+    o: { fuzziness: Fuzziness; transpositions: boolean; prefixLength: number; maxExpansions: number },
+  ): { cond: Cond; score: Score } {
     const exactLexeme = field === null ? `t${term}${S}` : textLex(term, field);
     const exact = lexCond(exactLexeme, field === null);
-    const distance = fuzziness(term);
+    const distance = o.fuzziness(term);
     if (distance === 0 || exact.k === 'const') {
       if (exact.k === 'const') return { cond: exact, score: ZERO };
       return { cond: exact, score: { k: 'sql', sql: () => `(e.search @@ ${this.tsParam(lex(exactLexeme, field === null))})::int` } };
     }
-    return this.fuzzyTerm(term, field, distance, prefixLength, maxExpansions, exactLexeme);
+    return this.fuzzyTerm(term, field, distance, o, exactLexeme);
   }
 
   /**
    * A fuzzy term, executed like ES's fuzzy query: the term is first expanded into the indexed tokens of the field
-   * (of any field when `field` is null) within the Levenshtein distance (at most max_expansions, nearest first), then
+   * (of any field when `field` is null) within the edit distance (at most max_expansions, nearest first), then
    * those are looked up in the GIN index like exact terms. The expansion (a WITH entry, run once per statement) reads
    * the tokens of every element the caller may search that has the field (GIN lookup of its `e` lexeme, or of the
    * term's first prefix_length characters; without either, of every element the caller may search), keeps the
-   * distinct ones of about the right length and computes the distance only for those (trellis_search_distance:
-   * fuzzystrmatch's levenshtein_less_equal where installed, else PL/pgSQL). Only what the caller may search: the
+   * distinct ones of about the right length and computes the distance only for those (trellis_search_fuzzy_distance:
+   * fuzzystrmatch's levenshtein_less_equal where installed, else PL/pgSQL, see 013). Only what the caller may search: the
    * tokens of other elements would take expansion slots from the caller's own and, with max_expansions, tell which
    * words exist where the caller cannot look. So a fuzzy match costs a scan of the field's elements, not an index
    * lookup: 0.5 s for a title present in all of the benchmark's 100k nodes (PostgreSQL 15), where the exact match
-   * takes 3.5 ms; a prefix_length narrows the scan to the tokens with that prefix. Transpositions count 2 (ES counts
-   * 1 unless fuzzy_transpositions is false; the option is accepted).
+   * takes 3.5 ms; a prefix_length narrows the scan to the tokens with that prefix. An adjacent transposition counts
+   * as one edit unless fuzzy_transpositions is false, as in ES (trellis_search_fuzzy_distance, migration 013).
    */
-  private fuzzyTerm(term: string, field: string | null, distance: number, prefixLength: number, maxExpansions: number, exactLexeme: string): { cond: Cond; score: Score } {
+  private fuzzyTerm(
+    term: string,
+    field: string | null,
+    distance: number,
+    { transpositions, prefixLength, maxExpansions }: { transpositions: boolean; prefixLength: number; maxExpansions: number },
+    exactLexeme: string,
+  ): { cond: Cond; score: Score } {
     if (++this.fuzzyTerms > MAX_FUZZY_TERMS) fail('query', `a query has at most ${MAX_FUZZY_TERMS} fuzzy terms`);
     const name = `fuzzy_${this.fuzzyTerms}`;
     const p = this.params;
@@ -510,7 +533,7 @@ class Compiler {
       SELECT trellis_search_any(array_agg('t' || token || ${p.add(suffix, 'text')}) FILTER (WHERE d <= ${d}), ${field === null}) AS q,
              trellis_search_any(array_agg('t' || token || ${p.add(suffix, 'text')}) FILTER (WHERE d <= 1), ${field === null}) AS q1
       FROM (
-        SELECT v.token, trellis_search_distance(v.token, ${p.add(term, 'text')}, ${d}) AS d
+        SELECT v.token, trellis_search_fuzzy_distance(v.token, ${p.add(term, 'text')}, ${d}, ${transpositions}) AS d
         FROM (SELECT DISTINCT ${token} AS token FROM elements e, unnest(e.search) u
               WHERE ${narrow === null ? '' : `e.search @@ ${this.tsParam(narrow)} AND `}u.lexeme LIKE ${p.add(pattern, 'text')}
                 AND ${field === null ? `position(${p.add(S, 'text')} in u.lexeme) > 0` : lengthOk('u.lexeme', Array.from(exactLexeme).length)}
@@ -966,6 +989,7 @@ class LuceneTranslator {
       // A "phrase" is approximated by all of its terms (the index keeps no positions).
       operator: n.quoted ? 'and' : this.operator,
       fuzziness: () => fuzzy,
+      transpositions: true,
       prefixLength: 0,
       maxExpansions: 50,
       boost,

@@ -11,6 +11,7 @@ import searchFieldBackslash from './009-search-field-backslash.js';
 import searchFuzzyAnyField from './010-search-fuzzy-any-field.js';
 import relationWritesNeedRead from './011-relation-writes-need-read.js';
 import uploadPreconditions from './012-upload-preconditions.js';
+import searchFuzzyTranspositions from './013-search-fuzzy-transpositions.js';
 
 export interface Migration {
   version: number;
@@ -31,4 +32,5 @@ export const migrations: Migration[] = [
   { version: 10, name: 'search-fuzzy-any-field', sql: searchFuzzyAnyField },
   { version: 11, name: 'relation-writes-need-read', sql: relationWritesNeedRead },
   { version: 12, name: 'upload-preconditions', sql: uploadPreconditions },
+  { version: 13, name: 'search-fuzzy-transpositions', sql: searchFuzzyTranspositions },
 ];
