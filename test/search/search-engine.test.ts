@@ -525,6 +525,11 @@ describeBackends('search engine', (h) => {
       await badRequest({ match: { name: { query: 'x', operator: 'xor' } } }, /query\.match\.name\.operator/);
       await badRequest({ match: { name: { query: 'x', fuzziness: 3 } } }, /fuzziness/);
       await badRequest({ match: { name: { query: 'x', boost: 'high' } } }, /boost/);
+      // Boosts are bounded so that no score overflows float8 in the database (1e308 was a 500).
+      await badRequest({ match: { name: { query: 'lily', boost: 1e308 } } }, /boost: must be a number from 0 to 1000/);
+      await badRequest({ bool: { should: [{ match_all: {} }], boost: 1001 } }, /query\.bool\.boost/);
+      await badRequest({ query_string: { query: 'name:lily^1000000000' } }, /\^ boost/);
+      expect(await names({ bool: { must: [{ match: { name: { query: 'lily', boost: 1000 } } }], boost: 1000 } })).toEqual(sorted('lily', 'flame'));
       await badRequest({ match: { name: { text: 'x' } } }, /unknown parameter 'text'/);
       await badRequest({ match: { name: null } }, /query\.match\.name/);
       await badRequest({ match: { a: 'x', b: 'y' } }, /exactly one field/);
@@ -555,6 +560,20 @@ describeBackends('search engine', (h) => {
         for (const query of [{ range: { [field]: { gte: 1 } } }, { wildcard: { [field]: 'x*' } }, { match: { [field]: { query: 'plian', fuzziness: 1 } } }])
           expect((await search(query)).output.totalHits, JSON.stringify(query)).toBe(0);
       expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
+    });
+
+    it('answers large and deeply nested queries (the statement stays shallow), and counts match terms and query_string clauses as clauses', async () => {
+      // 1,000 terms: a chain of 1,000 additions in the score broke PGlite's stack (a 500, a corrupted session).
+      const many = Array.from({ length: 1000 }, (_, i) => `w${i}`).join(' ');
+      expect((await search({ query_string: { query: `lily ${many}` } })).output.totalHits).toBeGreaterThan(0);
+      expect((await search({ match: { name: `lily ${many}` } })).output.totalHits).toBeGreaterThan(0);
+      await badRequest({ query_string: { query: `${many} ${many}x` } }, /at most 1024 clauses/);
+      // Nested 16 deep, 60 wide, with a fuzzy term, a wildcard and boosts at the bottom.
+      let q: unknown = { query_string: { query: '(((((lily OR b) AND c)^2 OR lilx~1) AND li*)^3)' } };
+      for (let i = 0; i < 16; i++)
+        q = { bool: { should: [q, ...Array.from({ length: 60 }, (_, k) => ({ match: { [`f${k}`]: { query: `w${k}`, boost: 2 } } }))], boost: 3 } };
+      await search(q);
+      expect((await search({ match: { name: 'lily' } })).output.totalHits).toBe(2); // and the session is sound
     });
 
     it('finds every word of a string under a field name holding backslashes (migration 009)', async () => {

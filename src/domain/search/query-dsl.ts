@@ -253,11 +253,20 @@ function onlyKeys(o: Json, path: string, allowed: readonly string[]): void {
   for (const key of Object.keys(o)) if (!allowed.includes(key)) fail(path, `unknown parameter '${key}' (allowed: ${allowed.join(', ')})`);
 }
 
-function boostOf(o: Json, path: string): number {
-  const boost = o.boost ?? 1;
-  if (typeof boost !== 'number' || !Number.isFinite(boost) || boost < 0) fail(`${path}.boost`, `must be a non-negative number, not ${describe(boost)}`);
+/**
+ * The largest boost. Scores are float8 products of the boosts along a query's nesting (at most MAX_DEPTH levels of
+ * the DSL, and as many groups of a query_string inside) summed over its clauses: with boosts up to 1000 they stay
+ * below 10^200, where a boost of 1e308 overflowed float8 in the database (a 500).
+ */
+export const MAX_BOOST = 1000;
+
+function checkBoost(boost: unknown, path: string): number {
+  if (typeof boost !== 'number' || !Number.isFinite(boost) || boost < 0 || boost > MAX_BOOST)
+    fail(path, `must be a number from 0 to ${MAX_BOOST}, not ${describe(boost)}`);
   return boost as number;
 }
+
+const boostOf = (o: Json, path: string): number => checkBoost(o.boost ?? 1, `${path}.boost`);
 
 /** `{field: value}` or `{field: {<valueKey>: value, ...options}}`: the field, the value and the options object. */
 function fieldClause(body: unknown, path: string, valueKey: string, options: readonly string[]): { field: string; value: unknown; opts: Json; at: string } {
@@ -349,9 +358,17 @@ class Compiler {
     private readonly searchable: string,
   ) {}
 
+  /**
+   * Counts clauses towards MAX_CLAUSES (ES's max_clause_count): every query object, every term of a match beyond its
+   * first, every clause of a query_string. It bounds the size of the SQL a query compiles to.
+   */
+  countClauses(n: number, path: string): void {
+    if ((this.clauses += n) > MAX_CLAUSES) fail(path, `a query has at most ${MAX_CLAUSES} clauses (query objects, match terms, query_string clauses)`);
+  }
+
   query(q: unknown, path: string, depth = 0): Clause {
     if (depth > MAX_DEPTH) fail(path, `queries nest at most ${MAX_DEPTH} levels deep`);
-    if (++this.clauses > MAX_CLAUSES) fail(path, `a query has at most ${MAX_CLAUSES} clauses`);
+    this.countClauses(1, path);
     if (!isObject(q)) fail(path, `must be a query object, not ${describe(q)}`);
     const kinds = Object.keys(q as Json);
     if (kinds.length !== 1) fail(path, `must have exactly one query kind, not ${kinds.length === 0 ? 'none' : kinds.join(', ')}`);
@@ -450,6 +467,7 @@ class Compiler {
         break;
     }
     const terms = [...new Set(analyze(String(query)))];
+    this.countClauses(Math.max(0, terms.length - 1), o.at);
     const field = target.kind === 'data' ? target.name : null;
     // A number or boolean (or a string spelling one) also matches that exact value, as ES does on numeric fields.
     const exact = exactValue(query);
@@ -957,8 +975,9 @@ class LuceneTranslator {
   }
 
   private node(n: LuceneNode, inherited: string | null, depth: number): Clause {
+    this.c.countClauses(1, this.path);
     const field = n.field ?? inherited;
-    const boost = n.boost ?? 1;
+    const boost = checkBoost(n.boost ?? 1, `${this.path} (a ^ boost)`);
     const boosted = (clause: Clause) => (boost === 1 ? clause : { ...clause, score: { k: 'times' as const, factor: boost, score: clause.score } });
     const name = field ?? this.defaultField;
     const target = fieldOf(name);
@@ -1030,8 +1049,13 @@ function renderTs(q: Ts, params: SqlParams): string {
     case 'not':
       return `(!! ${renderTs(q.item, params)})`;
     case 'and':
-    case 'or':
-      return `(${q.items.map((i) => renderTs(i, params)).join(q.op === 'and' ? ' && ' : ' || ')})`;
+    case 'or': {
+      // The static items as one tsquery parameter, the computed ones beside it, as a balanced tree (see balanced).
+      const statics = q.items.filter(isStatic);
+      const computed = q.items.filter((i) => !isStatic(i)).map((i) => renderTs(i, params));
+      const parts = statics.length === 0 ? computed : [renderTs(statics.length === 1 ? statics[0]! : { op: q.op, items: statics }, params), ...computed];
+      return balanced(parts, q.op === 'and' ? '&&' : '||');
+    }
     default:
       throw new Error('unreachable');
   }
@@ -1048,7 +1072,7 @@ function renderCond(c: Cond, params: SqlParams): string {
     case 'not':
       return `NOT (${renderCond(c.item, params)})`;
     case 'atLeast':
-      return `(${c.items.map((i) => `(${renderCond(i, params)})::int`).join(' + ')}) >= ${params.add(c.n, 'int')}`;
+      return `${balanced(c.items.map((i) => `(${renderCond(i, params)})::int`), '+')} >= ${params.add(c.n, 'int')}`;
     case 'and':
     case 'or': {
       // All lexeme conditions of one and/or become one tsquery: one index lookup, one @@ per row.
@@ -1077,9 +1101,20 @@ function renderScore(s: Score, params: SqlParams): string {
             ? renderScore(p.score, params)
             : `CASE WHEN ${renderCond(p.when, params)} THEN ${renderScore(p.score, params)} ELSE 0 END`,
         );
-      return parts.length === 0 ? '0' : parts.length === 1 ? parts[0]! : `(${parts.join(' + ')})`;
+      return parts.length === 0 ? '0' : balanced(parts, '+');
     }
   }
+}
+
+/**
+ * `(a op b op c …)` as a balanced tree of parenthesised pairs. PostgreSQL parses `a + b + c + …` into a chain as
+ * deep as it is long and recurses along it: a 1,000-term query_string exceeded the stack (PostgreSQL: a clean
+ * error; PGlite: a broken connection and a corrupted session). Balanced, the depth is the logarithm of the length.
+ */
+function balanced(parts: string[], op: string): string {
+  if (parts.length === 1) return `(${parts[0]!})`;
+  const middle = parts.length >> 1;
+  return `(${balanced(parts.slice(0, middle), op)} ${op} ${balanced(parts.slice(middle), op)})`;
 }
 
 /**
