@@ -29,3 +29,43 @@ export function timestamptzBound(ms: number): string {
   if (ms > LAST_INSTANT) return 'infinity';
   return new Date(ms).toISOString();
 }
+
+// PostgreSQL stores no U+0000 in text or jsonb, and its jsonb input refuses an unpaired UTF-16 surrogate.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * The path of the first key, string or number in `value` that PostgreSQL cannot store (U+0000, an unpaired
+ * surrogate, a number beyond the double range), or null.
+ */
+export function unstorableAt(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? path || '(the body)' : null;
+  if (typeof value === 'number') return Number.isFinite(value) ? null : path || '(the body)';
+  if (value === null || typeof value !== 'object') return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = unstorableAt(value[i], `${path}[${i}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  for (const [key, member] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (UNSTORABLE.test(key)) return `the key of ${JSON.stringify(at)}`;
+    const found = unstorableAt(member, at);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+const SUSPECT_JSON_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
+
+/**
+ * Whether a bind parameter holds what PostgreSQL refuses: unstorableAt of the value, and for a jsonb parameter (JSON
+ * text, or an array of them) also of the value its text stands for (`"\u0000"` is escaped in the text).
+ */
+export function unstorableParameter(value: unknown, cast: string): boolean {
+  if (unstorableAt(value) !== null) return true;
+  if (!cast.startsWith('jsonb')) return false;
+  const texts = Array.isArray(value) ? value : [value];
+  return texts.some((t) => typeof t === 'string' && SUSPECT_JSON_ESCAPE.test(t) && unstorableAt(JSON.parse(t)) !== null);
+}

@@ -16,36 +16,15 @@
 // (strings skipped), and only for bodies long enough to be that deep.
 import type { FastifyInstance } from 'fastify';
 import { Problem } from '../errors.js';
+import { unstorableAt } from '../domain/values.js';
 
 const SUSPECT_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
 /** Whether the body may hold what unstorableAt looks for (cheap tests first: a 3 KB body takes about 3 us). */
 const suspect = (text: string) => (text.includes('\\u') && SUSPECT_ESCAPE.test(text)) || HUGE_NUMBER.test(text);
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Levels of arrays and objects a JSON body may nest. */
 export const MAX_JSON_DEPTH = 256;
-
-/** The path of the first key, string or number in `value` that PostgreSQL cannot store, or null. */
-export function unstorableAt(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? path || '(the body)' : null;
-  if (typeof value === 'number') return Number.isFinite(value) ? null : path || '(the body)';
-  if (value === null || typeof value !== 'object') return null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = unstorableAt(value[i], `${path}[${i}]`);
-      if (found !== null) return found;
-    }
-    return null;
-  }
-  for (const [key, member] of Object.entries(value)) {
-    const at = path ? `${path}.${key}` : key;
-    if (UNSTORABLE.test(key)) return `the key of ${JSON.stringify(at)}`;
-    const found = unstorableAt(member, at);
-    if (found !== null) return found;
-  }
-  return null;
-}
 
 /** Does the JSON text nest arrays and objects more than `max` levels deep? (Brackets inside strings do not count.) */
 export function nestsDeeperThan(text: string, max: number): boolean {

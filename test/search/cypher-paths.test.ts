@@ -310,6 +310,33 @@ describeBackends('cypher paths', (h) => {
       await refused(run(alice, `MATCH p=(a:Link)-[:LINK*1..${MAX_HOPS + 1}]->(b) RETURN p`), new RegExp(`above ${MAX_HOPS}`));
     });
 
+    it('answers hostile but valid expressions: comparisons with null, long lists and maps, long XOR chains', async () => {
+      const lilyOnly = [path(lily)];
+      // null: no comparison holds (a bound value left unused was a 500: "could not determine data type").
+      for (const q of [
+        "MATCH p=(a:Plant) WHERE a.name = null RETURN p",
+        'MATCH p=(a:Plant {name: null}) RETURN p',
+        'MATCH p=(a:Plant) WHERE a.name < $p RETURN p',
+        'MATCH p=(a:Plant {name: $p}) RETURN p',
+        'MATCH p=(a:Plant) WHERE a.name IN null RETURN p',
+        'MATCH p=(a:Plant)-[r:IS_MEMBER_OF {since: null}]->(t) RETURN p',
+      ])
+        expect(await run(alice, q, { p: null }), q).toEqual([]);
+      // Lists and maps of more than 100 computed items (PostgreSQL's limit of function arguments).
+      const names = Array.from({ length: 250 }, () => 'a.name').join(', ');
+      expect(await run(alice, `MATCH p=(a:Plant) WHERE 'Lily' IN [${names}] RETURN p`)).toEqual(lilyOnly);
+      const entries = Array.from({ length: 120 }, (_, i) => `k${i}: a.name`).join(', ');
+      const expected = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`k${i}`, 'Lily']));
+      expect(await run(alice, `MATCH p=(a:Plant) WHERE {${entries}} = $m RETURN p`, { m: expected })).toEqual(lilyOnly);
+      // 600 XORs: a chain as deep as it was long broke PGlite's stack; balanced, it is 10 levels.
+      const xor = Array.from({ length: 601 }, () => "a.name = 'Lily'").join(' XOR ');
+      expect(await run(alice, `MATCH p=(a:Plant) WHERE ${xor} RETURN p`)).toEqual(lilyOnly);
+      // U+0000 and unpaired surrogates are no stored text: 400, not a failed statement.
+      await refused(run(alice, "MATCH p=(a:Plant) WHERE a.name = '\\u0000' RETURN p"), /U\+0000/);
+      await refused(run(alice, 'MATCH p=(a:Plant) WHERE a.name = $p RETURN p', { p: 'x\ud800' }), /unpaired surrogate/);
+      expect(await run(alice, "MATCH p=(a:Plant {name: 'Lily'}) RETURN p")).toEqual(lilyOnly); // the session is sound
+    });
+
     it(`refuses queries over the caps with 400 (at most ${MAX_PATHS} matches returned, a bounded exploration)`, async () => {
       const all = 'MATCH p=(a:Cycle)-[:NEXT*]->(b) RETURN p';
       expect(await run(alice, all, {}, { maxPaths: 9, maxExplored: 100 })).toHaveLength(9);

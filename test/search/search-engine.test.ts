@@ -525,6 +525,9 @@ describeBackends('search engine', (h) => {
       await badRequest({ match: { name: { query: 'x', operator: 'xor' } } }, /query\.match\.name\.operator/);
       await badRequest({ match: { name: { query: 'x', fuzziness: 3 } } }, /fuzziness/);
       await badRequest({ match: { name: { query: 'x', boost: 'high' } } }, /boost/);
+      // U+0000 (which an expression can produce after the body was checked) is no stored text: 400, not a 500.
+      for (const q of [{ match: { name: 'a\u0000b' } }, { term: { 'name.keyword': 'a\u0000b' } }, { wildcard: { name: 'a\u0000*' } }, { exists: { field: 'a\u0000' } }, { query_string: { query: 'x\u0000y' } }, { range: { name: { gte: '\u0000' } } }])
+        await badRequest(q, /U\+0000/);
       // Boosts are bounded so that no score overflows float8 in the database (1e308 was a 500).
       await badRequest({ match: { name: { query: 'lily', boost: 1e308 } } }, /boost: must be a number from 0 to 1000/);
       await badRequest({ bool: { should: [{ match_all: {} }], boost: 1001 } }, /query\.bool\.boost/);

@@ -31,7 +31,7 @@
 // Ties are broken by id (ascending) by the caller.
 import { LuceneSyntaxError, parseLucene, type LuceneNode, type LuceneQuery } from './lucene.js';
 import { badContent } from '../../errors.js';
-import { timestamptzBound } from '../values.js';
+import { timestamptzBound, unstorableParameter } from '../values.js';
 import { CASE_TABLES, LENGTH_BUCKETS, SEARCH_LIMITS, SEPARATOR_RANGES } from '../../storage/migrations/006-search-index.js';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -116,6 +116,8 @@ export class SqlParams {
     this.values = [...initial];
   }
   add(value: unknown, cast: string): string {
+    // A value of the query (or of an expression in it) that PostgreSQL cannot take: the client's mistake, a 400.
+    if (unstorableParameter(value, cast)) fail('query', 'a string holds U+0000 or an unpaired surrogate, which no stored text holds');
     this.values.push(value);
     return `$${this.values.length}::${cast}`;
   }

@@ -53,7 +53,7 @@ import {
   type StringOp,
 } from '../../domain/search/cypher-parse.js';
 import { badContent } from '../../errors.js';
-import { timestamptzBound } from '../../domain/values.js';
+import { timestamptzBound, unstorableAt, unstorableParameter } from '../../domain/values.js';
 import type { Queryable } from '../db.js';
 import { inlineCheck } from './access.js';
 import { preparedName } from './statement-names.js';
@@ -109,6 +109,7 @@ class Binder {
     this.values = [userId];
   }
   bind(value: unknown, type: string): string {
+    if (unstorableParameter(value, type)) throw unstorable();
     const key = `${type}|${JSON.stringify(value)}`;
     let ref = this.seen.get(key);
     if (ref === undefined) {
@@ -120,8 +121,48 @@ class Binder {
   }
   /** A JSON value as jsonb; null (and undefined) as SQL NULL. */
   json(value: unknown): string {
+    if (unstorableAt(value) !== null) throw unstorable();
     return this.bind(value === undefined || value === null ? null : JSON.stringify(value), 'jsonb');
   }
+
+  /**
+   * The statement and its values with the parameters it does not use left out (and the others renumbered): a
+   * value bound for a part of an expression that turned out constant (`a.n = null`) is not referenced, and
+   * PostgreSQL refuses a parameter whose type it cannot see ("could not determine data type of parameter").
+   */
+  finish(text: string): { text: string; values: unknown[] } {
+    const used = new Set([...text.matchAll(/\$(\d+)::/g)].map((m) => Number(m[1])));
+    used.add(1);
+    if (used.size === this.values.length) return { text, values: this.values };
+    const renumbered = new Map<number, number>();
+    const values: unknown[] = [];
+    this.values.forEach((value, i) => {
+      if (!used.has(i + 1)) return;
+      values.push(value);
+      renumbered.set(i + 1, values.length);
+    });
+    return { text: text.replace(/\$(\d+)::/g, (_, n: string) => `$${renumbered.get(Number(n))}::`), values };
+  }
+}
+
+/**
+ * A value PostgreSQL cannot store (U+0000, an unpaired surrogate) from a query or its parameters is the client's
+ * mistake (400), not a failed statement.
+ */
+const unstorable = () => badContent('A string in the query holds U+0000 or an unpaired surrogate, which stored text never holds.');
+
+/**
+ * `fn(args…)` for jsonb_build_array/jsonb_build_object, whose arguments PostgreSQL limits to 100: more are built in
+ * chunks and joined with `||` (array concatenation; for objects, a merge in order) as a balanced tree. `perItem`:
+ * arguments per item (2 for an object's key and value), which a chunk never splits.
+ */
+function builtInChunks(fn: string, items: string[], perItem = 1): string {
+  const per = Math.floor(100 / perItem);
+  if (items.length <= per) return `${fn}(${items.join(', ')})`;
+  const chunks: string[] = [];
+  for (let i = 0; i < items.length; i += per) chunks.push(`${fn}(${items.slice(i, i + per).join(', ')})`);
+  const tree = (from: number, to: number): string => (to - from === 1 ? chunks[from]! : `(${tree(from, (from + to) >> 1)} || ${tree((from + to) >> 1, to)})`);
+  return tree(0, chunks.length);
 }
 
 const USER = '$1::uuid';
@@ -252,10 +293,10 @@ class ExprCompiler {
         throw cypherError(e.index.offset, 'an index must be an integer or a string');
       }
       case 'list':
-        return { t: 'json', sql: `jsonb_build_array(${e.items.map((item) => this.json(this.value(item))).join(', ')})` };
+        return { t: 'json', sql: builtInChunks('jsonb_build_array', e.items.map((item) => this.json(this.value(item)))) };
       case 'map': {
         const entries = e.entries.map((entry) => `${this.b.bind(entry.key, 'text')}, ${this.json(this.value(entry.value))}`);
-        return { t: 'json', sql: `jsonb_build_object(${entries.join(', ')})` };
+        return { t: 'json', sql: builtInChunks('jsonb_build_object', entries, 2) };
       }
       default:
         return { t: 'bool', sql: this.predicate(e) };
@@ -266,9 +307,24 @@ class ExprCompiler {
   predicate(e: Expr): string {
     switch (e.kind) {
       case 'logical': {
-        const l = this.predicate(e.left);
-        const r = this.predicate(e.right);
-        return e.op === 'XOR' ? `((${l}) <> (${r}))` : `(${l} ${e.op} ${r})`;
+        // A chain of one operator (`a XOR b XOR c …`, parsed left-deep) as a balanced tree: PostgreSQL flattens AND
+        // and OR itself, but recurses along `<>`, and PGlite's unchecked stack broke at about 300 levels.
+        const operands: Expr[] = [];
+        const collect = (x: Expr): void => {
+          if (x.kind === 'logical' && x.op === e.op) {
+            collect(x.left);
+            collect(x.right);
+          } else operands.push(x);
+        };
+        collect(e);
+        const parts = operands.map((x) => this.predicate(x));
+        const tree = (from: number, to: number): string => {
+          if (to - from === 1) return parts[from]!;
+          const middle = (from + to) >> 1;
+          const [l, r] = [tree(from, middle), tree(middle, to)];
+          return e.op === 'XOR' ? `((${l}) <> (${r}))` : `(${l} ${e.op} ${r})`;
+        };
+        return tree(0, parts.length);
       }
       case 'not':
         return `(NOT ${this.predicate(e.operand)})`;
@@ -643,7 +699,7 @@ SELECT c.explored, c.matched, r.nodes::text[] AS nodes, r.rels::text[] AS rels
 FROM (SELECT ${explored} AS explored, (SELECT count(*) FROM m) AS matched) c
 LEFT JOIN ranked r ON ${window.join(' AND ')}
 ORDER BY r.rn`;
-    return { text, values: this.b.values, matchCap, limited: limit !== null };
+    return { ...this.b.finish(text), matchCap, limited: limit !== null };
   }
 
   private expr(env: Env): ExprCompiler {
