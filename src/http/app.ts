@@ -38,14 +38,20 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
       return sendProblem(request, reply, frameworkProblem(error), config.settings.baseUrl);
     },
     clientErrorHandler: answerClientError(config.settings.baseUrl),
+    // Node would answer an HTTP/1.1 request without Host with a bare 400 of its own; the hook below answers it
+    // with a problem and the common headers instead.
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   installJsonBodyParser(app, JSON_BODY_LIMIT);
 
   const baseUrl = config.settings.baseUrl;
 
-  app.addHook('onRequest', (_request, reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.headers(COMMON_HEADERS);
+    // RFC 9112 section 3.2: a server answers an HTTP/1.1 request without a Host header with 400.
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1')
+      return done(new Problem('bad-content', 'An HTTP/1.1 request must carry a Host header.'));
     done();
   });
   // Fastify logs each request (method, url) and its completion (status, response time); its serialisers log no

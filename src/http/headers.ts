@@ -17,5 +17,6 @@ export const COMMON_HEADERS: Record<string, string> = {
 
 export function baseUrlOf(request: FastifyRequest, configured: string | null): string {
   if (configured) return configured;
-  return `${request.protocol}://${request.host}`;
+  // Without a Host (HTTP/1.0 may omit it) the problem types are relative, as on the raw-socket answers.
+  return request.headers.host ? `${request.protocol}://${request.host}` : '';
 }

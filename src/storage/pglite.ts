@@ -18,6 +18,8 @@ export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
   for (const [key, value] of Object.entries(SESSION_SETTINGS)) await instance.exec(`SET ${key} = '${value}'`);
   // PGlite runs one statement at a time; its adapter is a pool of one connection, so transactions serialise.
   const pool = new pg.Pool(createPgConfig(instance) as unknown as pg.PoolConfig);
+  // An idle client that errors must not crash the process (as for PostgreSQL); the pool replaces it.
+  pool.on('error', () => {});
   return poolDb('pglite', pool, async () => {
     if (owned) await instance.close();
   });

@@ -113,6 +113,16 @@ describeBackends('HTTP foundation', (h) => {
     expectCommonHeaders(badMethod.headers);
     expect(badMethod.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
     expect(badMethod.json).toMatchObject({ type: '/error/400/bad-content', title: 'Bad content', status: 400 });
+    // HTTP/1.1 without Host: 400 (RFC 9112), as a problem with the common headers, not Node's bare answer.
+    for (const path of ['/', '/error/404/not-found', '/no/such/path']) {
+      const noHost = parse(await exchange(`GET ${path} HTTP/1.1\r\nConnection: close\r\n\r\n`));
+      expect(noHost.status, path).toBe(400);
+      expectCommonHeaders(noHost.headers);
+      expect(noHost.json).toMatchObject({ type: '/error/400/bad-content', status: 400, detail: expect.stringMatching(/Host/) });
+    }
+    const http10 = await exchange('GET /error/404/not-found HTTP/1.0\r\n\r\n');
+    expect(http10).toMatch(/^HTTP\/1\.1 200 /);
+    expect(JSON.parse(http10.split('\r\n\r\n')[1]!).type).toBe('/error/404/not-found');
     const huge = parse(await exchange(`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`));
     expect(huge.status).toBe(431);
     expectCommonHeaders(huge.headers);
