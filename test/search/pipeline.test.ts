@@ -54,6 +54,18 @@ describeBackends('search pipeline', (h) => {
       expect(ids(bobs)).toEqual([secret]);
     });
 
+    it('refuses a debug output beyond 64 MiB characters (each step repeats the results before it) with 400', async () => {
+      const big = await createElement(h(), alice.token, { type: 'Blob', data: { text: 'x'.repeat(4 * 1024 * 1024) } });
+      const steps = Array.from({ length: 12 }, () => ({ type: 'element-hydration', query: { elementIds: [big] } }));
+      const res = await search(h(), alice.token, { debug: true, steps });
+      expect(res.status).toBe(400);
+      expect(res.json.type).toMatch(/\/error\/400\/bad-content$/);
+      expect(res.json.detail).toMatch(/debug output would exceed/);
+      const plain = await search(h(), alice.token, { steps });
+      expect(plain.status).toBe(200);
+      expect(ids(plain)).toEqual([big]);
+    });
+
     it('hydrates relations and drops duplicates, reporting them in debug', async () => {
       const res = await search(h(), alice.token, {
         debug: true,

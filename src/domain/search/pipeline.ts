@@ -110,7 +110,7 @@ export class Search {
         });
     }
     const response = `{"type":"_SearchResultResponse","results":[${results.bodies.join(',')}]`;
-    return request.debug ? `${response},"debug":${JSON.stringify(debug)}}` : `${response}}`;
+    return request.debug ? `${response},"debug":${debugJson(debug)}}` : `${response}}`;
   }
 
   private get expressions(): ExpressionOptions {
@@ -253,4 +253,24 @@ function duplicatesOf(ids: string[]): string[] {
   const dupes = new Set<string>();
   for (const id of ids) (seen.has(id) ? dupes : seen).add(id);
   return [...dupes];
+}
+
+/**
+ * Characters the debug output may have. Every entry repeats the results of all steps before it (its `stepResults`),
+ * so the output grows with the square of the steps: 20 hydrations of a 5 MB element overflowed V8's longest string
+ * (a 500 after 2 GB of memory). Serialised entry by entry and refused (400) beyond this.
+ */
+export const MAX_DEBUG_CHARS = 64 * 1024 * 1024;
+
+function debugJson(entries: DebugEntry[]): string {
+  const parts: string[] = [];
+  let size = 0;
+  for (const entry of entries) {
+    const text = JSON.stringify(entry);
+    size += text.length;
+    if (size > MAX_DEBUG_CHARS)
+      throw badContent(`The debug output would exceed ${MAX_DEBUG_CHARS} characters (each step repeats the results before it); ask without debug, or with fewer steps.`);
+    parts.push(text);
+  }
+  return `[${parts.join(',')}]`;
 }
