@@ -2,11 +2,14 @@
 // PostgreSQL may run them at once without harm.
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
+import { SHARED_STORE_GRACE_MS } from './domain/files.js';
 import type { Services } from './services.js';
 
 export interface Job {
   name: string;
   intervalMs: number;
+  /** Whether the first run waits one interval (the startup already did the work) instead of running at once. */
+  delayed?: boolean;
   run(): Promise<unknown>;
 }
 
@@ -14,6 +17,8 @@ export function startJobs(services: Services, _config: Config, logger: Logger, e
   const jobs: Job[] = [
     { name: 'delete-expired-tokens', intervalMs: 60_000, run: () => services.accounts.deleteExpiredTokens() },
     { name: 'clean-uploads', intervalMs: 60_000, run: () => services.uploads.cleanup() },
+    // A crash's leftovers in the blob store (the startup sweep ran before the server listened).
+    { name: 'sweep-files', intervalMs: SHARED_STORE_GRACE_MS, delayed: true, run: () => services.files.sweep(SHARED_STORE_GRACE_MS) },
     ...extra,
   ];
   const running = new Set<Promise<unknown>>();
@@ -23,7 +28,7 @@ export function startJobs(services: Services, _config: Config, logger: Logger, e
       running.add(p);
       void p.finally(() => running.delete(p));
     };
-    tick();
+    if (!job.delayed) tick();
     const timer = setInterval(tick, job.intervalMs);
     timer.unref();
     return timer;

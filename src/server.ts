@@ -23,7 +23,7 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   try {
     const db = await openDatabase(config.runtime, config.settings.database.poolSize);
     const services = createServices(config, db, clock);
-    logger.info({ swept: await services.files.sweep() }, 'file store checked');
+    logger.info({ swept: await services.files.sweep(), leasesReleased: await services.uploads.releaseStaleLeases() }, 'file store checked');
     const app = await buildApp({ config, services, logger });
     await app.listen({ port: config.runtime.port, host: config.runtime.host });
     const jobs = startJobs(services, config, logger);

@@ -97,8 +97,12 @@ export interface SweepPolicy {
   graceMs: number;
   /** Of these keys, the ones whose bytes are still referenced (an element with a file, an upload). */
   wanted(keys: string[]): Promise<Set<string>>;
-  /** The database's current tag for each of these keys (see `replace`); a key without bytes is absent. */
-  currentTags(keys: string[]): Promise<Map<string, string>>;
+  /**
+   * Runs `settle` with the database's current tag for `key` (see `replace`; undefined when it has no bytes) while
+   * no replacement of `key` can be between its rename and its commit (the element's row lock). Resolves false,
+   * without running `settle`, when that cannot be had now (the aside is then left for the next sweep).
+   */
+  settleAside(key: string, settle: (currentTag: string | undefined) => Promise<void>): Promise<boolean>;
 }
 
 export interface SweepReport {
@@ -132,7 +136,7 @@ export interface BlobStore {
   size(key: string): Promise<number | null>;
   /** Removes the bytes stored under `key` (no error when there are none). */
   delete(key: string): Promise<void>;
-  /** Startup clean-up: temporary files, bytes nobody refers to, asides of interrupted replacements. */
+  /** Clean-up (at startup and periodically): temporary files, bytes nobody refers to, asides of interrupted replacements. */
   sweep(policy: SweepPolicy): Promise<SweepReport>;
 }
 
@@ -401,27 +405,28 @@ export class FsBlobStore implements BlobStore {
       if (!dirent.isDirectory() || dirent.name === 'tmp' || dirent.name.length !== 2) continue;
       const dir = join(this.root, dirent.name);
       const names = await readdir(dir);
-      // Asides first: restoring one brings back bytes that the orphan check below must then see.
-      const asides = names.flatMap((name) => {
+      // Asides first: restoring one brings back bytes that the orphan check below must then see. No grace here:
+      // an aside whose element is not locked by a replacement is a crash's leftover at any age (a live
+      // replacement renames under the row lock, settleAside waits for it), and until it is settled the element's
+      // bytes may be the uncommitted ones. One that vanishes meanwhile was settled by its own replacement.
+      for (const name of names) {
         const match = ASIDE.exec(name);
-        return match ? [{ name, key: match[1]!, tag: match[2]! }] : [];
-      });
-      for (let i = 0; i < asides.length; i += SWEEP_BATCH) {
-        const batch: typeof asides = [];
-        for (const aside of asides.slice(i, i + SWEEP_BATCH))
-          if (settled(await statOrNull(join(dir, aside.name)))) batch.push(aside);
-        if (batch.length === 0) continue;
-        const tags = await policy.currentTags([...new Set(batch.map((a) => a.key))]);
-        for (const aside of batch) {
-          const from = join(dir, aside.name);
-          if (tags.get(aside.key) === aside.tag) {
-            await rename(from, join(dir, aside.key));
-            report.restored++;
-          } else {
-            await rm(from, { force: true });
-            report.dropped++;
+        if (!match) continue;
+        const [, key, tag] = match as unknown as [string, string, string];
+        const from = join(dir, name);
+        await policy.settleAside(key, async (current) => {
+          try {
+            if (current === tag) {
+              await rename(from, join(dir, key));
+              report.restored++;
+            } else {
+              await rm(from);
+              report.dropped++;
+            }
+          } catch (error) {
+            if (!isMissing(error)) throw error;
           }
-        }
+        });
       }
       const keys = (await readdir(dir)).filter((name) => KEY.test(name));
       for (let i = 0; i < keys.length; i += SWEEP_BATCH) {

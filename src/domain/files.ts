@@ -26,10 +26,11 @@ import { isUuid } from './values.js';
 
 /**
  * With a PostgreSQL server several instances may share the blob store, and one of them may be in the middle of
- * an upload while another starts: the startup sweep leaves entries younger than this alone. Embedded PGlite
- * holds DATA_DIR exclusively (datadir lock), so there everything left over is garbage at once.
+ * an upload while another sweeps: the sweep leaves temporary files and unreferenced bytes younger than this alone.
+ * Embedded PGlite holds DATA_DIR exclusively (datadir lock), so there everything left over at startup is garbage
+ * at once. Also the interval of the periodic sweep (jobs.ts).
  */
-const SHARED_STORE_GRACE_MS = 60 * 60 * 1000;
+export const SHARED_STORE_GRACE_MS = 60 * 60 * 1000;
 
 /** The upload request headers that matter, as sent (parsed here, so that every mistake is one Problem). */
 export interface UploadHeaders {
@@ -267,8 +268,11 @@ export class Files {
   }
 
   /**
-   * Startup clean-up of the blob store: temporary files, bytes no element or upload refers to, and replacements
-   * a crash interrupted (settled by what the database committed).
+   * Clean-up of the blob store: temporary files, bytes no element or upload refers to, and replacements a crash
+   * interrupted (settled at once, under the element's row lock, by what the database committed). At startup
+   * with the default grace, and periodically (jobs.ts) with the shared grace on every backend, since this
+   * instance's own uploads are then in flight. Without the periodic run, a crash's leftovers on a
+   * PostgreSQL-backed instance stayed until a restart more than the grace later.
    */
   async sweep(graceMs = this.db.kind === 'pglite' ? 0 : SHARED_STORE_GRACE_MS): Promise<SweepReport> {
     return this.blobs.sweep({
@@ -279,9 +283,13 @@ export class Files {
         for (const key of keys) if (!isUuid(key)) referenced.add(key);
         return referenced;
       },
-      currentTags: async (keys) => {
-        const hashes = await sql.fileHashes(this.db, keys.filter((k) => isUuid(k)));
-        return new Map([...hashes].map(([key, sha256]) => [key, sha256 ?? 'unhashed']));
+      settleAside: async (key, settle) => {
+        if (!isUuid(key)) return false;
+        await this.db.transaction(async (tx) => {
+          const file = await sql.lockFileForSweep(tx, key);
+          await settle(file === undefined ? undefined : (file.sha256 ?? 'unhashed'));
+        });
+        return true;
       },
     });
   }

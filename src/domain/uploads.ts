@@ -304,7 +304,9 @@ export class Uploads {
       if (violation) await failWhole(violation);
     }
 
-    const hash = this.hashes.take(upload.id, offset) ?? (await this.rehash(upload.id, offset));
+    const hash =
+      this.hashes.take(upload.id, offset) ??
+      (await this.orGone(caller, upload.id, lease, this.rehash(upload.id, offset)));
     const wholeFileRoom = Math.min(limits.maxFileSizeInBytes - offset, declared !== null ? declared - offset : Infinity);
     const maxBytes = Math.min(limits.uploadMaxChunkSizeInBytes, wholeFileRoom);
     let size: number;
@@ -323,7 +325,7 @@ export class Uploads {
         throw inProgress(chunkTooLarge(limits.uploadMaxChunkSizeInBytes), state);
       }
       if (error instanceof Problem) throw inProgress(error, state);
-      throw error;
+      throw await this.unlessGone(caller, upload.id, lease, error);
     }
     const total = offset + size;
     renewal.stop(); // what is left is short; a late renewal must not end this request
@@ -344,7 +346,7 @@ export class Uploads {
     const meta: FileMeta = {
       contentLength: total,
       extension: upload.extension,
-      mimeType: await detectMimeType(await this.head(upload.id, total), total),
+      mimeType: await detectMimeType(await this.orGone(caller, upload.id, lease, this.head(upload.id, total)), total),
       hash: { sha256: sha256.toString('hex') },
     };
     const elementId = upload.element_id;
@@ -380,8 +382,20 @@ export class Uploads {
     const upload = await sql.uploadOf(this.db, id.toLowerCase(), caller.userId);
     if (!upload) throw notFound();
     await this.inFlight.preempt(upload.id);
-    await this.drop(upload.id);
+    // A completion that won the race has removed the row (and moved the bytes): then there was nothing to cancel.
+    if (!(await sql.deleteUpload(this.db, upload.id))) throw notFound();
+    await this.dropBytes(upload.id);
     if (!upload.permitted) throw notFound();
+  }
+
+  /**
+   * At the start of an embedded server: the leases in the database were held by requests of an earlier process of
+   * this DATA_DIR (the datadir lock admits one), which a crash ended. Without this a client resuming after the
+   * crash got 409 until the lease ran out (LEASE_SECONDS). With PostgreSQL another live instance may hold a lease,
+   * so there they run out by themselves.
+   */
+  async releaseStaleLeases(): Promise<number> {
+    return this.db.kind === 'pglite' ? await sql.releaseAllLeases(this.db) : 0;
   }
 
   /**
@@ -512,6 +526,25 @@ export class Uploads {
       return notFound();
     }
     return inProgress(leaseLostProblem(), this.stateOf(still));
+  }
+
+  /**
+   * What to answer for `error`, a failure to read or write the upload's bytes: when the lease is lost meanwhile (a
+   * DELETE of the upload removed row and bytes under this request, or another request took over) that is the
+   * answer (404, or 409 with the state), not a server error; else `error` itself.
+   */
+  private async unlessGone(caller: Caller, id: string, lease: string, error: unknown): Promise<unknown> {
+    const now = await sql.uploadOf(this.db, id, caller.userId);
+    return now?.lease_token === lease ? error : await this.leaseLost(caller, id);
+  }
+
+  /** `work` (reading the upload's bytes), with unlessGone's answer when it fails. */
+  private async orGone<T>(caller: Caller, id: string, lease: string, work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      throw await this.unlessGone(caller, id, lease, error);
+    }
   }
 
   /** Removes an upload's row and bytes (cancellation). */

@@ -75,7 +75,7 @@ describe('FsBlobStore', () => {
     // A crash between the rename and the unlink:
     writeFileSync(join(store.trashDir, 'left-by-a-crash'), 'old bytes');
     await new Promise((resolve) => setTimeout(resolve, 5)); // its ctime must lie before the sweep's "now"
-    const none = { wanted: async () => new Set<string>(), currentTags: async () => new Map<string, string>() };
+    const none = { wanted: async () => new Set<string>(), settleAside: async () => false };
     expect((await store.sweep({ graceMs: 0, ...none })).temporary).toBe(1);
     expect(readdirSync(store.trashDir)).toEqual([]);
   });

@@ -1,5 +1,5 @@
-// The startup sweep of the blob store against the database: leftovers of crashes are cleaned up, replacements a
-// crash interrupted are settled by what the database committed, and everything referenced survives.
+// The sweep of the blob store against the database (at startup and periodically): leftovers of crashes are cleaned
+// up, replacements a crash interrupted are settled by what the database committed, and everything referenced survives.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
@@ -98,5 +98,39 @@ describeBackends('element files: startup sweep', (h) => {
     await h().services.files.sweep(0);
     expect(readdirSync(tmp)).toEqual([]);
     expect(existsSync(pathOf(h(), orphan))).toBe(false);
+  });
+
+  it('settles a crash\'s replacement at once even within the grace, and waits for one in progress under the row lock', async () => {
+    // A crash between the rename and the commit, a moment ago: the element serves the uncommitted bytes until the
+    // aside is settled, so no grace applies to asides.
+    const crashed = await withFile('committed bytes');
+    const committedSha = sha256(Buffer.from('committed bytes')).toString('hex');
+    writeFileSync(pathOf(h(), crashed), 'uncommitted bytes!');
+    put(h(), `${crashed}.aside-${committedSha}-0123456789ab`, crashed, 'committed bytes');
+    expect(await h().services.files.sweep(3600_000)).toEqual({ temporary: 0, orphans: 0, restored: 1, dropped: 0 });
+    const got = await h().request('GET', `/${crashed}/file`, { token });
+    expect(got.status).toBe(200);
+    expect(got.text).toBe('committed bytes');
+    expect(got.headers.get('repr-digest')).toBe(`sha-256=:${sha256(Buffer.from('committed bytes')).toString('base64')}:`);
+
+    // A replacement in progress holds the element's row lock from before its rename until its commit: the sweep
+    // waits for it and then sees the committed state, so it never puts back bytes a live replacement set aside.
+    const live = await withFile('before');
+    const before = sha256(Buffer.from('before')).toString('hex');
+    const after = sha256(Buffer.from('after!')).toString('hex');
+    let swept: Promise<unknown> | null = null;
+    let sweepDone = false;
+    await h().db.transaction(async (tx) => {
+      await tx.query('SELECT 1 FROM elements WHERE id = $1 FOR UPDATE', [live]);
+      renameSync(pathOf(h(), live), join(dirOf(h(), live), `${live}.aside-${before}-0123456789ab`));
+      writeFileSync(pathOf(h(), live), 'after!');
+      swept = h().services.files.sweep(3600_000).then((r) => ((sweepDone = true), r));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(sweepDone).toBe(false);
+      await tx.query(`UPDATE elements SET file = jsonb_set(file, '{hash,sha256}', to_jsonb($2::text)) WHERE id = $1`, [live, after]);
+    });
+    expect(await swept).toEqual({ temporary: 0, orphans: 0, restored: 0, dropped: 1 });
+    expect(readFileSync(pathOf(h(), live), 'utf8')).toBe('after!');
+    expect(readdirSync(dirOf(h(), live)).filter((n) => n.startsWith(`${live}.`))).toEqual([]);
   });
 });

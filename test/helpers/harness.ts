@@ -115,7 +115,7 @@ export async function startHarness(backend: BackendName, options: TestOptions = 
   };
   const clock = new ManualClock();
   const services = createServices(config, db, clock);
-  const app = await buildApp({ config, services });
+  const app = await buildApp({ config, services, ...(process.env.TEST_LOG_LEVEL ? { logger: (await import('pino')).pino({ level: process.env.TEST_LOG_LEVEL }) } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;

@@ -260,6 +260,27 @@ describeBackends('resumable uploads: lifecycle', (h) => {
       expect((await h().request('DELETE', path, { token: alice.token })).status).toBe(404);
       expect((await h().request('GET', `/${id}`, { token: alice.token })).json.data.hasFile).toBeUndefined();
     });
+
+    it('a DELETE racing the completing PATCH: 204 only when it cancelled, 404 when the completion committed', async () => {
+      for (let round = 0; round < 8; round++) {
+        const id = await createElement(h(), alice.token, { type: 'Doc' });
+        const { path } = await startUpload(h(), alice.token, id, { body: Buffer.from('some bytes') });
+        const [completed, cancelled] = await Promise.all([
+          // The DELETE ends a PATCH still running (the draft's rule for a newer request): its connection closes.
+          append(h(), alice.token, path, 10, Buffer.alloc(0), true).catch(() => ({ status: 0 })),
+          h().request('DELETE', path, { token: alice.token }),
+        ]);
+        const element = (await h().request('GET', `/${id}`, { token: alice.token })).json;
+        if (element.data.hasFile === true) {
+          // The completion committed (its answer may be lost to the DELETE ending its connection): nothing to cancel.
+          expect([0, 201]).toContain(completed.status);
+          expect(cancelled.status).toBe(404);
+        } else {
+          expect([0, 404, 409]).toContain(completed.status);
+          expect(cancelled.status).toBe(204);
+        }
+      }
+    });
   });
 
   describe('routing', () => {

@@ -1,5 +1,5 @@
 // SQL of element files: the shared lock a download holds while it opens the bytes, and what the blob store's
-// startup sweep asks the database.
+// sweep asks the database.
 import type { Queryable } from '../db.js';
 
 /**
@@ -23,12 +23,17 @@ export async function referencedBlobKeys(q: Queryable, keys: readonly string[]):
   return new Set(rows.map((r) => r.id));
 }
 
-/** The file metadata of those of `ids` that have a file. */
-export async function fileHashes(q: Queryable, ids: readonly string[]): Promise<Map<string, string | null>> {
-  if (ids.length === 0) return new Map();
-  const { rows } = await q.query<{ id: string; sha256: string | null }>(
-    `SELECT id::text AS id, file->'hash'->>'sha256' AS sha256 FROM elements WHERE id = ANY($1::uuid[]) AND file IS NOT NULL`,
-    [ids],
+/**
+ * Takes the element's row lock (FOR UPDATE, waiting for a writer that holds it: file replacements are short) and
+ * returns its file's SHA-256 (null for a file stored without one), or undefined when the element or its file is
+ * gone. The sweep settles a replacement's leftovers under it (FsBlobStore.sweep).
+ */
+export async function lockFileForSweep(q: Queryable, id: string): Promise<{ sha256: string | null } | undefined> {
+  const { rows } = await q.query<{ sha256: string | null; has_file: boolean }>(
+    `SELECT file->'hash'->>'sha256' AS sha256, file IS NOT NULL AS has_file FROM elements WHERE id = $1 FOR UPDATE`,
+    [id],
+    'file_lock_for_sweep',
   );
-  return new Map(rows.map((r) => [r.id, r.sha256]));
+  const row = rows[0];
+  return row?.has_file ? { sha256: row.sha256 } : undefined;
 }

@@ -68,6 +68,12 @@ export async function insertUpload(q: Queryable, u: NewUpload): Promise<UploadRo
   return rows[0]!;
 }
 
+/** Ends every lease (at the start of the only process that may hold any: embedded PGlite). Returns how many. */
+export async function releaseAllLeases(q: Queryable): Promise<number> {
+  const { rowCount } = await q.query('UPDATE uploads SET lease_token = NULL, lease_until = NULL WHERE lease_token IS NOT NULL', [], 'release_all_upload_leases');
+  return rowCount ?? 0;
+}
+
 /**
  * Takes the lease for an append at `offset` when nobody holds it (or the holder's lease ran out). Null when the
  * row is gone, its offset moved, or someone else holds it: the caller reads the row again to tell which.
