@@ -64,7 +64,10 @@ export interface AppendHeaders {
 
 /** The HTTP exchange behind a request, as far as the upload service needs it. */
 export interface RequestControl {
-  /** Ends the exchange at once (closes the connection): a newer request to the upload takes over. */
+  /**
+   * Ends the exchange (closes the connection) while its body is still arriving: a newer request to the upload
+   * takes over. A no-op once the whole body has arrived: the request then finishes, and the newer one waits for it.
+   */
   abort(): void;
   /** The draft interop version the client announced, when it is one we speak. */
   interop: number | null;

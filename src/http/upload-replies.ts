@@ -21,9 +21,15 @@ export const bodyOf = (request: FastifyRequest): AsyncIterable<Uint8Array> => ({
   [Symbol.asyncIterator]: () => request.raw.iterator({ destroyOnReturn: false }),
 });
 
-/** Ending a request that a newer one to the same upload takes over: its connection is closed. */
+/**
+ * Ending a request that a newer one to the same upload takes over: its connection is closed while its body is
+ * still arriving. Once the whole body is in, closing would only lose the answer of a request that goes on with its
+ * work (committing, completing) anyway; the newer request waits for it instead (UploadsInFlight).
+ */
 export const controlOf = (request: FastifyRequest, interop: number | null): RequestControl => ({
-  abort: () => request.raw.destroy(),
+  abort: () => {
+    if (!request.raw.complete) request.raw.destroy();
+  },
   interop,
 });
 
