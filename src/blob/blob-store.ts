@@ -10,11 +10,12 @@
 // asks the database which state won: an aside whose tag is still the database's current tag is restored, any
 // other aside is dropped.
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, type Stats } from 'node:fs';
+import { mkdirSync, type Stats } from 'node:fs';
 import { link, mkdir, open, readdir, rename, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { DurableFileSink } from './durable-sink.js';
 
 /** Thrown by `write`/`append` as soon as more than `maxBytes` arrived; nothing is kept. */
 export class BlobLimitError extends Error {
@@ -234,8 +235,9 @@ export class FsBlobStore implements BlobStore {
     const temp = join(this.tmpDir, randomBytes(16).toString('hex'));
     const hash = createHash('sha256');
     const m = meter({ ...options, observe: (chunk) => (hash.update(chunk), options.observe?.(chunk)) });
-    // flush: fsync before close, so a rename later never exposes bytes that are not on disk yet.
-    const sink = createWriteStream(temp, { flags: 'wx', mode: FILE_MODE, flush: true });
+    // Durable before it resolves (flushed behind as it arrives, fsync at the end), so a rename later never exposes
+    // bytes that are not on disk yet.
+    const sink = new DurableFileSink(temp, { flags: 'wx', mode: FILE_MODE });
     try {
       await pipeline(source, m.pass, sink);
     } catch (error) {
@@ -332,7 +334,7 @@ export class FsBlobStore implements BlobStore {
         Object.assign(failure, { error });
       }
     }
-    const sink = createWriteStream(path, { flags: 'r+', start: offset, flush: true });
+    const sink = new DurableFileSink(path, { flags: 'r+', start: offset });
     try {
       await pipeline(options.keepPartial ? guarded(source) : source, m.pass, sink);
     } catch (error) {
