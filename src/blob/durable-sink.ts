@@ -7,8 +7,9 @@
 // waited: on the slow day of 2026-11-23 that doubled the upload's time (B3 376 MiB/s, B3 with one fsync 185 MiB/s,
 // the direct upload 0.51 x B3). Flushing as the bytes arrive lets the disk write while the network delivers, so an
 // upload takes about as long as the slower of the two instead of their sum, and the final fsync only has the last
-// part left (1 GiB on the disk of 2026-11-24: tail 266-330 ms with one fsync, 3-35 ms writing behind;
-// scratch/fsync-exp.mjs in bench/RESULTS.md). What is durable when the sink finishes is unchanged.
+// part left. 1 GiB paced at 300 MiB/s like an upload (bench/write-behind.ts, 2026-11-24): 296-298 MiB/s with a tail
+// of 8-9 ms after the last byte, against 276 MiB/s and 272-298 ms with one fsync at the end, and 299-300 MiB/s with
+// no fsync at all. What is durable when the sink finishes is unchanged.
 import { open, type FileHandle } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 
