@@ -1,8 +1,9 @@
 // The bytes of a backup's file/ entry into the blob store: streamed to a temporary file while SHA-256 and length
-// are computed, checked against the element's metadata, then renamed to the element's blob path.
+// are computed, checked against the element's metadata, then renamed to the element's blob path. `syncPlaced` makes
+// every copied blob durable before the load commits.
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { dirname, extname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -65,4 +66,40 @@ export async function copyIntoBlobStore(
     await rm(temp, { force: true });
     throw error;
   }
+}
+
+/**
+ * How many fsyncs run at once: concurrent ones share the file system's journal commits. 3,000 freshly written 4 KiB
+ * files on this machine's ext4 (2026-11-24): 82-97 us per file 32 at once, 260-266 us one after another; 1 MiB
+ * files 0.55 ms each, the disk's own rate.
+ */
+const SYNC_CONCURRENCY = 32;
+
+/**
+ * Makes the placed blobs durable, their bytes and then the directory entries their renames made, before the load
+ * commits: an operating-system crash after the commit must not leave elements whose files never reached the disk
+ * (the upload endpoints fsync before their commit for the same reason). Copying writes only to the page cache,
+ * and syncing all files at the end lets their fsyncs overlap instead of stalling every copy in turn.
+ */
+export async function syncPlaced(placed: readonly Placed[]): Promise<void> {
+  const dirs = new Set(placed.map((p) => dirname(p.final)));
+  await eachConcurrently(placed.map((p) => p.final), syncPath);
+  await eachConcurrently([...dirs], syncPath);
+}
+
+async function syncPath(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function eachConcurrently(paths: string[], work: (path: string) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < paths.length) await work(paths[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(SYNC_CONCURRENCY, paths.length) }, worker));
 }

@@ -38,7 +38,7 @@ import {
   type BackupTokenRow,
   type BackupUserRow,
 } from '../storage/queries/backup.js';
-import { copyIntoBlobStore, type Placed } from './blob-copy.js';
+import { copyIntoBlobStore, syncPlaced, type Placed } from './blob-copy.js';
 import { parseElement, type ParsedElement } from './element-file.js';
 import { checkCount, chunks, listElementFiles, readSummary, walk } from './folder.js';
 import { BackupError, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR, type BackupTokenState } from './format.js';
@@ -149,6 +149,8 @@ export async function loadBackup(ctx: LoadContext, dir: string, options: LoadOpt
       const load = new Load(ctx, tx, dir, folder, placed, progress, warn, batchSize, await isDatabaseEmpty(tx));
       const result = await load.run();
       await rebuildAccessIndex(tx);
+      // Still inside the transaction: a blob that cannot be made durable rolls the whole load back.
+      await syncPlaced(placed);
       return result;
     });
   } catch (error) {
