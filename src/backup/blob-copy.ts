@@ -3,11 +3,12 @@
 // every copied blob durable before the load commits.
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { dirname, extname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileTypeFromBuffer } from 'file-type';
+import { syncPath } from '../blob/durable-sink.js';
 import type { FileMeta } from '../storage/queries/elements.js';
 import { BackupError } from './format.js';
 
@@ -85,15 +86,6 @@ export async function syncPlaced(placed: readonly Placed[]): Promise<void> {
   const dirs = new Set(placed.map((p) => dirname(p.final)));
   await eachConcurrently(placed.map((p) => p.final), syncPath);
   await eachConcurrently([...dirs], syncPath);
-}
-
-async function syncPath(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 async function eachConcurrently(paths: string[], work: (path: string) => Promise<void>): Promise<void> {

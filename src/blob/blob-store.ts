@@ -15,7 +15,7 @@ import { link, mkdir, open, readdir, rename, rm, stat, truncate } from 'node:fs/
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DurableFileSink } from './durable-sink.js';
+import { DurableFileSink, syncPath } from './durable-sink.js';
 
 /** Thrown by `write`/`append` as soon as more than `maxBytes` arrived; nothing is kept. */
 export class BlobLimitError extends Error {
@@ -273,13 +273,13 @@ export class FsBlobStore implements BlobStore {
       try {
         await rename('temp' in next ? next.temp : this.pathOf(next.key), path);
         placed = (await stat(path)).ino;
-        await syncDir(dir);
+        await syncPath(dir);
       } catch (error) {
         if (hadPrevious) await rename(aside, path);
         throw error;
       }
     } else {
-      await syncDir(dir);
+      await syncPath(dir);
     }
     return {
       finish: async () => {
@@ -305,7 +305,7 @@ export class FsBlobStore implements BlobStore {
           }
           await rm(aside, { force: true });
         }
-        await syncDir(dir);
+        await syncPath(dir);
       },
     };
   }
@@ -319,7 +319,7 @@ export class FsBlobStore implements BlobStore {
       // Appending at a later offset to nothing would leave a hole of zeros where bytes were expected.
       if (offset > 0) throw new Error(`blob ${key} is missing, expected ${offset} bytes`);
       await (await open(path, 'a', FILE_MODE)).close();
-      await syncDir(dir); // the name must survive a crash as surely as the bytes written to it
+      await syncPath(dir); // the name must survive a crash as surely as the bytes written to it
     } else if (existing < offset) throw new Error(`blob ${key} holds ${existing} bytes, expected at least ${offset}`);
     else if (existing > offset) await truncate(path, offset);
     const m = meter(options);
@@ -453,12 +453,3 @@ async function closed(stream: Writable): Promise<void> {
   await new Promise<void>((resolve) => stream.once('close', () => resolve()));
 }
 
-/** Makes a rename durable: fsync the directory that holds the entry. */
-async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}

@@ -110,3 +110,13 @@ function rest(buffers: Buffer[], written: number): Buffer[] {
   if (i === buffers.length) return [];
   return [buffers[i]!.subarray(skip), ...buffers.slice(i + 1)];
 }
+
+/** fsync of a file or directory by path (a directory: makes the renames and creations inside it durable). */
+export async function syncPath(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
