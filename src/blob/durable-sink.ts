@@ -90,12 +90,11 @@ export class DurableFileSink extends Writable {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    // The descriptor is closed only once no flush uses it any more (a closed and reused number would be synced).
-    (async () => {
-      await this.flushing;
-      await this.handle?.close();
-      this.handle = null;
-    })().then(
+    // FileHandle.close waits for the handle's pending operations (a write, a background flush) before it closes, so
+    // 'close' is emitted only once nothing touches the file any more (the blob store truncates after it).
+    const handle = this.handle;
+    this.handle = null;
+    (handle ? handle.close() : Promise.resolve()).then(
       () => callback(error),
       (closeError: unknown) => callback(error ?? (closeError as Error)),
     );
