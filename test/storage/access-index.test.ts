@@ -120,6 +120,40 @@ describeBackends('access index', (h) => {
     for (const id of ids) expect(await status(member, id)).toBe(200);
   });
 
+  it("keeps each node's search keys (its owners and creators, migration 014); the drift check sees a wrong key", async () => {
+    const keys = async (id: string) =>
+      (await h().db.query<{ k: string }>('SELECT DISTINCT unnest(access_keys) AS k FROM elements WHERE id = $1 ORDER BY 1', [id])).rows.map((r) => r.k);
+    const top = await createElement(h(), owner.token, { type: 'Folder' });
+    const doc = await createElement(h(), owner.token, { type: 'Doc' }, top);
+    expect(await keys(top)).toEqual([owner.id]);
+    expect(await keys(doc)).toEqual([owner.id, top].sort());
+    // Another user's child below a granted folder: its creator is one of its keys.
+    await relate(owner.token, 'HAS_CREATE_ACCESS', other.id, top);
+    const theirs = await createElement(h(), other.token, { type: 'Doc' }, top);
+    expect(await keys(theirs)).toEqual([owner.id, other.id, top].sort());
+    // A second owner for the folder reaches everything below it; removing it takes its key away again.
+    const group = await createElement(h(), owner.token, { type: 'Group' });
+    const shelf = await createElement(h(), owner.token, { type: 'Folder' }, group);
+    const second = await relate(owner.token, 'OWNS', shelf, top);
+    expect(await keys(doc)).toEqual([owner.id, group, shelf, top].sort());
+    expect(await keys(theirs)).toEqual([owner.id, other.id, group, shelf, top].sort());
+    expect((await h().request('DELETE', `/${second}`, { token: owner.token })).status).toBe(204);
+    expect(await keys(doc)).toEqual([owner.id, top].sort());
+    // Relations carry no keys of their own (the index files them all under one key).
+    expect((await h().db.query("SELECT count(*)::int AS n FROM elements WHERE start_id IS NOT NULL AND access_keys <> '{}'")).rows).toEqual([{ n: 0 }]);
+    expect(await drift()).toEqual([]);
+
+    await h().db.query(`UPDATE elements SET access_keys = ARRAY[$2::uuid] WHERE id = $1`, [doc, member.id]);
+    expect(new Set((await drift()).map((r) => `${r.closure} ${r.a} ${r.b} ${r.problem}`))).toEqual(
+      new Set([`access_keys ${doc} ${member.id} stale`, `access_keys ${doc} ${owner.id} missing`, `access_keys ${doc} ${top} missing`]),
+    );
+    await h().db.transaction(async (tx) => {
+      await tx.query('SELECT trellis_rebuild_access_index()');
+    });
+    expect(await keys(doc)).toEqual([owner.id, top].sort());
+    expect(await drift()).toEqual([]);
+  });
+
   it('is rebuilt from scratch to the same rows', async () => {
     const before = (await h().db.query('SELECT element_id, owner_id FROM element_owners ORDER BY 1, 2')).rows;
     await h().db.transaction(async (tx) => {

@@ -12,6 +12,7 @@ import searchFuzzyAnyField from './010-search-fuzzy-any-field.js';
 import relationWritesNeedRead from './011-relation-writes-need-read.js';
 import uploadPreconditions from './012-upload-preconditions.js';
 import searchFuzzyTranspositions from './013-search-fuzzy-transpositions.js';
+import searchAccessKeys from './014-search-access-keys.js';
 
 export interface Migration {
   version: number;
@@ -33,4 +34,5 @@ export const migrations: Migration[] = [
   { version: 11, name: 'relation-writes-need-read', sql: relationWritesNeedRead },
   { version: 12, name: 'upload-preconditions', sql: uploadPreconditions },
   { version: 13, name: 'search-fuzzy-transpositions', sql: searchFuzzyTranspositions },
+  { version: 14, name: 'search-access-keys', sql: searchAccessKeys },
 ];

@@ -1,5 +1,6 @@
 // The one access module: every capability asks "which of these ids may user U do P on" here, in one statement.
 import type { Queryable } from '../db.js';
+import { RELATION_SEARCH_KEY, searchKeysSql } from '../migrations/014-search-access-keys.js';
 
 export type Permission = 'READ' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE';
 
@@ -83,6 +84,29 @@ export function searchableSetwise(user: string): string {
 }
 
 /**
+ * SEARCH for the rows of a search, as the search index can help decide it: the node is filed under one of the
+ * caller's search keys (migration 014: the caller, its groups, the ends of their HAS_SEARCH_ACCESS and
+ * HAS_READ_ACCESS relations, and the key every relation is filed under), AND searchableSetwise holds. The first
+ * part is a necessary condition of the node rule that the GIN index of the search document answers together with
+ * the query's own lexemes, so PostgreSQL reads only rows that match the query and that the caller can probably
+ * search; the second is the rule itself, decided on those rows. The statement must define accessSetsCtes('SEARCH').
+ * test/search/search-engine.test.ts checks that this finds exactly what permittedIds allows, on a graph with every
+ * kind of grant.
+ */
+export function searchableIndexed(user: string): string {
+  return `${searchKeysSql('e')} && (SELECT keys FROM search_keys)
+      AND ${searchableSetwise(user)}`;
+}
+
+/** The caller's search keys (see searchableIndexed), for the caller `$1`, as the CTE `search_keys`. */
+const searchKeysCte = () => `search_keys AS MATERIALIZED (
+    SELECT '{${RELATION_SEARCH_KEY}}'::uuid[] || p.ids || ARRAY(
+      SELECT g.end_id FROM unnest(p.ids) q(id), LATERAL (
+        SELECT g.end_id FROM elements g
+        WHERE g.start_id = q.id AND g.type IN (${GRANT_TYPES.SEARCH.filter((t) => t !== 'OWNS').map((t) => `'${t}'`).join(', ')}) OFFSET 0) g) AS keys
+    FROM (SELECT ${principalsSql('$1::uuid')} AS ids) p)`;
+
+/**
  * READ for many rows at once (hydration in the search pipeline, whose statement must define
  * accessSetsCtes('READ')): nodes by the same set-wise node rule as searchableSetwise; a relation whose two ends the
  * caller may read is readable by that clause of the relation rule (trellis_allows, migration 004), decided set-wise
@@ -125,6 +149,7 @@ export const ACCESS_SET_CAPS = { grants: 10_000 };
  * The CTEs the set-wise checks read, for the caller `$1`:
  *   grants   the ends of the relations granting `permission` from the caller or its groups (at most caps.grants + 1)
  *   setwise  whether `grants` is complete, i.e. whether the checks may hash it (else they decide per candidate)
+ *   search_keys  (SEARCH only) the caller's keys in the search index, see searchableIndexed
  * `caps` is a parameter so that the tests can run both ways of deciding on a small graph.
  */
 export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_CAPS) => `grants AS MATERIALIZED (
@@ -133,7 +158,8 @@ export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_
       AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')})
     LIMIT ${caps.grants + 1}),
   setwise AS MATERIALIZED (
-    SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok)`;
+    SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok)${permission === 'SEARCH' ? `,
+  ${searchKeysCte()}` : ''}`;
 
 /**
  * SQL boolean: does a relation granting `permission` (GRANT_TYPES) lead from one of `principals` (a uuid[]

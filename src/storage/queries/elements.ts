@@ -174,7 +174,10 @@ export async function elementTypes(q: Queryable): Promise<{ nodeTypes: string[];
 /**
  * POST / and POST /<parent> of a node in one statement (autocommit, so atomic): resolves the credentials, checks
  * CREATE on the parent (a node: a relation has no children), inserts the node, its OWNS (from the parent, else from the caller) and its CREATED relation.
- * The access index trigger (migration 005) records the new node's owners at the end of the statement. Returns what
+ * The access index trigger (migration 005) records the new node's owners at the end of the statement; the node's
+ * search keys (migration 014: its parent, the parent's owners and its creator) are written with it, so that the
+ * keys trigger finds nothing to add (updating the fresh row would write it and its search index entries twice).
+ * Returns what
  * failed, in the order the endpoint reports it: no caller (401), parent missing or not permitted (404), id taken.
  */
 export async function insertNodeAs(
@@ -193,8 +196,10 @@ export async function insertNodeAs(
           OR (p.start_id IS NULL AND ${inlineCheck('caller.user_id', 'CREATE', 'p')})
      ),
      node AS (
-       INSERT INTO elements (id, type, data, created, updated)
-       SELECT $5::uuid, $6::text, $7::jsonb, $2::timestamptz, $2::timestamptz FROM owner
+       INSERT INTO elements (id, type, data, created, updated, access_keys)
+       SELECT $5::uuid, $6::text, $7::jsonb, $2::timestamptz, $2::timestamptz,
+              ARRAY(SELECT owner.owner_id UNION SELECT owner.creator UNION SELECT o.owner_id FROM element_owners o WHERE o.element_id = owner.owner_id)
+       FROM owner
        ON CONFLICT (id) DO NOTHING
        RETURNING id
      ),

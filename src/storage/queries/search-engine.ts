@@ -4,7 +4,7 @@
 import { compileQuery, SqlParams } from '../../domain/search/query-dsl.js';
 import type { SearchEngineOptions, SearchEngineOutput } from '../../domain/search/types.js';
 import type { Queryable } from '../db.js';
-import { ACCESS_SET_CAPS, accessSetsCtes, searchableSetwise } from './access.js';
+import { ACCESS_SET_CAPS, accessSetsCtes, searchableIndexed } from './access.js';
 import { preparedName } from './statement-names.js';
 
 interface HitRow {
@@ -52,7 +52,7 @@ export async function runSearchEngine(
 ): Promise<{ output: SearchEngineOutput; combinedQuery: unknown }> {
   const combinedQuery = combined(userId, query, options);
   const params = new SqlParams([userId]);
-  const searchable = searchableSetwise('$1::uuid');
+  const searchable = searchableIndexed('$1::uuid');
   const compiled = compileQuery(query, params, searchable);
   if (compiled.matchesNothing) return { output: { elements: [], totalHits: 0, maxScore: null }, combinedQuery };
   const types = typeFilter(options, params);
