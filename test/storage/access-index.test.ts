@@ -11,7 +11,7 @@ describeBackends('access index', (h) => {
   let member: User;
   let other: User;
 
-  const drift = async () => (await h().db.query('SELECT closure, a, b, problem FROM trellis_access_index_drift()')).rows;
+  const drift = async () => (await h().db.query<{ closure: string; a: string; b: string; problem: string }>('SELECT closure, a, b, problem FROM trellis_access_index_drift()')).rows;
   const relate = async (token: string, type: string, start: string, end: string) => {
     const r = await h().request('POST', '/', { token, body: { type, start, end } });
     expect(r.status).toBe(201);

@@ -46,10 +46,10 @@ export const searchKeysSql = (e = '') => {
 };
 
 // The keys of node `x` from scratch: its owners and its creators, the node itself left out (the index expression
-// adds it, and an ownership cycle would otherwise list it).
-const KEYS_OF = (x: string) => `ARRAY(
+// adds it, and an ownership cycle would otherwise list it). UNION ALL where only set comparisons read the array.
+const KEYS_OF = (x: string, union = 'UNION') => `ARRAY(
       SELECT o.owner_id FROM element_owners o WHERE o.element_id = ${x}
-      UNION
+      ${union}
       SELECT c.start_id FROM elements c WHERE c.end_id = ${x} AND c.type = 'CREATED' AND c.start_id <> ${x})`;
 
 export default /* sql */ `
@@ -92,27 +92,34 @@ BEGIN
     RETURN NULL;
   END IF;
   IF TG_OP = 'INSERT' AND NEW.type = 'CREATED' THEN
+    -- Usually the creator is a key already (POST writes it with the node): one probe, no lock.
+    IF NOT EXISTS (SELECT 1 FROM elements e WHERE e.id = NEW.end_id AND e.start_id IS NULL AND NEW.start_id <> e.id AND NOT NEW.start_id = ANY (e.access_keys)) THEN
+      RETURN NULL;
+    END IF;
     PERFORM pg_advisory_xact_lock_shared(trellis_owners_lock_key());
     UPDATE elements e SET access_keys = e.access_keys || NEW.start_id
     WHERE e.id = NEW.end_id AND e.start_id IS NULL AND NEW.start_id <> e.id AND NOT NEW.start_id = ANY (e.access_keys);
-    RETURN NULL;
-  END IF;
-  SELECT array_agg(e.id) INTO roots FROM elements e
-  WHERE e.id IN (CASE WHEN TG_OP <> 'INSERT' THEN OLD.end_id END, CASE WHEN TG_OP <> 'DELETE' THEN NEW.end_id END)
-    AND e.start_id IS NULL;
-  IF roots IS NULL THEN
-    RETURN NULL;
-  END IF;
-  -- An added OWNS: the access index trigger, which fired first, holds the owners lock exclusively, or shared for a
-  -- new childless node that no other transaction can see yet; either way nothing else changes these keys now.
-  IF TG_OP = 'INSERT' THEN
-    PERFORM pg_advisory_xact_lock_shared(trellis_owners_lock_key());
+  ELSIF TG_OP = 'INSERT' THEN
+    -- An added OWNS. The access index trigger, which fired first, holds the owners lock: exclusively, or shared for
+    -- a new childless node that no other transaction can see yet. Either way nothing else changes these keys now.
+    -- Its end (one statement: this runs for every POST, whose keys are usually right already), then what is below.
+    IF EXISTS (SELECT 1 FROM elements e, (SELECT ${KEYS_OF('NEW.end_id', 'UNION ALL')} AS keys) k
+               WHERE e.id = NEW.end_id AND e.start_id IS NULL AND NOT (e.access_keys @> k.keys AND e.access_keys <@ k.keys)) THEN
+      PERFORM trellis_refresh_access_keys(ARRAY[NEW.end_id]);
+    END IF;
+    IF EXISTS (SELECT 1 FROM element_owners o WHERE o.owner_id = NEW.end_id) THEN
+      PERFORM trellis_refresh_access_keys(ARRAY(SELECT o.element_id FROM element_owners o WHERE o.owner_id = NEW.end_id));
+    END IF;
   ELSE
-    PERFORM pg_advisory_xact_lock(trellis_owners_lock_key());
+    SELECT array_agg(e.id) INTO roots FROM elements e
+    WHERE e.id IN (OLD.end_id, CASE WHEN TG_OP = 'UPDATE' THEN NEW.end_id END) AND e.start_id IS NULL;
+    IF roots IS NOT NULL THEN
+      PERFORM pg_advisory_xact_lock(trellis_owners_lock_key());
+      PERFORM trellis_refresh_access_keys(roots || ARRAY(
+        SELECT o.element_id FROM element_owners o
+        WHERE o.owner_id = ANY (roots) AND 'OWNS' IN (OLD.type, CASE WHEN TG_OP = 'UPDATE' THEN NEW.type END)));
+    END IF;
   END IF;
-  PERFORM trellis_refresh_access_keys(roots || ARRAY(
-    SELECT o.element_id FROM element_owners o
-    WHERE o.owner_id = ANY (roots) AND 'OWNS' IN (CASE WHEN TG_OP <> 'INSERT' THEN OLD.type END, CASE WHEN TG_OP <> 'DELETE' THEN NEW.type END)));
   RETURN NULL;
 END
 $fn$;

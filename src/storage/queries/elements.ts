@@ -198,7 +198,7 @@ export async function insertNodeAs(
      node AS (
        INSERT INTO elements (id, type, data, created, updated, access_keys)
        SELECT $5::uuid, $6::text, $7::jsonb, $2::timestamptz, $2::timestamptz,
-              ARRAY(SELECT owner.owner_id UNION SELECT owner.creator UNION SELECT o.owner_id FROM element_owners o WHERE o.element_id = owner.owner_id)
+              ARRAY[owner.owner_id, owner.creator] || ARRAY(SELECT o.owner_id FROM element_owners o WHERE o.element_id = owner.owner_id)
        FROM owner
        ON CONFLICT (id) DO NOTHING
        RETURNING id
