@@ -158,9 +158,12 @@ LANGUAGE sql STABLE AS $fn$
   (SELECT 'access_keys', id, key, 'stale' FROM (SELECT * FROM actual EXCEPT SELECT * FROM expected) x)
 $fn$;
 
--- Whatever the database already holds, then the index (built once over the filled column).
+-- Whatever the database already holds, then the index (built once over the filled column). A pending list of 256 kB
+-- instead of the default 4 MB: every search reads the whole list of entries not yet merged into the index, and after
+-- the benchmark's POST and PATCH scenarios that list made the text match 499 searches/s (p50 15.3 ms) where 256 kB
+-- gave 663 (11.6 ms); the POSTs themselves measured the same (2,757 and 2,738 requests/s).
 SELECT trellis_rebuild_access_keys();
 
 DROP INDEX elements_search;
-CREATE INDEX elements_search ON elements USING gin (search, ${searchKeysSql()});
+CREATE INDEX elements_search ON elements USING gin (search, ${searchKeysSql()}) WITH (gin_pending_list_limit = 256);
 `;
