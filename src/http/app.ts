@@ -1,4 +1,5 @@
 // Builds the Fastify application from configuration and services that are passed in (nothing is read globally).
+import { ServerResponse } from 'node:http';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '../config/schema.js';
@@ -43,6 +44,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
     http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  answerConnect(app);
   installJsonBodyParser(app, JSON_BODY_LIMIT);
 
   const baseUrl = config.settings.baseUrl;
@@ -94,6 +96,27 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   await app.register(uploadRoutes, deps);
   await app.register(searchRoutes, deps);
   return app;
+}
+
+/**
+ * Node hands a CONNECT request to the server's 'connect' listeners instead of its request handler, and without one it
+ * closes the socket: the client would get no answer at all. CONNECT is routed like any other method instead (405 with
+ * Allow on a known path, from resource.ts; 404 elsewhere, including a proxy's `host:port` target). The connection
+ * closes after the answer, since Node's parser stops reading a connection once it has seen CONNECT.
+ */
+function answerConnect(app: App): void {
+  app.addHttpMethod('CONNECT');
+  app.server.on('connect', (request, socket) => {
+    socket.on('error', () => socket.destroy());
+    const response = new ServerResponse(request);
+    response.shouldKeepAlive = false;
+    response.assignSocket(socket as never);
+    response.on('finish', () => {
+      response.detachSocket(socket as never);
+      socket.end();
+    });
+    app.routing(request, response);
+  });
 }
 
 export type RouteDeps = Pick<AppDeps, 'config' | 'services'>;

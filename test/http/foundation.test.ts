@@ -127,6 +127,18 @@ describeBackends('HTTP foundation', (h) => {
     expect(huge.status).toBe(431);
     expectCommonHeaders(huge.headers);
     expect(huge.json).toMatchObject({ type: 'about:blank', status: 431 });
+    // CONNECT, which Node hands to a listener of its own (none would mean no answer at all): routed like any other
+    // method, so a known path answers 405 with Allow and a proxy target 404; then the connection closes.
+    const connect = parse(await exchange('CONNECT /register HTTP/1.1\r\nHost: x\r\n\r\n'));
+    expect(connect.status).toBe(405);
+    expect(connect.headers.get('allow')).toBe('POST, OPTIONS');
+    expect(connect.headers.get('connection')).toBe('close');
+    expectCommonHeaders(connect.headers);
+    expect(connect.json).toMatchObject({ type: expect.stringMatching(/\/error\/405\/method-not-allowed$/), status: 405 });
+    const proxy = parse(await exchange('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));
+    expect(proxy.status).toBe(404);
+    expectCommonHeaders(proxy.headers);
+    expect(proxy.json).toMatchObject({ type: expect.stringMatching(/\/error\/404\/not-found$/), status: 404 });
   });
 
   it('rejects malformed JSON, wrong content types and oversized bodies with 400 bad-content', async () => {
