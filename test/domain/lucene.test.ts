@@ -64,6 +64,9 @@ describe('query_string parser', () => {
     for (const [text, expected] of cases) expect([text, show(parseLucene(text, 'or'))]).toEqual([text, expected]);
     const escaped = parseLucene('path:a\\:b\\ c', 'or').clauses[0]!.node;
     expect(escaped).toMatchObject({ k: 'term', field: 'path', raw: 'a\\:b\\ c', text: 'a:b c' });
+    // A phrase's slop (Lucene truncates a fractional one; a bare ~ leaves the default); a term has none.
+    const slopOf = (text: string) => (parseLucene(text, 'or').clauses[0]!.node as { slop: number | null }).slop;
+    expect([slopOf('"a b"~2'), slopOf('"a b"~2.7'), slopOf('"a b"~'), slopOf('"a b"'), slopOf('a~1')]).toEqual([2, 2, null, null, null]);
   });
 
   it('refuses what Lucene refuses, saying where', () => {

@@ -340,6 +340,59 @@ describeBackends('search engine', (h) => {
     });
   });
 
+  describe('match_phrase', () => {
+    it('matches the analysed words in order, with slop, boost and zero_terms_query', async () => {
+      expect(await names({ match_phrase: { description: 'White Lily' } })).toEqual(['lily']);
+      expect(await names({ match_phrase: { description: 'lily white' } })).toEqual([]);
+      expect(await names({ match_phrase: { description: { query: 'lily white', slop: 2 } } })).toEqual(['lily']);
+      expect((await names({ match_phrase: { description: { query: 'a lily', slop: 1 } } })).sort()).toEqual(['flame', 'lily', 'rose']);
+      expect(await names({ match_phrase: { name: 'tulip' } })).toEqual(['tulip']);
+      expect(await names({ match_phrase: { 'name.keyword': 'Flame Lily' } })).toEqual(['flame']);
+      expect(await names({ match_phrase: { '*': 'true lily' } })).toEqual(['lily']);
+      expect((await search({ match_phrase: { description: { query: 'white lily', boost: 3 } } })).output.maxScore).toBeGreaterThan(
+        (await search({ match_phrase: { description: 'white lily' } })).output.maxScore! * 2,
+      );
+      expect(await names({ match_phrase: { description: { query: '!!', zero_terms_query: 'all' } } }, { nodeTypes: ['Taxon'] })).toEqual(['liliales']);
+      await badRequest({ match_phrase: { description: { query: 'a lily', slop: -1 } } }, /slop/);
+      await badRequest({ match_phrase: { description: { query: 'a lily', fuzziness: 1 } } }, /unknown parameter 'fuzziness'/);
+      await badRequest({ match_phrase: { description: { slop: 1 } } }, /needs 'query'/);
+    });
+
+    it('agrees with Lucene\'s sloppy phrase on random token sequences', async () => {
+      // Lucene: each word of the phrase at a distinct position p_i, and max(p_i - i) - min(p_i - i) <= slop.
+      const lucene = (tokens: string[], phrase: string[], slop: number): boolean => {
+        const choose = (i: number, used: Set<number>, lo: number, hi: number): boolean => {
+          if (i === phrase.length) return hi - lo <= slop;
+          return tokens.some((t, p) => {
+            if (t !== phrase[i] || used.has(p)) return false;
+            const d = p - i;
+            return choose(i + 1, new Set([...used, p]), Math.min(lo, d), Math.max(hi, d));
+          });
+        };
+        return choose(0, new Set(), Infinity, -Infinity);
+      };
+      let seed = 7;
+      const random = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0), (seed >>> 16) % n);
+      const cases: Array<[string[], string[], number]> = [];
+      for (let k = 0; k < 300; k++) {
+        const tokens = Array.from({ length: 1 + random(8) }, () => 'abcd'[random(4)]!);
+        // Repeated words only at slop 0: at a larger slop one occurrence may serve twice (migration 015).
+        const slop = random(4);
+        const words = slop === 0 ? Array.from({ length: 2 + random(3) }, () => 'abcde'[random(5)]!) : [...new Set(Array.from({ length: 2 + random(3) }, () => 'abcde'[random(5)]!))];
+        cases.push([tokens, words, slop]);
+      }
+      const { rows } = await h().db.query<{ m: boolean[] }>(
+        `SELECT array_agg(trellis_search_phrase_in(string_to_array(c->>0, ' '), string_to_array(c->>1, ' '), (c->>2)::int) ORDER BY n) AS m
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS x(c, n)`,
+        [JSON.stringify(cases.map(([t, w, s]) => [t.join(' '), w.join(' '), s]))],
+      );
+      const expected = cases.map(([t, w, s]) => lucene(t, w, s));
+      expect(rows[0]!.m.map((m, i) => [cases[i]!.join(' / '), m])).toEqual(expected.map((m, i) => [cases[i]!.join(' / '), m]));
+      expect(expected.filter(Boolean).length).toBeGreaterThan(30);
+      expect(expected.filter((m) => !m).length).toBeGreaterThan(30);
+    });
+  });
+
   describe('bool', () => {
     it('must, should, must_not, filter and minimum_should_match; filter and must_not do not score', async () => {
       expect(await names({ bool: { must: { match: { description: 'lily' } }, must_not: [{ term: { 'name.keyword': 'Rose' } }] } })).toEqual(['flame', 'lily']);
@@ -393,6 +446,28 @@ describeBackends('search engine', (h) => {
       expect(await names({ query_string: { query: 'height:{40 TO 200]' } })).toEqual(sorted('lily', 'flame', 'rose'));
       expect(await names({ query_string: { query: 'height:[* TO 80}' } })).toEqual(['tulip']);
       expect(await names({ query_string: { query: 'height:<=40' } })).toEqual(['tulip']);
+    });
+
+    it('finds a phrase\'s words next to each other and in order, in one value; ~N and phrase_slop let them move', async () => {
+      // lily: "the white lily, a true lily"; flame: "a climbing lily"; rose: "… thorns, a lily it is not; …"
+      expect(await names({ query_string: { query: 'description:"lily white"' } })).toEqual([]);
+      expect(await names({ query_string: { query: 'description:"lily white"~1' } })).toEqual([]);
+      expect(await names({ query_string: { query: 'description:"lily white"', phrase_slop: 2 } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: 'description:"a lily"' } })).toEqual(['rose']);
+      expect(await names({ query_string: { query: 'description:"A, LILY!"' } })).toEqual(['rose']);
+      expect((await names({ query_string: { query: 'description:"a lily"~1' } })).sort()).toEqual(['flame', 'lily', 'rose']);
+      // Without a field: a phrase in any one field. "lily in the garden" is a member of images.
+      expect(await names({ query_string: { query: '"white lily"' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: '"lily garden"' } })).toEqual([]);
+      expect(await names({ query_string: { query: '"lily garden"~2' } })).toEqual(['lily']);
+      expect(await names({ query_string: { query: 'images.description:"in the garden"' } })).toEqual(['lily']);
+      // The words of two members of an array are not one phrase ("lily in the garden", "close up").
+      expect(await names({ query_string: { query: 'images.description:"garden close"' } })).toEqual([]);
+      expect(await names({ query_string: { query: 'images.description:(garden AND close)' } })).toEqual(['lily']);
+      // Another user's element stays out, phrase or not.
+      expect(await names({ query_string: { query: '"this lily"' } })).toEqual([]);
+      expect(await names({ query_string: { query: '"this lily"' } }, {}, bob)).toEqual(['secret']);
+      await badRequest({ query_string: { query: '"a lily"', phrase_slop: -1 } }, /phrase_slop/);
     });
 
     it('answers a malformed query string with 400', async () => {

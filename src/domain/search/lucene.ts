@@ -11,7 +11,7 @@
 //   Clause     := Modifier? ( Field ':' )? ( '(' Query ')' | Term | Phrase | Range | Compare ) Boost?
 //   Modifier   := + | - | ! | NOT
 //   Term       := term characters with \-escapes, `*` and `?` as wildcards, then `~` or `~N` (fuzzy)
-//   Phrase     := "…" then `~N` (slop)           Range := [a TO b] {a TO b} [a TO b} {a TO b] (`*`: open)
+//   Phrase     := "…" then `~N` (slop: how far its words may be out of place)           Range := [a TO b] {a TO b} [a TO b} {a TO b] (`*`: open)
 //   Compare    := > >= < <= followed by a value (Elasticsearch's `age:>10`)
 //   Boost      := ^number
 
@@ -23,8 +23,11 @@ export interface LuceneQuery {
 
 export type LuceneNode =
   | { k: 'group'; field: string | null; query: LuceneQuery; boost: number | null }
-  /** `raw`: the term as written (escapes kept, so that an escaped `*` is no wildcard); `text`: unescaped. */
-  | { k: 'term'; field: string | null; raw: string; text: string; quoted: boolean; fuzzy: number | null; boost: number | null }
+  /**
+   * `raw`: the term as written (escapes kept, so that an escaped `*` is no wildcard); `text`: unescaped. `slop`: a
+   * phrase's `~N` (null when not given), `fuzzy`: a term's `~N`.
+   */
+  | { k: 'term'; field: string | null; raw: string; text: string; quoted: boolean; slop: number | null; fuzzy: number | null; boost: number | null }
   | { k: 'range'; field: string | null; min: string | null; max: string | null; minInclusive: boolean; maxInclusive: boolean; boost: number | null }
   | { k: 'compare'; field: string | null; op: 'gt' | 'gte' | 'lt' | 'lte'; value: string; boost: number | null };
 
@@ -151,12 +154,14 @@ class Parser {
     }
     if (c === '"') {
       const text = this.quoted();
-      // A phrase's slop is read and has no effect: the index keeps no positions (a phrase is all of its words).
+      // A phrase's `~N` is its slop; Lucene truncates a fractional one, and a bare `~` leaves the default (0).
+      let slop: number | null = null;
       if (this.text[this.i] === '~') {
         this.i++;
-        this.number();
+        const n = this.number();
+        if (n !== null) slop = Math.trunc(n);
       }
-      return { k: 'term', field, raw: text, text, quoted: true, fuzzy: null, boost: this.boost() };
+      return { k: 'term', field, raw: text, text, quoted: true, slop, fuzzy: null, boost: this.boost() };
     }
     if (c === '/') this.error('regular expressions are not supported');
     if (c === undefined || NOT_TERM_START.has(c)) this.error(c === undefined ? 'a term is missing' : `unexpected '${c}'`);
@@ -168,7 +173,7 @@ class Parser {
       fuzzy = n ?? DEFAULT_FUZZY_EDITS;
       if (!Number.isInteger(fuzzy) || fuzzy < 0 || fuzzy > 2) this.error('a fuzzy edit distance is 0, 1 or 2');
     }
-    return { k: 'term', field, raw, text: unescape(raw), quoted: false, fuzzy, boost: this.boost() };
+    return { k: 'term', field, raw, text: unescape(raw), quoted: false, slop: null, fuzzy, boost: this.boost() };
   }
 
   /** Term characters from the cursor, escapes included as written. */

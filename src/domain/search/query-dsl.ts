@@ -7,6 +7,9 @@
 //                (0, 1, 2, "AUTO", "AUTO:low,high"; edit distance, see fuzzyTerm), `fuzzy_transpositions`, `boost`,
 //                `zero_terms_query`
 //                On `f.keyword` the whole query is one exact value; a number or boolean also matches that value.
+//   match_phrase the analysed terms of the query next to each other and in order, `slop` (how far out of place they
+//                may be, as Lucene's sloppy phrase), `boost`, `zero_terms_query`: the index finds the elements with
+//                every term, then the value itself is checked (trellis_search_phrase, migration 015)
 //   term(s)      exact: on `f.keyword` the whole string, on a text field one analysed token (not analysed itself,
 //                as in ES: "Lily" finds nothing in a text field), on numbers/booleans the value; `_id`
 //   prefix,      term-level on the keyword or on the tokens of a text field; `*` and `?` in wildcards, `\` escapes;
@@ -14,9 +17,9 @@
 //   range        gte/gt/lte/lt on numbers (or strings, compared by code point) in `data`, and on `created`/`updated`
 //                with ISO-8601 dates or epoch milliseconds
 //   exists, ids, match_all, match_none, constant_score, bool (must, should, must_not, filter, minimum_should_match,
-//   boost), query_string (Lucene's classic syntax, lucene.ts: terms, "phrases" (slop read, words in any order),
+//   boost), query_string (Lucene's classic syntax, lucene.ts: terms, "phrases" and "phrases"~slop as match_phrase,
 //   field:value, field:(group), AND/OR/NOT/&&/||/!/+/-, boosts ^n, fuzzy ~ and ~n, wildcards, [a TO b] {a TO b}
-//   and :>= ranges, _exists_:field; `default_field` ("*" = every field), `default_operator`)
+//   and :>= ranges, _exists_:field; `default_field` ("*" = every field), `default_operator`, `phrase_slop`)
 //
 // Scores (ES uses BM25; only the order is part of the contract). Deterministic, and relevance-like:
 //   match            boost x (m + n): m = matched query terms (an exact term 1, a fuzzy one 1/(1 + distance)),
@@ -380,6 +383,8 @@ class Compiler {
     switch (kind) {
       case 'match':
         return this.match(body, at);
+      case 'match_phrase':
+        return this.matchPhrase(body, at);
       case 'term':
         return this.term(body, at);
       case 'terms':
@@ -437,6 +442,28 @@ class Compiler {
     return this.matchText(fieldOf(field), query, { operator, fuzziness, transpositions, prefixLength, maxExpansions, boost, zeroTerms: zeroTerms as 'none' | 'all', msm, at });
   }
 
+  /** match_phrase: the analysed words of the query next to each other and in order (`slop`: how far out of place). */
+  private matchPhrase(body: unknown, path: string): Clause {
+    const { field, value, opts, at } = fieldClause(body, path, 'query', ['slop', 'analyzer', 'zero_terms_query']);
+    const query = scalar(value, isObject((body as Json)[field]) ? `${at}.query` : at);
+    if (opts.analyzer !== undefined && opts.analyzer !== 'standard') fail(`${at}.analyzer`, "only the 'standard' analyzer is supported");
+    const zeroTerms = opts.zero_terms_query ?? 'none';
+    if (zeroTerms !== 'none' && zeroTerms !== 'all') fail(`${at}.zero_terms_query`, "must be 'none' or 'all'");
+    const phraseSlop = nonNegativeInt(opts.slop ?? 0, `${at}.slop`);
+    return this.matchText(fieldOf(field), query, {
+      operator: 'and',
+      fuzziness: () => 0,
+      transpositions: true,
+      prefixLength: 0,
+      maxExpansions: 50,
+      boost: boostOf(opts, at),
+      zeroTerms: zeroTerms as 'none' | 'all',
+      msm: undefined,
+      at,
+      phraseSlop,
+    });
+  }
+
   /** match (also the terms of query_string) on one field. */
   matchText(
     target: Field,
@@ -452,6 +479,8 @@ class Compiler {
       zeroTerms: 'none' | 'all';
       msm: unknown;
       at: string;
+      /** A phrase (query_string's "…", match_phrase) with this slop: its words in order, see migration 015. */
+      phraseSlop?: number;
     },
   ): Clause {
     const boost = constScore(o.boost);
@@ -468,7 +497,8 @@ class Compiler {
       default:
         break;
     }
-    const terms = [...new Set(analyze(String(query)))];
+    const tokens = analyze(String(query));
+    const terms = [...new Set(tokens)];
     this.countClauses(Math.max(0, terms.length - 1), o.at);
     const field = target.kind === 'data' ? target.name : null;
     // A number or boolean (or a string spelling one) also matches that exact value, as ES does on numeric fields.
@@ -481,7 +511,8 @@ class Compiler {
     const perTerm = terms.map((term) => this.termMatch(term, field, o));
     const conds = perTerm.map((t) => t.cond);
     let cond: Cond;
-    if (o.operator === 'and') cond = and(conds);
+    if (o.phraseSlop !== undefined) cond = tokens.length > 1 ? and([...conds, this.phrase(tokens, field, o.phraseSlop)]) : and(conds);
+    else if (o.operator === 'and') cond = and(conds);
     else {
       const required = minimumShouldMatch(o.msm, terms.length, `${o.at}.minimum_should_match`);
       cond = required <= 1 ? or(conds) : required > terms.length ? FALSE : { k: 'atLeast', n: required, items: conds };
@@ -494,6 +525,21 @@ class Compiler {
     if (exact === null) return { cond, score: textScore, narrow: narrowOf(cond) };
     const both = or([cond, exactCond]);
     return { cond: both, score: { k: 'sum', parts: [{ when: cond, score: textScore }, { when: and([not(cond), exactCond]), score: boost }] }, narrow: narrowOf(both) };
+  }
+
+  /**
+   * The words of a phrase in order, in one string at the field (any field when null), at most `slop` positions out
+   * of place: checked on the element's value (trellis_search_phrase, migration 015), since the index keeps no
+   * positions. It comes after the words' index conditions, so it only runs on the elements that have them all.
+   */
+  private phrase(tokens: string[], field: string | null, slop: number): Cond {
+    const p = this.params;
+    // No value has more tokens than characters analysed, so a larger slop means the same (and stays an int).
+    const spread = Math.min(slop, SEARCH_LIMITS.analysedChars);
+    return {
+      k: 'sql',
+      sql: () => `trellis_search_phrase(e.data, ${p.add(field === null ? null : escape(field), 'text')}, ${p.add(tokens, 'text[]')}, ${p.add(spread, 'int')})`,
+    };
   }
 
   /** One analysed term: its condition and its score (1 when present; fuzzy: 1 / (1 + distance)). */
@@ -812,12 +858,13 @@ class Compiler {
 
   private queryString(body: unknown, path: string, depth: number): Clause {
     if (!isObject(body)) fail(path, `must be an object, not ${describe(body)}`);
-    onlyKeys(body as Json, path, ['query', 'default_field', 'default_operator', 'boost', 'analyze_wildcard', 'allow_leading_wildcard', 'lenient', '_name']);
+    onlyKeys(body as Json, path, ['query', 'default_field', 'default_operator', 'phrase_slop', 'boost', 'analyze_wildcard', 'allow_leading_wildcard', 'lenient', '_name']);
     const text = stringValue((body as Json).query, `${path}.query`);
     const defaultField = stringValue((body as Json).default_field ?? '*', `${path}.default_field`);
     const operator = String((body as Json).default_operator ?? 'OR').toLowerCase();
     if (operator !== 'or' && operator !== 'and') fail(`${path}.default_operator`, "must be 'OR' or 'AND'");
     const boost = boostOf(body as Json, path);
+    const phraseSlop = nonNegativeInt((body as Json).phrase_slop ?? 0, `${path}.phrase_slop`);
     let parsed: LuceneQuery;
     try {
       parsed = parseLucene(text, operator as 'and' | 'or', MAX_DEPTH);
@@ -825,7 +872,7 @@ class Compiler {
       if (error instanceof LuceneSyntaxError) return fail(`${path}.query`, `is not a valid query string (${error.message})`);
       throw error;
     }
-    const clause = new LuceneTranslator(this, defaultField, operator, `${path}.query`, depth).query(parsed, null);
+    const clause = new LuceneTranslator(this, defaultField, operator, `${path}.query`, depth, phraseSlop).query(parsed, null);
     return boost === 1 ? clause : { ...clause, score: { k: 'times', factor: boost, score: clause.score } };
   }
 
@@ -969,6 +1016,8 @@ class LuceneTranslator {
     private readonly operator: string,
     private readonly path: string,
     private readonly depth: number,
+    /** query_string's phrase_slop: the slop of a phrase without `~N`. */
+    private readonly phraseSlop: number,
   ) {}
 
   /** A query (or a group) as a bool: Lucene's occurrences are ES's must, should and must_not. */
@@ -1011,7 +1060,6 @@ class LuceneTranslator {
     }
     const fuzzy = n.fuzzy ?? 0;
     return this.c.matchText(target, n.text, {
-      // A "phrase" is approximated by all of its terms (the index keeps no positions).
       operator: n.quoted ? 'and' : this.operator,
       fuzziness: () => fuzzy,
       transpositions: true,
@@ -1021,6 +1069,7 @@ class LuceneTranslator {
       zeroTerms: 'none',
       msm: undefined,
       at: this.path,
+      ...(n.quoted ? { phraseSlop: n.slop ?? this.phraseSlop } : {}),
     });
   }
 }

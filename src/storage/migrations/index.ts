@@ -13,6 +13,7 @@ import relationWritesNeedRead from './011-relation-writes-need-read.js';
 import uploadPreconditions from './012-upload-preconditions.js';
 import searchFuzzyTranspositions from './013-search-fuzzy-transpositions.js';
 import searchAccessKeys from './014-search-access-keys.js';
+import searchPhrases from './015-search-phrases.js';
 
 export interface Migration {
   version: number;
@@ -35,4 +36,5 @@ export const migrations: Migration[] = [
   { version: 12, name: 'upload-preconditions', sql: uploadPreconditions },
   { version: 13, name: 'search-fuzzy-transpositions', sql: searchFuzzyTranspositions },
   { version: 14, name: 'search-access-keys', sql: searchAccessKeys },
+  { version: 15, name: 'search-phrases', sql: searchPhrases },
 ];
