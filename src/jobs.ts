@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { SHARED_STORE_GRACE_MS } from './domain/files.js';
 import type { Services } from './services.js';
+import { maintainEmbedded } from './storage/maintenance.js';
 
 export interface Job {
   name: string;
@@ -19,6 +20,8 @@ export function startJobs(services: Services, _config: Config, logger: Logger, e
     { name: 'clean-uploads', intervalMs: 60_000, run: () => services.uploads.cleanup() },
     // A crash's leftovers in the blob store (the startup sweep ran before the server listened).
     { name: 'sweep-files', intervalMs: SHARED_STORE_GRACE_MS, delayed: true, run: () => services.files.sweep(SHARED_STORE_GRACE_MS) },
+    // PGlite has no autovacuum of its own (storage/maintenance.ts); a PostgreSQL server has.
+    ...(services.db.kind === 'pglite' ? [vacuumJob(services, logger)] : []),
     ...extra,
   ];
   const running = new Set<Promise<unknown>>();
@@ -37,6 +40,19 @@ export function startJobs(services: Services, _config: Config, logger: Logger, e
     async stop() {
       timers.forEach(clearInterval);
       await Promise.allSettled([...running]);
+    },
+  };
+}
+
+function vacuumJob(services: Services, logger: Logger): Job {
+  return {
+    name: 'vacuum',
+    intervalMs: 60_000,
+    run: async () => {
+      const started = performance.now();
+      const round = await maintainEmbedded(services.db);
+      if (round.database || round.vacuumed.length + round.analyzed.length > 0)
+        logger.info({ ...round, ms: Math.round(performance.now() - started) }, 'embedded database vacuumed');
     },
   };
 }
