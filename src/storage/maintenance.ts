@@ -15,9 +15,9 @@
 import type { Db } from './db.js';
 
 export interface MaintenanceRound {
-  /** Tables vacuumed (with ANALYZE where due), as qualified names. */
+  /** Tables vacuumed, as qualified names. */
   vacuumed: string[];
-  /** Tables analysed without a VACUUM. */
+  /** Tables analysed. */
   analyzed: string[];
   /** Whether the whole database was vacuumed because its oldest transaction id came near wraparound. */
   database: boolean;
@@ -49,12 +49,15 @@ export async function maintainEmbedded(db: Db): Promise<MaintenanceRound> {
     round.database = true;
   }
   const { rows } = await db.query<{ name: string; vacuum: boolean; analyze: boolean }>(DUE);
+  // The names come from the catalogue, quoted by format('%I'); VACUUM takes no bind parameters. One statement per
+  // table and step rather than VACUUM (ANALYZE): the requests waiting for PGlite's one connection get their turn
+  // between two of them, so a round holds them up for its longest step, not for all of it.
   for (const table of rows) {
-    // The names come from the catalogue, quoted by format('%I'); VACUUM takes no bind parameters.
     if (table.vacuum && !round.database) {
-      await db.query(`VACUUM ${table.analyze ? '(ANALYZE) ' : ''}${table.name}`);
+      await db.query(`VACUUM ${table.name}`);
       round.vacuumed.push(table.name);
-    } else if (table.analyze) {
+    }
+    if (table.analyze) {
       await db.query(`ANALYZE ${table.name}`);
       round.analyzed.push(table.name);
     }

@@ -41,6 +41,7 @@ for (const backend of backendsUnderTest()) {
         // 1,200 inserted rows: past the insert threshold (1,000) and the analyze threshold (50) of a new table.
         const first = await maintainEmbedded(db);
         expect(first.vacuumed).toContain('public.elements');
+        expect(first.analyzed).toContain('public.elements');
         expect(first.database).toBe(false);
         const after = await elementsStats(db);
         expect(after).toMatchObject({ vacuumed: true, analyzed: true, dead: 0 });
