@@ -188,6 +188,21 @@ describeBackends('search pipeline', (h) => {
       expect(first.json.debug[1].input.parameters.stepResults[0].totalHits).toBe(2);
     });
 
+    it('finds a phrase in order, after a PATCH changes the order of its words', async () => {
+      const id = await createElement(h(), alice.token, { type: 'Plant', data: { name: 'Calla', description: 'a lily of the Nile' } });
+      const step = (query: unknown) => ({ steps: [{ type: 'searchengine-query-dsl-mixin', query }] });
+      const phrase = () => search(h(), alice.token, step({ match_phrase: { description: 'lily of the nile' } }));
+      const quoted = () => search(h(), alice.token, step({ query_string: { query: 'description:"lily of the nile"' } }));
+      expect(ids(await phrase())).toEqual([id]);
+      expect(ids(await quoted())).toEqual([id]);
+      expect((await h().request('PATCH', `/${id}`, { token: alice.token, body: { description: 'the Nile has a lily of its own' } })).status).toBe(204);
+      expect(ids(await phrase())).toEqual([]);
+      expect(ids(await quoted())).toEqual([]);
+      // All the words are still there: as a match with operator and, it is found.
+      expect(ids(await search(h(), alice.token, step({ match: { description: { query: 'lily of the nile', operator: 'and' } } })))).toEqual([id]);
+      expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
+    });
+
     it('sees a write made just before (the index is written in the same transaction)', async () => {
       const id = await createElement(h(), alice.token, { type: 'Plant', data: { name: 'Orchid' } });
       const find = () => search(h(), alice.token, { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { description: 'epiphyte' } } }] });
