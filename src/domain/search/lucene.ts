@@ -11,7 +11,8 @@
 //   Clause     := Modifier? ( Field ':' )? ( '(' Query ')' | Term | Phrase | Range | Compare ) Boost?
 //   Modifier   := + | - | ! | NOT
 //   Term       := term characters with \-escapes, `*` and `?` as wildcards, then `~` or `~N` (fuzzy)
-//   Phrase     := "…" then `~N` (slop: how far its words may be out of place)           Range := [a TO b] {a TO b} [a TO b} {a TO b] (`*`: open)
+//   Phrase     := "…" then `~N` (slop: how far its words may be out of place)
+//   Range      := [a TO b] {a TO b} [a TO b} {a TO b] (`*`: open)
 //   Compare    := > >= < <= followed by a value (Elasticsearch's `age:>10`)
 //   Boost      := ^number
 

@@ -290,6 +290,14 @@ function fieldClause(body: unknown, path: string, valueKey: string, options: rea
   return { field, value: raw, opts: {}, at };
 }
 
+/** The options of match and match_phrase about analysis: the analyzer (only 'standard'), and zero_terms_query. */
+function analysisOptions(opts: Json, at: string): 'none' | 'all' {
+  if (opts.analyzer !== undefined && opts.analyzer !== 'standard') fail(`${at}.analyzer`, "only the 'standard' analyzer is supported");
+  const zeroTerms = opts.zero_terms_query ?? 'none';
+  if (zeroTerms !== 'none' && zeroTerms !== 'all') fail(`${at}.zero_terms_query`, "must be 'none' or 'all'");
+  return zeroTerms as 'none' | 'all';
+}
+
 function scalar(v: unknown, path: string): string | number | boolean {
   if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) return v;
   return fail(path, `must be a string, number or boolean, not ${describe(v)}`);
@@ -428,27 +436,23 @@ class Compiler {
     const query = scalar(value, isObject((body as Json)[field]) ? `${at}.query` : at);
     const operator = String(opts.operator ?? 'or').toLowerCase();
     if (operator !== 'or' && operator !== 'and') fail(`${at}.operator`, `must be 'or' or 'and', not ${describe(opts.operator)}`);
-    if (opts.analyzer !== undefined && opts.analyzer !== 'standard') fail(`${at}.analyzer`, "only the 'standard' analyzer is supported");
+    const zeroTerms = analysisOptions(opts, at);
     for (const flag of ['fuzzy_transpositions', 'lenient'])
       if (opts[flag] !== undefined && typeof opts[flag] !== 'boolean') fail(`${at}.${flag}`, `must be a boolean, not ${describe(opts[flag])}`);
-    const zeroTerms = opts.zero_terms_query ?? 'none';
-    if (zeroTerms !== 'none' && zeroTerms !== 'all') fail(`${at}.zero_terms_query`, "must be 'none' or 'all'");
     const fuzziness = fuzzinessOf(opts.fuzziness, `${at}.fuzziness`);
     const prefixLength = nonNegativeInt(opts.prefix_length ?? 0, `${at}.prefix_length`);
     const maxExpansions = nonNegativeInt(opts.max_expansions ?? 50, `${at}.max_expansions`, 1);
     const boost = boostOf(opts, at);
     const msm = opts.minimum_should_match;
     const transpositions = opts.fuzzy_transpositions !== false;
-    return this.matchText(fieldOf(field), query, { operator, fuzziness, transpositions, prefixLength, maxExpansions, boost, zeroTerms: zeroTerms as 'none' | 'all', msm, at });
+    return this.matchText(fieldOf(field), query, { operator, fuzziness, transpositions, prefixLength, maxExpansions, boost, zeroTerms, msm, at });
   }
 
   /** match_phrase: the analysed words of the query next to each other and in order (`slop`: how far out of place). */
   private matchPhrase(body: unknown, path: string): Clause {
     const { field, value, opts, at } = fieldClause(body, path, 'query', ['slop', 'analyzer', 'zero_terms_query']);
     const query = scalar(value, isObject((body as Json)[field]) ? `${at}.query` : at);
-    if (opts.analyzer !== undefined && opts.analyzer !== 'standard') fail(`${at}.analyzer`, "only the 'standard' analyzer is supported");
-    const zeroTerms = opts.zero_terms_query ?? 'none';
-    if (zeroTerms !== 'none' && zeroTerms !== 'all') fail(`${at}.zero_terms_query`, "must be 'none' or 'all'");
+    const zeroTerms = analysisOptions(opts, at);
     const phraseSlop = nonNegativeInt(opts.slop ?? 0, `${at}.slop`);
     return this.matchText(fieldOf(field), query, {
       operator: 'and',
@@ -457,7 +461,7 @@ class Compiler {
       prefixLength: 0,
       maxExpansions: 50,
       boost: boostOf(opts, at),
-      zeroTerms: zeroTerms as 'none' | 'all',
+      zeroTerms,
       msm: undefined,
       at,
       phraseSlop,

@@ -57,6 +57,8 @@ END
 $fn$;
 
 -- Whether a string at the field (escaped dotted name as in the index's lexemes; NULL: any field) holds the phrase.
+-- The strings are listed here rather than through 006's LEAVES, which tokenizes every string of the element before
+-- any filter can apply (its OFFSET 0): here only the strings at the field are folded and split.
 CREATE FUNCTION trellis_search_phrase(p_data jsonb, p_field text, p_phrase text[], p_slop int) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
   SELECT EXISTS (

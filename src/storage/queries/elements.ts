@@ -177,8 +177,7 @@ export async function elementTypes(q: Queryable): Promise<{ nodeTypes: string[];
  * The access index trigger (migration 005) records the new node's owners at the end of the statement; the node's
  * search keys (migration 014: its parent, the parent's owners and its creator) are written with it, so that the
  * keys trigger finds nothing to add (updating the fresh row would write it and its search index entries twice).
- * Returns what
- * failed, in the order the endpoint reports it: no caller (401), parent missing or not permitted (404), id taken.
+ * Returns what failed, in the order the endpoint reports it: no caller (401), parent missing or not permitted (404), id taken.
  */
 export async function insertNodeAs(
   q: Queryable,
