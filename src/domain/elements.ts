@@ -9,6 +9,7 @@ import { owns, type Permission } from '../storage/queries/access.js';
 import type { Caller, Credentials } from '../storage/queries/accounts.js';
 import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
+import { ReadGrants } from '../storage/read-grants.js';
 import { checkReadPreconditions, checkWritePreconditions, hasConditions, NO_ETAG, type Conditions } from './conditions.js';
 import type { Collections } from './collections.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
@@ -33,6 +34,8 @@ export class Elements {
     private readonly blobs: BlobStore,
     /** For the preconditions of POST /, whose target is the index collection. */
     private readonly collections: Collections,
+    /** READ decisions of this process, kept while the access epoch does not move (storage/read-grants.ts). */
+    private readonly readGrants: ReadGrants = new ReadGrants(),
   ) {
     this.keptOnReplace = Object.fromEntries(['User', 'Token', '*'].map((type) => [type, [...this.reserved(type)]]));
     this.reservedSomewhere = new Set(Object.values(this.keptOnReplace).flat());
@@ -56,7 +59,7 @@ export class Elements {
   /** GET /<id>: authentication, the element and the access check in one round trip (the hottest path). */
   async read(credentials: Credentials, id: string, conditions: Conditions = {}): Promise<{ rendered: Rendered; notModified: boolean }> {
     if (!isUuid(id)) throw notFound();
-    const { authenticated, body } = await sql.readableElement(this.db, credentials, this.clock.now(), id.toLowerCase());
+    const { authenticated, body } = await sql.readableElement(this.db, credentials, this.clock.now(), id.toLowerCase(), this.readGrants);
     if (!authenticated) throw unauthorized(credentials);
     if (body === null) throw notFound();
     const rendered = renderElement(body);
@@ -136,7 +139,7 @@ export class Elements {
   }
 
   private async checkParentPreconditions(credentials: Credentials, now: Date, parentId: string, conditions: Conditions) {
-    const found = isUuid(parentId) ? await sql.readableElement(this.db, credentials, now, parentId.toLowerCase()) : { authenticated: true, body: null };
+    const found = isUuid(parentId) ? await sql.readableElement(this.db, credentials, now, parentId.toLowerCase(), this.readGrants) : { authenticated: true, body: null };
     if (!found.authenticated) throw unauthorized(credentials);
     // An unreadable parent has no ETag the caller could know: If-Match fails, If-None-Match passes, and the create
     // itself decides between 201 and 404.
@@ -149,7 +152,7 @@ export class Elements {
   }
 
   private async isReadableRelation(credentials: Credentials, now: Date, id: string): Promise<boolean> {
-    const { body } = await sql.readableElement(this.db, credentials, now, id);
+    const { body } = await sql.readableElement(this.db, credentials, now, id, this.readGrants);
     return body !== null && (JSON.parse(body) as { start?: unknown }).start !== undefined;
   }
 

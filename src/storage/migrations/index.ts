@@ -14,6 +14,7 @@ import uploadPreconditions from './012-upload-preconditions.js';
 import searchFuzzyTranspositions from './013-search-fuzzy-transpositions.js';
 import searchAccessKeys from './014-search-access-keys.js';
 import searchPhrases from './015-search-phrases.js';
+import accessEpoch from './016-access-epoch.js';
 
 export interface Migration {
   version: number;
@@ -37,4 +38,5 @@ export const migrations: Migration[] = [
   { version: 13, name: 'search-fuzzy-transpositions', sql: searchFuzzyTranspositions },
   { version: 14, name: 'search-access-keys', sql: searchAccessKeys },
   { version: 15, name: 'search-phrases', sql: searchPhrases },
+  { version: 16, name: 'access-epoch', sql: accessEpoch },
 ];

@@ -38,8 +38,8 @@ export async function setPasswordHash(q: Queryable, id: string, passwordHash: st
 export type Credentials = { tokenHash: string; anonymousUserId?: undefined } | { tokenHash?: undefined; anonymousUserId: string };
 
 /**
- * SQL yielding at most one row (user_id, token_id) for the credentials, with parameters $1 (token hash or null), $2
- * (now) and $3 (anonymous user id or null): an active, unexpired token by its hash (one indexed lookup), or the
+ * SQL yielding at most one row (user_id, token_id, expires) for the credentials, with parameters $1 (token hash or
+ * null), $2 (now) and $3 (anonymous user id or null): an active, unexpired token by its hash (one indexed lookup), or the
  * anonymous user if it exists. Statements embed it so that authentication costs no extra round trip. There is one
  * variant per kind of credentials rather than a UNION ALL of both, so that each plan holds only the lookup it needs
  * (measured, bench/statement-cost.ts: 35-37k against 32k statements/s for token + element); a statement that
@@ -50,12 +50,12 @@ export function callerSql(credentials: Credentials): { sql: string; suffix: stri
 }
 
 const TOKEN_CALLER = {
-  sql: `SELECT t.user_id, t.id AS token_id FROM tokens t
+  sql: `SELECT t.user_id, t.id AS token_id, t.expires FROM tokens t
         WHERE t.hash = $1::text AND t.state = 'ACTIVE' AND (t.expires IS NULL OR t.expires > $2::timestamptz) AND $3::uuid IS NULL`,
   suffix: '',
 };
 const ANONYMOUS_CALLER = {
-  sql: `SELECT u.id AS user_id, NULL::uuid AS token_id FROM users u
+  sql: `SELECT u.id AS user_id, NULL::uuid AS token_id, NULL::timestamptz AS expires FROM users u
         WHERE u.id = $3::uuid AND $1::text IS NULL AND $2::timestamptz IS NOT NULL`,
   suffix: '_anonymous',
 };

@@ -1,0 +1,182 @@
+// GET /<id> remembers the READ decisions it made (storage/read-grants.ts) while the access epoch of migration 016
+// stands. Every way a permission or a token can be taken away must answer at once as if nothing were remembered:
+// each case here reads first (so the decision is remembered), takes the permission away, and reads again.
+import { beforeAll, expect, it } from 'vitest';
+import { buildApp } from '../../src/http/app.js';
+import { createServices } from '../../src/services.js';
+import { revokeTokens } from '../../src/storage/queries/accounts.js';
+import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+
+type User = Awaited<ReturnType<typeof userWithToken>>;
+
+describeBackends('remembered READ decisions', (h) => {
+  let owner: User;
+  let reader: User;
+
+  const relate = async (token: string, type: string, start: string, end: string, id?: string) => {
+    const r = await h().request('POST', '/', { token, body: { type, start, end, ...(id ? { id } : {}) } });
+    expect(r.status, r.text).toBe(201);
+    return r.headers.get('location')!.slice(1);
+  };
+  const status = async (user: { token: string }, id: string) => (await h().request('GET', `/${id}`, { token: user.token })).status;
+  /** Reads twice: the first read decides and remembers, the second is answered from the remembered decision. */
+  const readTwice = async (user: { token: string }, id: string) => {
+    expect(await status(user, id)).toBe(200);
+    expect(await status(user, id)).toBe(200);
+  };
+  const remove = async (token: string, id: string) => expect((await h().request('DELETE', `/${id}`, { token })).status).toBe(204);
+  const epoch = async () => (await h().db.query<{ epoch: string }>('SELECT epoch::text AS epoch FROM access_epoch')).rows[0]!.epoch;
+
+  beforeAll(async () => {
+    owner = await userWithToken(h(), 'owner@grants.dev');
+    reader = await userWithToken(h(), 'reader@grants.dev');
+  });
+
+  it('answers from the remembered decision while the epoch stands (the access check is not run again)', async () => {
+    const doc = await createElement(h(), owner.token, { type: 'Doc', data: { v: 1 } });
+    const grant = await relate(owner.token, 'HAS_READ_ACCESS', reader.id, doc);
+    await readTwice(reader, doc);
+    // Take the grant out of the access index behind the access module's back, without moving the epoch: a decision
+    // made again would now deny, a remembered one still allows. This shows that the other cases test the epoch.
+    await h().db.query('ALTER TABLE elements DISABLE TRIGGER USER');
+    try {
+      await h().db.query(`UPDATE elements SET type = 'HAS_TAG' WHERE id = $1`, [grant]);
+    } finally {
+      await h().db.query('ALTER TABLE elements ENABLE TRIGGER USER');
+    }
+    const before = await epoch();
+    const again = await h().request('GET', `/${doc}`, { token: reader.token });
+    expect(again.status).toBe(200);
+    expect(again.json.data.v).toBe(1);
+    // A change of the element's data is seen (the element is always read), and does not move the epoch.
+    expect((await h().request('PATCH', `/${doc}`, { token: owner.token, body: { v: 2 } })).status).toBe(204);
+    expect((await h().request('GET', `/${doc}`, { token: reader.token })).json.data.v).toBe(2);
+    expect(await epoch()).toBe(before);
+    // Moving the epoch makes the next read decide again, from the relations as they are.
+    await h().db.query('SELECT trellis_bump_access_epoch()');
+    expect(await epoch()).not.toBe(before);
+    expect(await status(reader, doc)).toBe(404);
+  });
+
+  it('forgets a READ when its grant is deleted', async () => {
+    const doc = await createElement(h(), owner.token, { type: 'Doc' });
+    const grant = await relate(owner.token, 'HAS_READ_ACCESS', reader.id, doc);
+    await readTwice(reader, doc);
+    await remove(owner.token, grant);
+    expect(await status(reader, doc)).toBe(404);
+  });
+
+  it('forgets a READ when a group membership or an OWNS on the path is deleted', async () => {
+    const outer = await createElement(h(), owner.token, { type: 'Group' });
+    const inner = await createElement(h(), owner.token, { type: 'Group' });
+    const membership = await relate(owner.token, 'IS_IN_GROUP', reader.id, inner);
+    const nesting = await relate(owner.token, 'IS_IN_GROUP', inner, outer);
+    const folder = await createElement(h(), owner.token, { type: 'Folder' });
+    const ownsFolder = await relate(owner.token, 'OWNS', outer, folder);
+    const doc = await createElement(h(), owner.token, { type: 'Doc' }, folder);
+
+    await readTwice(reader, doc);
+    await remove(owner.token, nesting);
+    expect(await status(reader, doc)).toBe(404);
+    await relate(owner.token, 'IS_IN_GROUP', inner, outer);
+    await readTwice(reader, doc);
+    await remove(owner.token, membership);
+    expect(await status(reader, doc)).toBe(404);
+    await relate(owner.token, 'IS_IN_GROUP', reader.id, inner);
+    await readTwice(reader, doc);
+    await remove(owner.token, ownsFolder);
+    expect(await status(reader, doc)).toBe(404);
+  });
+
+  it('forgets a READ when an element on the OWNS path is deleted', async () => {
+    const folder = await createElement(h(), owner.token, { type: 'Folder' });
+    const sub = await createElement(h(), owner.token, { type: 'Folder' }, folder);
+    const doc = await createElement(h(), owner.token, { type: 'Doc' }, sub);
+    await relate(owner.token, 'HAS_READ_ACCESS', reader.id, folder);
+    await readTwice(reader, doc);
+    // Deleting the middle folder deletes its OWNS relations: the doc is no longer below the granted folder.
+    await remove(owner.token, sub);
+    expect(await status(reader, doc)).toBe(404);
+    expect(await status(reader, folder)).toBe(200);
+  });
+
+  it('does not let a relation created again under the same id inherit a decision made for the old one', async () => {
+    const a = await createElement(h(), reader.token, { type: 'Doc' });
+    const b = await createElement(h(), reader.token, { type: 'Doc' });
+    const id = '3d1f0c7e-5a7b-4c4e-9a51-7e0b7d3c2a10';
+    await relate(reader.token, 'HAS_TAG', a, b, id);
+    await readTwice(reader, id);
+    await remove(reader.token, id);
+    // The owner creates a relation with the same id between elements the reader cannot read.
+    const x = await createElement(h(), owner.token, { type: 'Doc' });
+    const y = await createElement(h(), owner.token, { type: 'Doc' });
+    await relate(owner.token, 'HAS_TAG', x, y, id);
+    expect(await status(owner, id)).toBe(200);
+    expect(await status(reader, id)).toBe(404);
+  });
+
+  it('answers 401 at once for a token that is deleted, revoked or expired', async () => {
+    const doc = await createElement(h(), owner.token, { type: 'Doc' });
+    const user = await userWithToken(h(), 'tokens@grants.dev');
+    await relate(owner.token, 'HAS_READ_ACCESS', user.id, doc);
+
+    await readTwice(user, doc);
+    expect((await h().request('DELETE', '/token', { token: user.token })).status).toBe(204);
+    expect(await status(user, doc)).toBe(401);
+
+    const second = await h().request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: user.identifier, password: user.password } });
+    await readTwice({ token: second.json.token }, doc);
+    const secondId = second.headers.get('location')!.slice(1);
+    expect(await h().db.transaction((tx) => revokeTokens(tx, [secondId], new Date()))).toBe(1);
+    expect(await status({ token: second.json.token }, doc)).toBe(401);
+
+    const third = await h().request('POST', '/token', {
+      body: { type: 'Token', uniqueUserIdentifier: user.identifier, password: user.password, lifetimeInSeconds: 3600 },
+    });
+    await readTwice({ token: third.json.token }, doc);
+    h().clock.advance(3601);
+    expect(await status({ token: third.json.token }, doc)).toBe(401);
+  });
+
+  it('sees what another instance on the same database takes away', async () => {
+    const other = createServices(h().config, h().db, h().clock);
+    const app = await buildApp({ config: h().config, services: other });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+      const viaOther = async (method: string, path: string, token: string) =>
+        (await fetch(url + path, { method, headers: { authorization: `Bearer ${token}` } })).status;
+      const doc = await createElement(h(), owner.token, { type: 'Doc' });
+      const grant = await relate(owner.token, 'HAS_READ_ACCESS', reader.id, doc);
+      expect(await viaOther('GET', `/${doc}`, reader.token)).toBe(200);
+      expect(await viaOther('GET', `/${doc}`, reader.token)).toBe(200);
+      await readTwice(reader, doc);
+      // Deleted through this instance: the other one, which remembers its own decision, must see it.
+      await remove(owner.token, grant);
+      expect(await viaOther('GET', `/${doc}`, reader.token)).toBe(404);
+      expect(await status(reader, doc)).toBe(404);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describeBackends(
+  'remembered READ decisions of the anonymous user',
+  (h: () => Harness) => {
+    it('forgets them when the grant is deleted', async () => {
+      const owner = await userWithToken(h(), 'owner@anonymous-grants.dev');
+      const anonymous = '5b0a3c52-8a4f-4a8e-b1d6-0c6f0e1a9b77';
+      const created = await h().services.accounts.createUser('anonymous@anonymous-grants.dev', 'unused password 1', {}, anonymous);
+      expect(created).toBe(anonymous);
+      const doc = await createElement(h(), owner.token, { type: 'Doc' });
+      const grant = await h().request('POST', '/', { token: owner.token, body: { type: 'HAS_READ_ACCESS', start: anonymous, end: doc } });
+      expect(grant.status).toBe(201);
+      expect((await h().request('GET', `/${doc}`)).status).toBe(200);
+      expect((await h().request('GET', `/${doc}`)).status).toBe(200);
+      expect((await h().request('DELETE', grant.headers.get('location')!, { token: owner.token })).status).toBe(204);
+      expect((await h().request('GET', `/${doc}`)).status).toBe(404);
+    });
+  },
+  { anonymousUserId: '5b0a3c52-8a4f-4a8e-b1d6-0c6f0e1a9b77' },
+);
