@@ -9,7 +9,7 @@ import { owns, type Permission } from '../storage/queries/access.js';
 import type { Caller, Credentials } from '../storage/queries/accounts.js';
 import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
-import { ReadGrants } from '../storage/read-grants.js';
+import { AccessDecisions } from '../storage/access-decisions.js';
 import { checkReadPreconditions, checkWritePreconditions, hasConditions, NO_ETAG, type Conditions } from './conditions.js';
 import type { Collections } from './collections.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
@@ -34,8 +34,8 @@ export class Elements {
     private readonly blobs: BlobStore,
     /** For the preconditions of POST /, whose target is the index collection. */
     private readonly collections: Collections,
-    /** READ decisions of this process, kept while the access epoch does not move (storage/read-grants.ts). */
-    private readonly readGrants: ReadGrants = new ReadGrants(),
+    /** Access decisions of this process, kept while the access epoch does not move (storage/access-decisions.ts). */
+    private readonly decisions: AccessDecisions = new AccessDecisions(),
   ) {
     this.keptOnReplace = Object.fromEntries(['User', 'Token', '*'].map((type) => [type, [...this.reserved(type)]]));
     this.reservedSomewhere = new Set(Object.values(this.keptOnReplace).flat());
@@ -59,7 +59,7 @@ export class Elements {
   /** GET /<id>: authentication, the element and the access check in one round trip (the hottest path). */
   async read(credentials: Credentials, id: string, conditions: Conditions = {}): Promise<{ rendered: Rendered; notModified: boolean }> {
     if (!isUuid(id)) throw notFound();
-    const { authenticated, body } = await sql.readableElement(this.db, credentials, this.clock.now(), id.toLowerCase(), this.readGrants);
+    const { authenticated, body } = await sql.readableElement(this.db, credentials, this.clock.now(), id.toLowerCase(), this.decisions);
     if (!authenticated) throw unauthorized(credentials);
     if (body === null) throw notFound();
     const rendered = renderElement(body);
@@ -139,7 +139,7 @@ export class Elements {
   }
 
   private async checkParentPreconditions(credentials: Credentials, now: Date, parentId: string, conditions: Conditions) {
-    const found = isUuid(parentId) ? await sql.readableElement(this.db, credentials, now, parentId.toLowerCase(), this.readGrants) : { authenticated: true, body: null };
+    const found = isUuid(parentId) ? await sql.readableElement(this.db, credentials, now, parentId.toLowerCase(), this.decisions) : { authenticated: true, body: null };
     if (!found.authenticated) throw unauthorized(credentials);
     // An unreadable parent has no ETag the caller could know: If-Match fails, If-None-Match passes, and the create
     // itself decides between 201 and 404.
@@ -152,7 +152,7 @@ export class Elements {
   }
 
   private async isReadableRelation(credentials: Credentials, now: Date, id: string): Promise<boolean> {
-    const { body } = await sql.readableElement(this.db, credentials, now, id, this.readGrants);
+    const { body } = await sql.readableElement(this.db, credentials, now, id, this.decisions);
     return body !== null && (JSON.parse(body) as { start?: unknown }).start !== undefined;
   }
 
@@ -201,7 +201,7 @@ export class Elements {
           else remove.push(key);
         }
         const change = { id: id.toLowerCase(), mode, set, remove, keep: this.keptOnReplace };
-        const result = await retryingTransient(() => sql.updateDataAs(this.db, credentials, now, change));
+        const result = await retryingTransient(() => sql.updateDataAs(this.db, credentials, now, change, this.decisions));
         if (!result.authenticated) throw unauthorized(credentials);
         if (!result.updated) throw notFound();
         return;

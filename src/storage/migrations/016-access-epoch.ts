@@ -1,16 +1,16 @@
 // The access epoch: a counter that changes in every transaction that could take a permission away from anyone or
-// invalidate a token, so that a READ decision made under one value of it still holds under any snapshot that reads
-// the same value.
+// invalidate a token, so that an access decision made under one value of it still holds under any snapshot that
+// reads the same value.
 //
 // Why. Every access rule (DESIGN.md "Access model") is monotone: it asks whether some relation exists (an OWNS
 // path, a group membership, a HAS_*_ACCESS grant, a CREATED relation, READ on a relation's ends). Adding elements or
 // relations, and changing `data`, can only add permissions. Permissions are taken away only by deleting an element
 // (its relations go with it), by changing a relation's type or ends, or by emptying the table. Those bump the epoch,
-// in their own transaction, so a statement sees the new epoch exactly when it sees the change. GET /<id> keeps the
-// READ decisions it made, with the epoch it read in the same statement (storage/read-grants.ts); while the epoch is
-// unchanged its statement is the element and the epoch alone, without the token lookup and the access check. A
-// token stops working when it is revoked or changed (an UPDATE of tokens), deleted, or its user deleted: those bump
-// the epoch too; its expiry needs no commit and is checked by the process. This is how Zanzibar-style systems cache
+// in their own transaction, so a statement sees the new epoch exactly when it sees the change. GET /<id> and
+// PATCH /<id> keep the decisions they made, with the epoch read in the same statement (storage/access-decisions.ts);
+// while the epoch is unchanged their statement is the element and the epoch alone, without the token lookup and the
+// access check. A token stops working when it is revoked or changed (an UPDATE of tokens), deleted, or its user
+// deleted: those bump the epoch too; its expiry needs no commit and is checked by the process. This is how Zanzibar-style systems cache
 // decisions: a decision is tied to a snapshot of the data it was made from. Measurements: bench/RESULTS.md.
 //
 // Deleting any element bumps, not only relations that grant access: a relation deleted and created again with the

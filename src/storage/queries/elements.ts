@@ -3,7 +3,7 @@ import type { Queryable } from '../db.js';
 import { inlineCheck, inlineReadCheck, type Permission } from './access.js';
 import { callerParams, callerSql, type Credentials } from './accounts.js';
 import { elementJsonSql } from './element-json.js';
-import type { ReadGrants } from '../read-grants.js';
+import { decisionKey, EPOCH_SQL, expiresMsSql, type AccessDecisions } from '../access-decisions.js';
 
 export interface FileMeta {
   contentLength: number;
@@ -98,19 +98,19 @@ const readableElementSql = new Map<string, string>();
  * them out again cost this process more than the rendering costs PostgreSQL (bench --quick, four pairs of 5 s runs,
  * alternating: GET /<id> 0.62-0.69 -> 0.66-0.80 x B1 on PostgreSQL, 0.59-0.63 -> 0.66-0.68 x B1 on PGlite).
  *
- * With `grants`, a READ these credentials were allowed before is not decided again while the access epoch is the
- * one it was allowed under and the token has not expired (read-grants.ts, migration 016): the statement is then the
- * element and the epoch alone, a primary-key lookup; when the epoch has moved, the full statement runs.
+ * With `decisions`, a READ these credentials were allowed before is not decided again while the access epoch is
+ * the one it was allowed under and the token has not expired (access-decisions.ts, migration 016): the statement is
+ * then the element and the epoch alone, a primary-key lookup; when the epoch has moved, the full statement runs.
  */
 export async function readableElement(
   q: Queryable,
   credentials: Credentials,
   now: Date,
   id: string,
-  grants?: ReadGrants,
+  decisions?: AccessDecisions,
 ): Promise<{ authenticated: boolean; body: string | null }> {
-  const key = grants && grantKey(credentials, id);
-  const known = key === undefined ? undefined : grants!.lookup(key, now);
+  const key = decisions && decisionKey(credentials, 'READ', id);
+  const known = key === undefined ? undefined : decisions!.lookup(key, now);
   if (known !== undefined) {
     const { rows } = await q.query<{ body: string | null; epoch: string }>(
       `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
@@ -118,15 +118,15 @@ export async function readableElement(
       'known_readable_element',
     );
     if (rows[0]!.epoch === known.epoch) return { authenticated: true, body: rows[0]!.body };
-    grants!.forget(key!);
+    decisions!.forget(key!);
   }
   const caller = callerSql(credentials);
   let text = readableElementSql.get(caller.suffix);
   if (text === undefined)
     readableElementSql.set(
       caller.suffix,
-      (text = `SELECT ${ELEMENT_BODY}, ${inlineReadCheck('caller.user_id')} AS allowed,
-         (SELECT a.epoch::text FROM access_epoch a) AS epoch, floor(extract(epoch FROM caller.expires) * 1000)::float8 AS expires
+      (text = `SELECT ${ELEMENT_BODY}, ${inlineReadCheck('caller.user_id')} AS allowed, ${EPOCH_SQL} AS epoch,
+         ${expiresMsSql('caller')} AS expires
        FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`),
     );
   const { rows } = await q.query<{ body: string | null; allowed: boolean | null; epoch: string; expires: number | null }>(
@@ -137,12 +137,9 @@ export async function readableElement(
   const row = rows[0];
   if (!row) return { authenticated: false, body: null };
   if (row.allowed !== true) return { authenticated: true, body: null };
-  if (key !== undefined) grants!.remember(key, { epoch: row.epoch, expires: row.expires });
+  if (key !== undefined) decisions!.remember(key, { epoch: row.epoch, expires: row.expires });
   return { authenticated: true, body: row.body };
 }
-
-const grantKey = (credentials: Credentials, id: string) =>
-  `${credentials.tokenHash ?? `anonymous ${credentials.anonymousUserId}`} ${id}`;
 
 export async function elementsByIds(q: Queryable, ids: readonly string[]): Promise<ElementRow[]> {
   if (ids.length === 0) return [];
@@ -243,35 +240,57 @@ export async function insertNodeAs(
  * PATCH/PUT without preconditions in one statement: resolves the credentials, checks UPDATE and changes the data
  * under the row lock the UPDATE takes (a concurrent change is merged into, not overwritten: READ COMMITTED
  * re-evaluates the row). `set` holds the properties to write, `remove` the keys to drop (merge); a replace keeps the
- * keys of `keep` (per type: properties clients cannot set) from the stored data.
+ * keys of `keep` (per type: properties clients cannot set) from the stored data. With `decisions`, an UPDATE these
+ * credentials were allowed before under the current access epoch is not decided again (access-decisions.ts): the
+ * statement is the UPDATE alone, made only if the epoch has not moved; otherwise the full statement runs.
  */
 export async function updateDataAs(
   q: Queryable,
   credentials: Credentials,
   now: Date,
   change: { id: string; mode: 'replace' | 'merge'; set: Record<string, unknown>; remove: string[]; keep: Record<string, string[]> },
+  decisions?: AccessDecisions,
 ): Promise<{ authenticated: boolean; updated: boolean }> {
+  const values = [change.mode, change.set, change.remove, change.keep];
+  const key = decisions && decisionKey(credentials, 'UPDATE', change.id);
+  const known = key === undefined ? undefined : decisions!.lookup(key, now);
+  if (known !== undefined) {
+    // UPDATE allowed under this epoch before: the update alone, made only if the epoch is still that one.
+    const { rows } = await q.query(
+      `UPDATE elements u SET data = ${newDataSql('$4', '$5', '$6', '$7')}, updated = $2::timestamptz
+       WHERE u.id = $1::uuid AND ${EPOCH_SQL} = $3::text
+       RETURNING u.id`,
+      [change.id, now.toISOString(), known.epoch, ...values],
+      'known_update_data',
+    );
+    if (rows.length === 1) return { authenticated: true, updated: true };
+    decisions!.forget(key!);
+  }
   const caller = callerSql(credentials);
-  const { rows } = await q.query<{ authenticated: boolean; updated: boolean }>(
+  const { rows } = await q.query<{ authenticated: boolean; updated: boolean; epoch: string; expires: number | null }>(
     `WITH caller AS MATERIALIZED (${caller.sql}),
      target AS MATERIALIZED (
        SELECT e.id FROM caller, elements e
        WHERE e.id = $4::uuid AND ${inlineCheck('caller.user_id', 'UPDATE')}
      ),
      upd AS (
-       UPDATE elements u SET
-         data = CASE WHEN $5::text = 'merge' THEN (u.data - $7::text[]) || $6::jsonb
-                ELSE $6::jsonb || COALESCE((
-                  SELECT jsonb_object_agg(kv.key, kv.value) FROM jsonb_each(u.data) kv
-                  WHERE kv.key IN (SELECT jsonb_array_elements_text(COALESCE($8::jsonb -> u.type, $8::jsonb -> '*')))), '{}'::jsonb)
-                END,
-         updated = $2::timestamptz
+       UPDATE elements u SET data = ${newDataSql('$5', '$6', '$7', '$8')}, updated = $2::timestamptz
        FROM target WHERE u.id = target.id
        RETURNING u.id
      )
-     SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM upd) AS updated`,
-    [...callerParams(credentials, now), change.id, change.mode, change.set, change.remove, change.keep],
+     SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM upd) AS updated, ${EPOCH_SQL} AS epoch,
+       (SELECT ${expiresMsSql('c')} FROM caller c) AS expires`,
+    [...callerParams(credentials, now), change.id, ...values],
     `update_data_as${caller.suffix}`,
   );
-  return rows[0]!;
+  const row = rows[0]!;
+  if (row.updated && key !== undefined) decisions!.remember(key, { epoch: row.epoch, expires: row.expires });
+  return { authenticated: row.authenticated, updated: row.updated };
 }
+
+/** The new `data` of row `u` for a PATCH (merge) or PUT (replace), from the parameters holding the change. */
+const newDataSql = (mode: string, set: string, remove: string, keep: string) => `CASE WHEN ${mode}::text = 'merge' THEN (u.data - ${remove}::text[]) || ${set}::jsonb
+         ELSE ${set}::jsonb || COALESCE((
+           SELECT jsonb_object_agg(kv.key, kv.value) FROM jsonb_each(u.data) kv
+           WHERE kv.key IN (SELECT jsonb_array_elements_text(COALESCE(${keep}::jsonb -> u.type, ${keep}::jsonb -> '*')))), '{}'::jsonb)
+         END`;

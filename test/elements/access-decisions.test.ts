@@ -1,6 +1,7 @@
-// GET /<id> remembers the READ decisions it made (storage/read-grants.ts) while the access epoch of migration 016
-// stands. Every way a permission or a token can be taken away must answer at once as if nothing were remembered:
-// each case here reads first (so the decision is remembered), takes the permission away, and reads again.
+// GET /<id> and PATCH /<id> remember the access decisions they made (storage/access-decisions.ts) while the access
+// epoch of migration 016 stands. Every way a permission or a token can be taken away must answer at once as if
+// nothing were remembered: each case here reads or writes first (so the decision is remembered), takes the
+// permission away, and tries again.
 import { beforeAll, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { createServices } from '../../src/services.js';
@@ -9,7 +10,7 @@ import { createElement, describeBackends, userWithToken, type Harness } from '..
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
-describeBackends('remembered READ decisions', (h) => {
+describeBackends('remembered access decisions', (h) => {
   let owner: User;
   let reader: User;
 
@@ -19,6 +20,8 @@ describeBackends('remembered READ decisions', (h) => {
     return r.headers.get('location')!.slice(1);
   };
   const status = async (user: { token: string }, id: string) => (await h().request('GET', `/${id}`, { token: user.token })).status;
+  const patch = async (user: { token: string }, id: string, body: Record<string, unknown>) =>
+    (await h().request('PATCH', `/${id}`, { token: user.token, body })).status;
   /** Reads twice: the first read decides and remembers, the second is answered from the remembered decision. */
   const readTwice = async (user: { token: string }, id: string) => {
     expect(await status(user, id)).toBe(200);
@@ -36,11 +39,14 @@ describeBackends('remembered READ decisions', (h) => {
     const doc = await createElement(h(), owner.token, { type: 'Doc', data: { v: 1 } });
     const grant = await relate(owner.token, 'HAS_READ_ACCESS', reader.id, doc);
     await readTwice(reader, doc);
-    // Take the grant out of the access index behind the access module's back, without moving the epoch: a decision
-    // made again would now deny, a remembered one still allows. This shows that the other cases test the epoch.
+    const writer = await userWithToken(h(), 'writer@grants.dev');
+    const writeGrant = await relate(owner.token, 'HAS_UPDATE_ACCESS', writer.id, doc);
+    expect(await patch(writer, doc, { w: 1 })).toBe(204);
+    // Take the grants out of the graph behind the access module's back, without moving the epoch: decisions made
+    // again would now deny, remembered ones still allow. This shows that the other cases test the epoch.
     await h().db.query('ALTER TABLE elements DISABLE TRIGGER USER');
     try {
-      await h().db.query(`UPDATE elements SET type = 'HAS_TAG' WHERE id = $1`, [grant]);
+      await h().db.query(`UPDATE elements SET type = 'HAS_TAG' WHERE id = ANY($1::uuid[])`, [[grant, writeGrant]]);
     } finally {
       await h().db.query('ALTER TABLE elements ENABLE TRIGGER USER');
     }
@@ -48,6 +54,7 @@ describeBackends('remembered READ decisions', (h) => {
     const again = await h().request('GET', `/${doc}`, { token: reader.token });
     expect(again.status).toBe(200);
     expect(again.json.data.v).toBe(1);
+    expect(await patch(writer, doc, { w: 2 })).toBe(204);
     // A change of the element's data is seen (the element is always read), and does not move the epoch.
     expect((await h().request('PATCH', `/${doc}`, { token: owner.token, body: { v: 2 } })).status).toBe(204);
     expect((await h().request('GET', `/${doc}`, { token: reader.token })).json.data.v).toBe(2);
@@ -56,6 +63,8 @@ describeBackends('remembered READ decisions', (h) => {
     await h().db.query('SELECT trellis_bump_access_epoch()');
     expect(await epoch()).not.toBe(before);
     expect(await status(reader, doc)).toBe(404);
+    expect(await patch(writer, doc, { w: 3 })).toBe(404);
+    expect((await h().request('GET', `/${doc}`, { token: owner.token })).json.data).toMatchObject({ v: 2, w: 2 });
   });
 
   it('forgets a READ when its grant is deleted', async () => {
@@ -138,6 +147,33 @@ describeBackends('remembered READ decisions', (h) => {
     expect(await status({ token: third.json.token }, doc)).toBe(401);
   });
 
+  it('remembers an UPDATE apart from a READ, and forgets it when its grant is deleted', async () => {
+    const updater = await userWithToken(h(), 'updater@grants.dev');
+    const doc = await createElement(h(), owner.token, { type: 'Doc', data: { n: 0 } });
+    const grant = await relate(owner.token, 'HAS_UPDATE_ACCESS', updater.id, doc);
+    expect(await patch(updater, doc, { n: 1 })).toBe(204);
+    expect(await patch(updater, doc, { n: 2 })).toBe(204);
+    // UPDATE does not imply READ, remembered or not.
+    expect(await status(updater, doc)).toBe(404);
+    await remove(owner.token, grant);
+    expect(await patch(updater, doc, { n: 3 })).toBe(404);
+    expect((await h().request('GET', `/${doc}`, { token: owner.token })).json.data.n).toBe(2);
+    // A READ remembered for a reader does not let it update.
+    await relate(owner.token, 'HAS_READ_ACCESS', reader.id, doc);
+    await readTwice(reader, doc);
+    expect(await patch(reader, doc, { n: 4 })).toBe(404);
+    expect(await status(reader, doc)).toBe(200);
+  });
+
+  it('answers 401 at once for a PATCH with a deleted token whose UPDATE was remembered', async () => {
+    const user = await userWithToken(h(), 'patcher@grants.dev');
+    const doc = await createElement(h(), user.token, { type: 'Doc' });
+    expect(await patch(user, doc, { n: 1 })).toBe(204);
+    expect(await patch(user, doc, { n: 2 })).toBe(204);
+    expect((await h().request('DELETE', '/token', { token: user.token })).status).toBe(204);
+    expect(await patch(user, doc, { n: 3 })).toBe(401);
+  });
+
   it('sees what another instance on the same database takes away', async () => {
     const other = createServices(h().config, h().db, h().clock);
     const app = await buildApp({ config: h().config, services: other });
@@ -162,7 +198,7 @@ describeBackends('remembered READ decisions', (h) => {
 });
 
 describeBackends(
-  'remembered READ decisions of the anonymous user',
+  'remembered access decisions of the anonymous user',
   (h: () => Harness) => {
     it('forgets them when the grant is deleted', async () => {
       const owner = await userWithToken(h(), 'owner@anonymous-grants.dev');
