@@ -2,7 +2,9 @@
 // of 10 (as Trellis runs them), on the benchmark's data set, for
 //   pk        a bare primary-key SELECT of the element (what B1 runs)
 //   caller    the same plus resolving the token (callerSql: part of every authenticated statement)
-//   get       the statement GET /<id> runs: token, element and the READ check over the access index
+//   get       the statement GET /<id> runs to decide: token, element and the READ check over the access index
+//   known     the statement GET /<id> runs when it remembers the decision (storage/access-decisions.ts): the
+//             element and the access epoch
 //
 //   node --import tsx bench/statement-cost.ts [--nodes N] [--seconds S]
 import { parseArgs } from 'node:util';
@@ -11,6 +13,7 @@ import { migrate } from '../src/storage/migrate.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { callerParams, callerSql } from '../src/storage/queries/accounts.js';
 import { ELEMENT_COLUMNS, readableElement } from '../src/storage/queries/elements.js';
+import { AccessDecisions } from '../src/storage/access-decisions.js';
 import { startCluster } from './lib/cluster.js';
 import { generateDataset } from './lib/dataset.js';
 
@@ -22,6 +25,7 @@ try {
   await migrate(db);
   const ds = await generateDataset(db, { nodes: Number(args.nodes), users: 200 }, (msg) => process.stderr.write(`${msg}\n`));
   const targets = ds.targets.map((t) => ({ id: t.id, credentials: { tokenHash: hashToken(t.token) } }));
+  const decisions = new AccessDecisions();
   const variants: Record<string, (k: number) => Promise<unknown>> = {
     pk: (k) => db.query(`SELECT ${ELEMENT_COLUMNS} FROM elements e WHERE e.id = $1`, [targets[k % targets.length]!.id], 'cost_pk'),
     caller: (k) => {
@@ -35,6 +39,11 @@ try {
     get: async (k) => {
       const t = targets[k % targets.length]!;
       const { body } = await readableElement(db, t.credentials, new Date(), t.id);
+      if (body === null) throw new Error(`target ${t.id} not readable`);
+    },
+    known: async (k) => {
+      const t = targets[k % targets.length]!;
+      const { body } = await readableElement(db, t.credentials, new Date(), t.id, decisions);
       if (body === null) throw new Error(`target ${t.id} not readable`);
     },
   };
