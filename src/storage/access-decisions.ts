@@ -55,6 +55,30 @@ export class AccessDecisions {
   }
 }
 
+/**
+ * A statement that needs a permission, with the decision remembered when it can be. When a decision is remembered
+ * under `key`, `known(epoch)` runs the statement without deciding, and yields undefined when the epoch it reads is
+ * not `epoch` any more (nothing may have been changed then). Otherwise, or then, `decide()` runs the full statement;
+ * the decision it returns (null when denied) is remembered.
+ */
+export async function withDecision<T>(
+  decisions: AccessDecisions | undefined,
+  key: string,
+  now: Date,
+  known: (epoch: string) => Promise<T | undefined>,
+  decide: () => Promise<{ result: T; decision: AccessDecision | null }>,
+): Promise<T> {
+  const remembered = decisions?.lookup(key, now);
+  if (remembered !== undefined) {
+    const result = await known(remembered.epoch);
+    if (result !== undefined) return result;
+    decisions!.forget(key);
+  }
+  const { result, decision } = await decide();
+  if (decision !== null) decisions?.remember(key, decision);
+  return result;
+}
+
 /** SQL: the current access epoch as text, for statements that remember or rely on a decision. */
 export const EPOCH_SQL = '(SELECT a.epoch::text FROM access_epoch a)';
 

@@ -3,7 +3,7 @@ import type { Queryable } from '../db.js';
 import { inlineCheck, inlineReadCheck, type Permission } from './access.js';
 import { callerParams, callerSql, type Credentials } from './accounts.js';
 import { elementJsonSql } from './element-json.js';
-import { decisionKey, EPOCH_SQL, expiresMsSql, type AccessDecisions } from '../access-decisions.js';
+import { decisionKey, EPOCH_SQL, expiresMsSql, withDecision, type AccessDecisions } from '../access-decisions.js';
 
 export interface FileMeta {
   contentLength: number;
@@ -109,36 +109,35 @@ export async function readableElement(
   id: string,
   decisions?: AccessDecisions,
 ): Promise<{ authenticated: boolean; body: string | null }> {
-  const key = decisions && decisionKey(credentials, 'READ', id);
-  const known = key === undefined ? undefined : decisions!.lookup(key, now);
-  if (known !== undefined) {
+  const known = async (epoch: string) => {
     const { rows } = await q.query<{ body: string | null; epoch: string }>(
       `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
       [id],
       'known_readable_element',
     );
-    if (rows[0]!.epoch === known.epoch) return { authenticated: true, body: rows[0]!.body };
-    decisions!.forget(key!);
-  }
-  const caller = callerSql(credentials);
-  let text = readableElementSql.get(caller.suffix);
-  if (text === undefined)
-    readableElementSql.set(
-      caller.suffix,
-      (text = `SELECT ${ELEMENT_BODY}, ${inlineReadCheck('caller.user_id')} AS allowed, ${EPOCH_SQL} AS epoch,
-         ${expiresMsSql('caller')} AS expires
-       FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`),
+    return rows[0]!.epoch === epoch ? { authenticated: true, body: rows[0]!.body } : undefined;
+  };
+  const decide = async () => {
+    const caller = callerSql(credentials);
+    let text = readableElementSql.get(caller.suffix);
+    if (text === undefined)
+      readableElementSql.set(
+        caller.suffix,
+        (text = `SELECT ${ELEMENT_BODY}, ${inlineReadCheck('caller.user_id')} AS allowed, ${EPOCH_SQL} AS epoch,
+           ${expiresMsSql('caller')} AS expires
+         FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`),
+      );
+    const { rows } = await q.query<{ body: string | null; allowed: boolean | null; epoch: string; expires: number | null }>(
+      text,
+      [...callerParams(credentials, now), id],
+      `readable_element${caller.suffix}`,
     );
-  const { rows } = await q.query<{ body: string | null; allowed: boolean | null; epoch: string; expires: number | null }>(
-    text,
-    [...callerParams(credentials, now), id],
-    `readable_element${caller.suffix}`,
-  );
-  const row = rows[0];
-  if (!row) return { authenticated: false, body: null };
-  if (row.allowed !== true) return { authenticated: true, body: null };
-  if (key !== undefined) decisions!.remember(key, { epoch: row.epoch, expires: row.expires });
-  return { authenticated: true, body: row.body };
+    const row = rows[0];
+    if (!row) return { result: { authenticated: false, body: null }, decision: null };
+    if (row.allowed !== true) return { result: { authenticated: true, body: null }, decision: null };
+    return { result: { authenticated: true, body: row.body }, decision: { epoch: row.epoch, expires: row.expires } };
+  };
+  return withDecision(decisions, decisionKey(credentials, 'READ', id), now, known, decide);
 }
 
 export async function elementsByIds(q: Queryable, ids: readonly string[]): Promise<ElementRow[]> {
@@ -252,40 +251,39 @@ export async function updateDataAs(
   decisions?: AccessDecisions,
 ): Promise<{ authenticated: boolean; updated: boolean }> {
   const values = [change.mode, change.set, change.remove, change.keep];
-  const key = decisions && decisionKey(credentials, 'UPDATE', change.id);
-  const known = key === undefined ? undefined : decisions!.lookup(key, now);
-  if (known !== undefined) {
-    // UPDATE allowed under this epoch before: the update alone, made only if the epoch is still that one.
+  const known = async (epoch: string) => {
+    // The UPDATE alone, made only if the epoch is still the one the decision was made under.
     const { rows } = await q.query(
       `UPDATE elements u SET data = ${newDataSql('$4', '$5', '$6', '$7')}, updated = $2::timestamptz
        WHERE u.id = $1::uuid AND ${EPOCH_SQL} = $3::text
        RETURNING u.id`,
-      [change.id, now.toISOString(), known.epoch, ...values],
+      [change.id, now.toISOString(), epoch, ...values],
       'known_update_data',
     );
-    if (rows.length === 1) return { authenticated: true, updated: true };
-    decisions!.forget(key!);
-  }
-  const caller = callerSql(credentials);
-  const { rows } = await q.query<{ authenticated: boolean; updated: boolean; epoch: string; expires: number | null }>(
-    `WITH caller AS MATERIALIZED (${caller.sql}),
-     target AS MATERIALIZED (
-       SELECT e.id FROM caller, elements e
-       WHERE e.id = $4::uuid AND ${inlineCheck('caller.user_id', 'UPDATE')}
-     ),
-     upd AS (
-       UPDATE elements u SET data = ${newDataSql('$5', '$6', '$7', '$8')}, updated = $2::timestamptz
-       FROM target WHERE u.id = target.id
-       RETURNING u.id
-     )
-     SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM upd) AS updated, ${EPOCH_SQL} AS epoch,
-       (SELECT ${expiresMsSql('c')} FROM caller c) AS expires`,
-    [...callerParams(credentials, now), change.id, ...values],
-    `update_data_as${caller.suffix}`,
-  );
-  const row = rows[0]!;
-  if (row.updated && key !== undefined) decisions!.remember(key, { epoch: row.epoch, expires: row.expires });
-  return { authenticated: row.authenticated, updated: row.updated };
+    return rows.length === 1 ? { authenticated: true, updated: true } : undefined;
+  };
+  const decide = async () => {
+    const caller = callerSql(credentials);
+    const { rows } = await q.query<{ authenticated: boolean; updated: boolean; epoch: string; expires: number | null }>(
+      `WITH caller AS MATERIALIZED (${caller.sql}),
+       target AS MATERIALIZED (
+         SELECT e.id FROM caller, elements e
+         WHERE e.id = $4::uuid AND ${inlineCheck('caller.user_id', 'UPDATE')}
+       ),
+       upd AS (
+         UPDATE elements u SET data = ${newDataSql('$5', '$6', '$7', '$8')}, updated = $2::timestamptz
+         FROM target WHERE u.id = target.id
+         RETURNING u.id
+       )
+       SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM upd) AS updated,
+         ${EPOCH_SQL} AS epoch, (SELECT ${expiresMsSql('c')} FROM caller c) AS expires`,
+      [...callerParams(credentials, now), change.id, ...values],
+      `update_data_as${caller.suffix}`,
+    );
+    const { authenticated, updated, epoch, expires } = rows[0]!;
+    return { result: { authenticated, updated }, decision: updated ? { epoch, expires } : null };
+  };
+  return withDecision(decisions, decisionKey(credentials, 'UPDATE', change.id), now, known, decide);
 }
 
 /** The new `data` of row `u` for a PATCH (merge) or PUT (replace), from the parameters holding the change. */
