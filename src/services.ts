@@ -10,6 +10,7 @@ import { Elements } from './domain/elements.js';
 import { Files } from './domain/files.js';
 import { Search } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads.js';
+import { AccessDecisions } from './storage/access-decisions.js';
 import type { Db } from './storage/db.js';
 
 export interface Services {
@@ -29,7 +30,7 @@ export function createServices(config: Config, db: Db, clock: Clock): Services {
   const blobs = new FsBlobStore(join(runtime.dataDir, 'files'));
   const accounts = new Accounts(db, settings, clock, runtime.anonymousUserId);
   const collections = new Collections(db, settings);
-  const elements = new Elements(db, settings, clock, blobs, collections);
+  const elements = new Elements(db, settings, clock, blobs, collections, new AccessDecisions());
   const files = new Files(db, settings, clock, blobs, elements);
   const uploads = new Uploads(db, settings, clock, blobs, elements, files);
   const search = new Search(db, settings);

@@ -9,7 +9,7 @@ import { owns, type Permission } from '../storage/queries/access.js';
 import type { Caller, Credentials } from '../storage/queries/accounts.js';
 import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
 import * as sql from '../storage/queries/elements.js';
-import { AccessDecisions } from '../storage/access-decisions.js';
+import type { AccessDecisions } from '../storage/access-decisions.js';
 import { checkReadPreconditions, checkWritePreconditions, hasConditions, NO_ETAG, type Conditions } from './conditions.js';
 import type { Collections } from './collections.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
@@ -35,7 +35,7 @@ export class Elements {
     /** For the preconditions of POST /, whose target is the index collection. */
     private readonly collections: Collections,
     /** Access decisions of this process, kept while the access epoch does not move (storage/access-decisions.ts). */
-    private readonly decisions: AccessDecisions = new AccessDecisions(),
+    private readonly decisions: AccessDecisions,
   ) {
     this.keptOnReplace = Object.fromEntries(['User', 'Token', '*'].map((type) => [type, [...this.reserved(type)]]));
     this.reservedSomewhere = new Set(Object.values(this.keptOnReplace).flat());

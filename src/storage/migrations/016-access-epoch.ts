@@ -5,13 +5,15 @@
 // Why. Every access rule (DESIGN.md "Access model") is monotone: it asks whether some relation exists (an OWNS
 // path, a group membership, a HAS_*_ACCESS grant, a CREATED relation, READ on a relation's ends). Adding elements or
 // relations, and changing `data`, can only add permissions. Permissions are taken away only by deleting an element
-// (its relations go with it), by changing a relation's type or ends, or by emptying the table. Those bump the epoch,
+// (its relations go with it), by changing a relation's type or ends, or by emptying the table (and a rebuild of the
+// access index, which repairs drift, is counted as one too). Those bump the epoch,
 // in their own transaction, so a statement sees the new epoch exactly when it sees the change. GET /<id> and
 // PATCH /<id> keep the decisions they made, with the epoch read in the same statement (storage/access-decisions.ts);
 // while the epoch is unchanged their statement is the element and the epoch alone, without the token lookup and the
 // access check. A token stops working when it is revoked or changed (an UPDATE of tokens), deleted, or its user
-// deleted: those bump the epoch too; its expiry needs no commit and is checked by the process. This is how Zanzibar-style systems cache
-// decisions: a decision is tied to a snapshot of the data it was made from. Measurements: bench/RESULTS.md.
+// deleted: those bump the epoch too; its expiry needs no commit and is checked by the process. This is how
+// Zanzibar-style systems cache decisions: a decision is tied to a snapshot of the data it was made from.
+// Measurements: bench/RESULTS.md.
 //
 // Deleting any element bumps, not only relations that grant access: a relation deleted and created again with the
 // same id (clients may choose ids) between different ends must not inherit a decision made for the old one.
