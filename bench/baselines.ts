@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { createPglite } from '../src/storage/pglite.js';
+import { createPglite, resolveEmbeddedCacheMiB } from '../src/storage/pglite.js';
 import { defaultPoolSize } from '../src/storage/postgres.js';
 
 const { values: args } = parseArgs({
@@ -39,7 +39,8 @@ if (!args.port || !args.files || (!args['database-url'] && !args.pglite)) {
   process.exit(2);
 }
 
-const pglite = args['database-url'] ? null : await createPglite(args.pglite);
+// The same page cache as Trellis gets on this database ('auto').
+const pglite = args['database-url'] ? null : await createPglite(args.pglite, await resolveEmbeddedCacheMiB(args.pglite!, 'auto'));
 const pool = pglite
   ? new pg.Pool(createPgConfig(pglite) as unknown as pg.PoolConfig)
   : new pg.Pool({ connectionString: args['database-url'], max: defaultPoolSize() });

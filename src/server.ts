@@ -21,7 +21,7 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   const embedded = config.runtime.databaseUrl === null;
   const releaseLock = embedded ? acquireDataDirLock(config.runtime.dataDir) : () => {};
   try {
-    const db = await openDatabase(config.runtime, config.settings.database.poolSize);
+    const db = await openDatabase(config.runtime, config.settings.database);
     const services = createServices(config, db, clock);
     logger.info({ swept: await services.files.sweep(), leasesReleased: await services.uploads.releaseStaleLeases() }, 'file store checked');
     const app = await buildApp({ config, services, logger });

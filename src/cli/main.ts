@@ -25,7 +25,7 @@ async function runDbCommand(config: Config, name: string, args: string[], io: Co
     return runViaServer(config.runtime.dataDir, name, args, io);
   const release = config.runtime.databaseUrl === null ? acquireDataDirLock(config.runtime.dataDir) : () => {};
   try {
-    const db = await openDatabase(config.runtime, config.settings.database.poolSize);
+    const db = await openDatabase(config.runtime, config.settings.database);
     try {
       return await command({ config, services: createServices(config, db, systemClock) }, args, io);
     } finally {

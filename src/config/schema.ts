@@ -4,6 +4,12 @@ import Type, { type Static } from 'typebox';
 
 export const MiB = 1024 * 1024;
 export const GiB = 1024 * MiB;
+/**
+ * Bounds of the embedded database's page cache in MiB. PGlite's WebAssembly memory holds it, and PGlite did not start
+ * with 2 GiB of it on this machine's Node 20 (1.8 GiB did); PostgreSQL's own default, 128 MiB, is the floor 'auto'
+ * never goes below.
+ */
+export const EMBEDDED_CACHE_MIB = { min: 16, max: 1024, default: 128 } as const;
 /** The storage ceiling of the spec: no configured file size may exceed it. */
 export const STORAGE_CEILING_BYTES = 5 * 1024 * GiB;
 
@@ -41,6 +47,12 @@ export const SettingsSchema = Type.Object(
     // machine (storage/postgres.ts defaultPoolSize).
     database: obj({
       poolSize: Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Literal('auto')], { default: 'auto' }),
+      // The embedded database's page cache (PGlite's shared_buffers). 'auto' sizes it to the database found at
+      // start, within this machine's memory (storage/pglite.ts embeddedCacheMiB).
+      embeddedCacheSizeInMiB: Type.Union(
+        [Type.Integer({ minimum: EMBEDDED_CACHE_MIB.min, maximum: EMBEDDED_CACHE_MIB.max }), Type.Literal('auto')],
+        { default: 'auto' },
+      ),
     }),
     securityTxt: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   },

@@ -1,15 +1,20 @@
 // Chooses the backend from the runtime configuration and brings its schema up to date.
 import { join } from 'node:path';
-import type { Runtime } from '../config/schema.js';
+import type { Runtime, Settings } from '../config/schema.js';
 import type { Db } from './db.js';
 import { migrate } from './migrate.js';
 import { openPglite } from './pglite.js';
 import { defaultPoolSize, openPostgres } from './postgres.js';
 
-export async function openDatabase(runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>, poolSize: number | 'auto' = 'auto'): Promise<Db> {
+type DatabaseSettings = Settings['database'];
+
+export async function openDatabase(
+  runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>,
+  { poolSize, embeddedCacheSizeInMiB }: DatabaseSettings = { poolSize: 'auto', embeddedCacheSizeInMiB: 'auto' },
+): Promise<Db> {
   const db = runtime.databaseUrl
     ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize)
-    : await openPglite(join(runtime.dataDir, 'db'));
+    : await openPglite(join(runtime.dataDir, 'db'), embeddedCacheSizeInMiB);
   try {
     await migrate(db);
   } catch (error) {

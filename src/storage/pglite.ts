@@ -1,15 +1,70 @@
 // The embedded backend: PGlite (PostgreSQL compiled to WASM, in-process), persisted in DATA_DIR/db.
+import { readdir, stat } from 'node:fs/promises';
+import { totalmem } from 'node:os';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import pg from 'pg';
+import { EMBEDDED_CACHE_MIB, MiB } from '../config/schema.js';
 import { poolDb, SESSION_SETTINGS, type Db } from './db.js';
 
 export const pgliteExtensions = { pg_trgm };
 
-/** Opens (creating when absent) a PGlite database in `dataDir`, or in memory when `dataDir` is undefined. */
-export async function createPglite(dataDir?: string): Promise<PGlite> {
-  return PGlite.create({ dataDir, extensions: pgliteExtensions });
+/**
+ * Opens (creating when absent) a PGlite database in `dataDir`, or in memory when `dataDir` is undefined, with a page
+ * cache (shared_buffers) of `cacheMiB` (PGlite's default, 128 MiB, when undefined).
+ */
+export async function createPglite(dataDir?: string, cacheMiB?: number): Promise<PGlite> {
+  const startParams = cacheMiB === undefined ? {} : { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${cacheMiB}MB`] };
+  return PGlite.create({ dataDir, extensions: pgliteExtensions, ...startParams });
+}
+
+/**
+ * The page cache for `database.embeddedCacheSizeInMiB: auto`: the database's size and a quarter more for growth, in
+ * steps of 64 MiB, at least PostgreSQL's default (128 MiB), at most an eighth of the memory this process may use
+ * and EMBEDDED_CACHE_MIB.max.
+ *
+ * Why. PGlite is one WebAssembly thread whose cache misses are file reads through Emscripten's file system. The
+ * benchmark's 100k-node database is 413 MiB (the elements heap alone 230 MiB): with 128 MiB a text match, whose
+ * hits are spread over the heap, read most of its pages from the file system; with 512 MiB the same search served
+ * 285 against 230 requests/s with 8 clients, p50 25.5 against 32.8 ms. The cost is memory, taken at start: PGlite's
+ * RSS was 514 MiB with 128 MiB of cache, 955 MiB with 512 MiB and 1,449 MiB with 1 GiB (scratch/pglite-rss.ts).
+ */
+export function embeddedCacheMiB(databaseBytes: number, memoryBytes: number): number {
+  const step = 64;
+  const wanted = Math.ceil((databaseBytes * 1.25) / MiB / step) * step;
+  const ceiling = Math.min(EMBEDDED_CACHE_MIB.max, Math.floor(memoryBytes / 8 / MiB / step) * step);
+  return Math.max(EMBEDDED_CACHE_MIB.default, Math.min(wanted, ceiling));
+}
+
+/** The memory this process may use: the machine's, or less under a cgroup limit. */
+function processMemoryBytes(): number {
+  const constrained = process.constrainedMemory?.() ?? 0;
+  return constrained > 0 ? Math.min(constrained, totalmem()) : totalmem();
+}
+
+/** Bytes of the relation files of the PGlite database in `dataDir` (its `base` folder); 0 for a new database. */
+export async function databaseBytes(dataDir: string): Promise<number> {
+  const base = join(dataDir, 'base');
+  let entries: string[];
+  try {
+    entries = await readdir(base, { recursive: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw error;
+  }
+  let total = 0;
+  for (const entry of entries) {
+    const info = await stat(join(base, entry));
+    if (info.isFile()) total += info.size;
+  }
+  return total;
+}
+
+/** The page cache for a `database.embeddedCacheSizeInMiB` setting and the database in `dataDir`. */
+export async function resolveEmbeddedCacheMiB(dataDir: string, setting: number | 'auto'): Promise<number> {
+  return setting === 'auto' ? embeddedCacheMiB(await databaseBytes(dataDir), processMemoryBytes()) : setting;
 }
 
 /** Wraps a PGlite instance. `owned` instances are closed with the Db. */
@@ -25,6 +80,6 @@ export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
   });
 }
 
-export async function openPglite(dataDir: string): Promise<Db> {
-  return await pgliteDb(await createPglite(dataDir));
+export async function openPglite(dataDir: string, cache: number | 'auto' = 'auto'): Promise<Db> {
+  return await pgliteDb(await createPglite(dataDir, await resolveEmbeddedCacheMiB(dataDir, cache)));
 }

@@ -31,8 +31,9 @@ describe('configuration', () => {
     expect(s.expression).toEqual({ enabled: true, maxLength: 10240 });
     expect(s.instanceConfiguration).toEqual({ enabled: true, showVersion: true });
     expect(s.cache).toEqual({ etagUpperLimitInCollectionEndpoints: 100 });
-    expect(s.database).toEqual({ poolSize: 'auto' });
+    expect(s.database).toEqual({ poolSize: 'auto', embeddedCacheSizeInMiB: 'auto' });
     expect(validateSettings({ database: { poolSize: 3 } }).database.poolSize).toBe(3);
+    expect(validateSettings({ database: { embeddedCacheSizeInMiB: 512 } }).database).toEqual({ poolSize: 'auto', embeddedCacheSizeInMiB: 512 });
     expect(s.securityTxt).toMatch(/assets\/security\.txt$/);
     expect(validateSettings({ securityTxt: null }).securityTxt).toBeNull();
   });
@@ -63,6 +64,9 @@ describe('configuration', () => {
     expect(keyOf({ file: { uploadMaxChunkSizeInBytes: 0 } })).toBe('file.uploadMaxChunkSizeInBytes');
     expect(keyOf({ database: { poolSize: 0 } })).toBe('database.poolSize');
     expect(keyOf({ database: { poolSize: 'many' } })).toBe('database.poolSize');
+    expect(keyOf({ database: { embeddedCacheSizeInMiB: 8 } })).toBe('database.embeddedCacheSizeInMiB');
+    expect(keyOf({ database: { embeddedCacheSizeInMiB: 2048 } })).toBe('database.embeddedCacheSizeInMiB');
+    expect(keyOf({ database: { embeddedCacheSizeInMiB: '512MB' } })).toBe('database.embeddedCacheSizeInMiB');
   });
 
   it('reads YAML from TRELLIS_CONFIG and the environment', async () => {

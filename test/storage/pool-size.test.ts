@@ -19,7 +19,7 @@ describe('database pool size', () => {
     await admin.query(`CREATE DATABASE ${name}`);
     const url = new URL(inject('pgUrl') as string);
     url.pathname = `/${name}`;
-    const db = await openDatabase({ databaseUrl: url.toString(), dataDir: '/nonexistent' }, 2);
+    const db = await openDatabase({ databaseUrl: url.toString(), dataDir: '/nonexistent' }, { poolSize: 2, embeddedCacheSizeInMiB: 'auto' });
     try {
       // Six statements that each hold their connection for 150 ms: through 2 connections, in three rounds.
       const started = performance.now();
