@@ -129,9 +129,11 @@ export function readableSetwise(user: string): string {
  *
  * `IS TRUE` around the owners' IN keeps PostgreSQL from turning it into a semi join: as a join it scanned all of
  * `grants` against a hash of the candidate's few owners, once per candidate; as an expression it becomes one hash
- * of `grants` per statement, probed by each owner. Same result (ids are never NULL); on PGlite, 100k nodes, the
+ * of `grants` per statement, probed by each owner. Same result (ids are never NULL). On PGlite, 100k nodes, the
  * text match's statement went from 2.8-3.0 to 1.8-1.9 ms and hydration's from 1.0-1.1 to 0.7
- * (scratch/setwise-variants.ts).
+ * (scratch/setwise-variants.ts); over HTTP with 8 clients from 189-224 to 267-297 searches/s (p50 33.5-39.3 ->
+ * 23.7-27.4 ms), and the Cypher paths' hydration from 59-65 to 66-87 requests/s. PostgreSQL's own speed hid the
+ * difference there (695-784 against 737-795 searches/s).
  */
 function reachableSetwise(user: string, x: string, permission: 'READ' | 'SEARCH'): string {
   return `(${x} = ${user}
