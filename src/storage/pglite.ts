@@ -57,8 +57,12 @@ export async function databaseBytes(dataDir: string): Promise<number> {
   }
   let total = 0;
   for (const entry of entries) {
-    const info = await stat(join(base, entry));
-    if (info.isFile()) total += info.size;
+    // A file may go between the listing and its stat (a dropped relation): it no longer counts.
+    const info = await stat(join(base, entry)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null;
+      throw error;
+    });
+    if (info?.isFile()) total += info.size;
   }
   return total;
 }

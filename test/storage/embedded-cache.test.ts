@@ -1,6 +1,6 @@
 // database.embeddedCacheSizeInMiB: the embedded database's page cache (PGlite's shared_buffers), set as configured,
 // and 'auto' sized to the database found at start within the machine's memory.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -31,6 +31,17 @@ describe('embedded database cache', () => {
   };
   afterEach(async () => {
     await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+  });
+
+  it('counts the relation files under base/, and not an entry that is gone by the time it is looked at', async () => {
+    const dir = await dataDir();
+    await mkdir(join(dir, 'base', '5'), { recursive: true });
+    await writeFile(join(dir, 'base', '5', '1259'), Buffer.alloc(8192));
+    await writeFile(join(dir, 'base', '5', '1259_fsm'), Buffer.alloc(1000));
+    await writeFile(join(dir, 'postmaster.opts'), 'not a relation file');
+    // A dangling link stats as ENOENT, as a file dropped between the listing and its stat would.
+    await symlink(join(dir, 'base', '5', 'dropped'), join(dir, 'base', '5', '16384'));
+    expect(await databaseBytes(dir)).toBe(9192);
   });
 
   const sharedBuffers = async (dir: string, embeddedCacheSizeInMiB: number | 'auto') => {
