@@ -23,6 +23,16 @@ export interface MaintenanceRound {
   database: boolean;
 }
 
+/**
+ * The statistics target of the job's ANALYZEs (PostgreSQL's default is 100). ANALYZE samples 300 rows per unit of
+ * target, and on PGlite every request waits while it runs: on the bench's 100k nodes ANALYZE of `elements` took
+ * 425 ms at 100, 120 ms at 30 and 41 ms at 10 (scratch/pglite-analyze-target.ts), and it was the 338-475 ms p99 of
+ * PGlite's PATCH scenario. At 30, of the 9 prepared statements the bench's requests use, one generic plan changed
+ * (the children page joins its 25 rows and 25 relations by hash instead of a nested loop; scratch/analyze-target-
+ * plans.ts; the same comparison at 100 against 100 changed none). 10 was not tried against the plans.
+ */
+export const ANALYZE_STATISTICS_TARGET = 30;
+
 const setting = (name: string) => `current_setting('${name}')::float8`;
 
 // Per table: is a VACUUM due (dead rows, or inserted rows for the visibility map, or an old relfrozenxid), is an
@@ -58,7 +68,10 @@ export async function maintainEmbedded(db: Db): Promise<MaintenanceRound> {
       round.vacuumed.push(table.name);
     }
     if (table.analyze) {
-      await db.query(`ANALYZE ${table.name}`);
+      await db.transaction(async (tx) => {
+        await tx.query(`SET LOCAL default_statistics_target = ${ANALYZE_STATISTICS_TARGET}`);
+        await tx.query(`ANALYZE ${table.name}`);
+      });
       round.analyzed.push(table.name);
     }
   }

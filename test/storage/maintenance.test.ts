@@ -5,7 +5,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { startJobs } from '../../src/jobs.js';
-import { maintainEmbedded } from '../../src/storage/maintenance.js';
+import { ANALYZE_STATISTICS_TARGET, maintainEmbedded } from '../../src/storage/maintenance.js';
 import type { Db } from '../../src/storage/db.js';
 import { backendsUnderTest, describeBackends, freshDatabase } from '../helpers/harness.js';
 
@@ -46,6 +46,13 @@ for (const backend of backendsUnderTest()) {
         const after = await elementsStats(db);
         expect(after).toMatchObject({ vacuumed: true, analyzed: true, dead: 0 });
         expect(after.tuples).toBeGreaterThanOrEqual(ROWS);
+        // Analysed at the job's statistics target (a histogram of target + 1 bounds over 1,200 distinct ids, where
+        // PostgreSQL's default would keep 101), and only for that ANALYZE: the session's target is the default again.
+        const { rows: [ids] } = await db.query<{ bounds: number }>(
+          `SELECT array_length(histogram_bounds::text::uuid[], 1) AS bounds FROM pg_stats WHERE tablename = 'elements' AND attname = 'id'`,
+        );
+        expect(ids!.bounds).toBe(ANALYZE_STATISTICS_TARGET + 1);
+        expect((await db.query<{ t: string }>(`SELECT current_setting('default_statistics_target') AS t`)).rows[0]!.t).toBe('100');
         // Nothing changed since: nothing to do for elements.
         const second = await maintainEmbedded(db);
         expect([...second.vacuumed, ...second.analyzed]).not.toContain('public.elements');
