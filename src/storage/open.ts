@@ -6,11 +6,9 @@ import { migrate } from './migrate.js';
 import { openPglite } from './pglite.js';
 import { defaultPoolSize, openPostgres } from './postgres.js';
 
-type DatabaseSettings = Settings['database'];
-
 export async function openDatabase(
   runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>,
-  { poolSize, embeddedCacheSizeInMiB }: DatabaseSettings = { poolSize: 'auto', embeddedCacheSizeInMiB: 'auto' },
+  { poolSize, embeddedCacheSizeInMiB }: Settings['database'],
 ): Promise<Db> {
   const db = runtime.databaseUrl
     ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize)

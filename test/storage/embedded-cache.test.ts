@@ -4,11 +4,9 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MiB } from '../../src/config/schema.js';
+import { GiB, MiB } from '../../src/config/schema.js';
 import { openDatabase } from '../../src/storage/open.js';
 import { databaseBytes, embeddedCacheMiB } from '../../src/storage/pglite.js';
-
-const GiB = 1024 * MiB;
 
 describe('embedded database cache', () => {
   it("sizes 'auto' to the database, in steps of 64 MiB, between 128 MiB and the smaller of 1 GiB and an eighth of memory", () => {
