@@ -1,6 +1,6 @@
 // The baselines of issue 8: tiny Fastify servers with the same Fastify version, the same `pg` driver and pool
-// settings as Trellis (a pg.Pool of defaultPoolSize() connections on PostgreSQL; PGlite through its node-postgres adapter, opened exactly as
-// src/storage/pglite.ts opens it), on the same data. Run as a child process by bench/run.ts:
+// settings as Trellis (a pg.Pool of defaultPoolSize() connections on PostgreSQL; on PGlite the pool of
+// src/storage/pglite.ts, opened exactly as Trellis opens it), on the same data. Run as a child process by bench/run.ts:
 //
 //   node --import tsx bench/baselines.ts --port P --files DIR (--database-url URL | --pglite DIR)
 //
@@ -20,10 +20,10 @@ import { mkdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { createPglite, resolveEmbeddedCacheMiB } from '../src/storage/pglite.js';
+import { createPglite, pglitePool, resolveEmbeddedCacheMiB } from '../src/storage/pglite.js';
+import { localWire } from '../src/storage/pglite-wire.js';
 import { defaultPoolSize } from '../src/storage/postgres.js';
 
 const { values: args } = parseArgs({
@@ -42,7 +42,7 @@ if (!args.port || !args.files || (!args['database-url'] && !args.pglite)) {
 // The same page cache as Trellis gets on this database ('auto').
 const pglite = args['database-url'] ? null : await createPglite(args.pglite, await resolveEmbeddedCacheMiB(args.pglite!, 'auto'));
 const pool = pglite
-  ? new pg.Pool(createPgConfig(pglite) as unknown as pg.PoolConfig)
+  ? pglitePool(localWire(pglite))
   : new pg.Pool({ connectionString: args['database-url'], max: defaultPoolSize() });
 pool.on('error', () => {});
 await pool.query('CREATE TABLE IF NOT EXISTS bench_b2 (LIKE elements INCLUDING ALL)');

@@ -1,5 +1,5 @@
 // The database behind a small interface: parameterised queries and transactions. Both backends (a PostgreSQL
-// server through a `pg` pool, and embedded PGlite through PGlite's node-postgres adapter) are `pg` pools, so the
+// server through a `pg` pool, and embedded PGlite through a `pg` pool on pglite-socket.ts) are `pg` pools, so the
 // same SQL, prepared statements included, runs on both.
 import pg from 'pg';
 

@@ -4,10 +4,11 @@ import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
-import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import pg from 'pg';
 import { EMBEDDED_CACHE_MIB, MiB } from '../config/schema.js';
 import { poolDb, SESSION_SETTINGS, type Db } from './db.js';
+import { PgliteSocket, type PgliteWire } from './pglite-socket.js';
+import { localWire } from './pglite-wire.js';
 
 export const pgliteExtensions = { pg_trgm };
 
@@ -72,19 +73,32 @@ export async function resolveEmbeddedCacheMiB(dataDir: string, setting: number |
   return setting === 'auto' ? embeddedCacheMiB(await databaseBytes(dataDir), processMemoryBytes()) : setting;
 }
 
-/** Wraps a PGlite instance. `owned` instances are closed with the Db. */
-export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
-  // Session settings: PGlite is a single session, so setting them once covers every statement.
+/** Session settings: PGlite is one session, so setting them once covers every statement of every connection. */
+export async function prepareSession(instance: PGlite): Promise<void> {
   for (const [key, value] of Object.entries(SESSION_SETTINGS)) await instance.exec(`SET ${key} = '${value}'`);
-  // PGlite runs one statement at a time; its adapter is a pool of one connection, so transactions serialise.
-  const pool = new pg.Pool(createPgConfig(instance) as unknown as pg.PoolConfig);
+}
+
+/**
+ * A `pg` pool that speaks the wire protocol to PGlite through `wire` (pglite-socket.ts). One connection: PGlite is
+ * one session, which runs one statement at a time, so transactions serialise. It is never closed for being idle:
+ * a new connection would have to prepare every statement again (pglite-wire.ts, SESSION_RESET).
+ */
+export function pglitePool(wire: PgliteWire): pg.Pool {
+  const pool = new pg.Pool({ user: 'postgres', database: 'postgres', max: 1, idleTimeoutMillis: 0, stream: () => new PgliteSocket(wire) });
   // An idle client that errors must not crash the process (as for PostgreSQL); the pool replaces it.
   pool.on('error', () => {});
-  return poolDb('pglite', pool, async () => {
+  return pool;
+}
+
+/** A Db on a PGlite instance. `owned` instances are closed with the Db. */
+export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
+  await prepareSession(instance);
+  return poolDb('pglite', pglitePool(localWire(instance)), async () => {
     if (owned) await instance.close();
   });
 }
 
+/** Opens (creating when absent) the embedded database in `dataDir`. */
 export async function openPglite(dataDir: string, cache: number | 'auto' = 'auto'): Promise<Db> {
   return await pgliteDb(await createPglite(dataDir, await resolveEmbeddedCacheMiB(dataDir, cache)));
 }

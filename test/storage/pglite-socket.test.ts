@@ -1,0 +1,123 @@
+// The socket that carries `pg`'s wire protocol to PGlite (src/storage/pglite-socket.ts), on a real in-memory PGlite.
+import type { PGlite } from '@electric-sql/pglite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SESSION_SETTINGS } from '../../src/storage/db.js';
+import { createPglite, pgliteDb, pglitePool, prepareSession } from '../../src/storage/pglite.js';
+import type { PgliteWire } from '../../src/storage/pglite-socket.js';
+import { localWire } from '../../src/storage/pglite-wire.js';
+
+/** The real wire, counting the batches that reach PGlite. */
+function countingWire(pglite: PGlite): PgliteWire & { batches: number; startups: number } {
+  const wire = localWire(pglite);
+  const counted = {
+    batches: 0,
+    startups: 0,
+    exchange: (messages: Uint8Array) => {
+      counted.batches++;
+      return wire.exchange(messages);
+    },
+    startup: (packet: Uint8Array) => {
+      counted.startups++;
+      return wire.startup(packet);
+    },
+  };
+  return counted;
+}
+
+describe('PGlite socket', () => {
+  let pglite: PGlite;
+  beforeAll(async () => {
+    pglite = await createPglite();
+    await prepareSession(pglite);
+  });
+  afterAll(() => pglite.close());
+
+  it("sends the messages of one statement (Parse, Bind, Describe, Execute, Sync) to PGlite as one batch", async () => {
+    const wire = countingWire(pglite);
+    const pool = pglitePool(wire);
+    try {
+      await pool.query('SELECT 1');
+      expect(wire.startups).toBe(1);
+      const before = wire.batches;
+      const first = await pool.query({ name: 'socket_batch', text: 'SELECT $1::int + 1 AS n, $2::text AS t', values: [41, 'x'] });
+      const second = await pool.query({ name: 'socket_batch', text: 'SELECT $1::int + 1 AS n, $2::text AS t', values: [1, 'y'] });
+      expect([first.rows, second.rows]).toEqual([[{ n: 42, t: 'x' }], [{ n: 2, t: 'y' }]]);
+      expect(wire.batches - before).toBe(2);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('delivers a reply larger than PGlite\'s receive buffer (1 MiB) whole', async () => {
+    const pool = pglitePool(localWire(pglite));
+    try {
+      const { rows } = await pool.query<{ big: string }>('SELECT repeat($1, 3000000) AS big, 7 AS after', ['ab']);
+      expect(rows[0]!.big.length).toBe(6_000_000);
+      expect(rows[0]!.big.slice(-4)).toBe('abab');
+      expect(rows[0]).toMatchObject({ after: 7 });
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("answers a failing statement with PostgreSQL's error, and the connection goes on", async () => {
+    const pool = pglitePool(localWire(pglite));
+    try {
+      await expect(pool.query({ name: 'socket_failing', text: 'SELECT no_such_column' })).rejects.toMatchObject({ code: '42703' });
+      await expect(pool.query('SELECT 1/0')).rejects.toMatchObject({ code: '22012' });
+      const client = await pool.connect();
+      await client.query('BEGIN');
+      await expect(client.query('SELECT * FROM no_such_table')).rejects.toMatchObject({ code: '42P01' });
+      await expect(client.query('SELECT 1')).rejects.toMatchObject({ code: '25P02' }); // in a failed transaction
+      await client.query('ROLLBACK');
+      client.release();
+      expect((await pool.query('SELECT 2 AS two')).rows).toEqual([{ two: 2 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("undoes what a dropped connection left in PGlite's one session: its transaction and its prepared statements", async () => {
+    const wire = countingWire(pglite);
+    const pool = pglitePool(wire);
+    try {
+      const client = await pool.connect();
+      await client.query({ name: 'socket_dropped', text: 'SELECT $1::int AS n', values: [1] });
+      await client.query('BEGIN');
+      await client.query('CREATE TABLE socket_dropped (n int)');
+      client.release(new Error('dropped')); // the pool destroys it, as after a failed ROLLBACK (db.ts)
+      const { rows } = await pool.query(`SELECT to_regclass('socket_dropped') AS t, (SELECT count(*)::int FROM pg_prepared_statements) AS prepared`);
+      expect(rows).toEqual([{ t: null, prepared: 0 }]);
+      expect(wire.startups).toBe(2);
+      // The new connection's `pg` prepares the statement again under the same name.
+      expect((await pool.query({ name: 'socket_dropped', text: 'SELECT $1::int AS n', values: [2] })).rows).toEqual([{ n: 2 }]);
+      // Session settings are the session's, not a connection's: they stay.
+      expect((await pool.query(`SELECT current_setting('plan_cache_mode') AS v`)).rows).toEqual([{ v: SESSION_SETTINGS.plan_cache_mode }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('ending a pool (Terminate) leaves the database open for the next', async () => {
+    const first = pglitePool(localWire(pglite));
+    await first.query('CREATE TABLE socket_terminate (n int)');
+    await first.query('INSERT INTO socket_terminate VALUES (5)');
+    await first.end();
+    const second = pglitePool(localWire(pglite));
+    try {
+      expect((await second.query('SELECT n FROM socket_terminate')).rows).toEqual([{ n: 5 }]);
+    } finally {
+      await second.end();
+    }
+  });
+
+  it('fails a query instead of hanging when PGlite fails', async () => {
+    const own = await createPglite();
+    const db = await pgliteDb(own, false);
+    expect((await db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await own.close();
+    await expect(db.query('SELECT 1 AS one')).rejects.toThrow(/closed/i);
+    await expect(db.transaction((tx) => tx.query('SELECT 1'))).rejects.toThrow();
+    await db.close();
+  });
+});
