@@ -1,8 +1,11 @@
 // The socket that carries `pg`'s wire protocol to PGlite (src/storage/pglite-socket.ts), on a real in-memory PGlite.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_SETTINGS } from '../../src/storage/db.js';
-import { createPglite, pgliteDb, pglitePool, prepareSession } from '../../src/storage/pglite.js';
+import { createPglite, openPglite, pgliteDb, pglitePool, prepareSession } from '../../src/storage/pglite.js';
 import type { PgliteWire } from '../../src/storage/pglite-socket.js';
 import { localWire } from '../../src/storage/pglite-wire.js';
 
@@ -119,5 +122,35 @@ describe('PGlite socket', () => {
     await expect(db.query('SELECT 1 AS one')).rejects.toThrow(/closed/i);
     await expect(db.transaction((tx) => tx.query('SELECT 1'))).rejects.toThrow();
     await db.close();
+  });
+
+  it("writes reach DATA_DIR without PGlite's file-system sync, which is a no-op for the file systems Trellis uses", async () => {
+    // The socket passes syncToFs: false (pglite-wire.ts). That is only right while the sync has nothing to do: PGlite's
+    // NodeFS (DATA_DIR) and its in-memory file system inherit the base class's empty syncToFs.
+    const dir = await mkdtemp(join(tmpdir(), 'trellis-socket-'));
+    try {
+      const dataDir = join(dir, 'db');
+      const first = await createPglite(dataDir);
+      const fsOf = (instance: PGlite) => (instance as unknown as { fs: object }).fs;
+      for (const instance of [first, pglite]) {
+        const fs = fsOf(instance);
+        expect(Object.prototype.hasOwnProperty.call(Object.getPrototypeOf(fs), 'syncToFs')).toBe(false);
+        expect(String((fs as { syncToFs: () => unknown }).syncToFs).replace(/\s/g, '')).toMatch(/^asyncsyncToFs\(\w*\){}$/);
+      }
+      const db = await pgliteDb(first);
+      await db.transaction(async (tx) => {
+        await tx.query('CREATE TABLE socket_durable (n int)');
+        await tx.query('INSERT INTO socket_durable VALUES (1), (2)');
+      });
+      await db.close();
+      const reopened = await openPglite(dataDir, 16);
+      try {
+        expect((await reopened.query('SELECT sum(n)::int AS s FROM socket_durable')).rows).toEqual([{ s: 3 }]);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
