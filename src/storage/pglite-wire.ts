@@ -1,4 +1,4 @@
-// The wire protocol's bytes to and from a PGlite instance on this thread (pglite-socket.ts).
+// The wire protocol's bytes to and from a PGlite instance (pglite-socket.ts).
 import type { PGlite } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import type { PgliteWire } from './pglite-socket.js';
@@ -8,10 +8,10 @@ import type { PgliteWire } from './pglite-socket.js';
  * backend ignores everything until it), ROLLBACK an open transaction, DEALLOCATE ALL its prepared statements (the
  * next connection's `pg` prepares them again under the same names). The replies are dropped.
  */
-export const SESSION_RESET = Buffer.concat([serialize.sync(), serialize.query('ROLLBACK; DEALLOCATE ALL')]);
+const SESSION_RESET = Buffer.concat([serialize.sync(), serialize.query('ROLLBACK; DEALLOCATE ALL')]);
 
 /** Runs `messages` on `pglite` and returns the reply bytes, copied out of PGlite's memory. */
-export async function exchangeWith(pglite: PGlite, messages: Uint8Array): Promise<Uint8Array> {
+async function exchangeWith(pglite: PGlite, messages: Uint8Array): Promise<Uint8Array> {
   // PGlite's raw protocol call does not check this itself: it fails on the memory it has released.
   if (pglite.closed) throw new Error('the embedded database is closed');
   const chunks: Uint8Array[] = [];
