@@ -30,7 +30,7 @@ export function createServices(config: Config, db: Db, clock: Clock): Services {
   const blobs = new FsBlobStore(join(runtime.dataDir, 'files'));
   const accounts = new Accounts(db, settings, clock, runtime.anonymousUserId);
   const collections = new Collections(db, settings);
-  const elements = new Elements(db, settings, clock, blobs, collections, new AccessDecisions());
+  const elements = new Elements(db, settings, clock, blobs, collections, new AccessDecisions({ sessionEpoch: db.sessionEpoch }));
   const files = new Files(db, settings, clock, blobs, elements);
   const uploads = new Uploads(db, settings, clock, blobs, elements, files);
   const search = new Search(db, settings);

@@ -7,7 +7,8 @@
 //
 // One instance per process (services.ts). Several instances on one database stay exact: the epoch is in the
 // database and read in the same statement as the element, so a change committed by another instance is seen
-// together with the new epoch.
+// together with the new epoch. On PGlite, which no other process can open, a remembered GET compares the epoch
+// this process was notified of instead (SessionAccessEpoch).
 import type { Permission } from './queries/access.js';
 import type { Credentials } from './queries/accounts.js';
 
@@ -25,11 +26,63 @@ export interface AccessDecision {
 export const decisionKey = (credentials: Credentials, permission: Permission, id: string): string =>
   `${credentials.tokenHash ?? `anonymous ${credentials.anonymousUserId}`} ${permission} ${id}`;
 
+/** The channel migration 017 notifies the new epoch on whenever the epoch row changes. */
+export const ACCESS_EPOCH_CHANNEL = 'trellis_access_epoch';
+
+/**
+ * The access epoch as this process has seen it, on a database that only this process uses, through one session
+ * (PGlite: storage/pglite.ts). The session LISTENs on ACCESS_EPOCH_CHANNEL, and a commit's notifications reach its
+ * own session before the commit's ReadyForQuery (PostgreSQL's rule since version 14; checked on PGlite in
+ * test/storage/session-epoch.test.ts). One session runs one statement at a time, so once a statement's reply has
+ * arrived, every change of the epoch the statement could have seen has been seen here: a remembered GET /<id> reads
+ * the element alone and compares the epoch afterwards. What that saves: reading the epoch's one-row table is a
+ * sequential scan, which asks PGlite's file system for the file's size, about a quarter of the statement's time.
+ *
+ * Unknown (null) on a new connection until a statement reads the epoch (the table does not exist before the
+ * migrations), and not trusted before the connection's LISTEN has taken effect. Epochs only grow, so an older
+ * value read late never replaces a newer one.
+ */
+export class SessionAccessEpoch {
+  private value: bigint | null = null;
+  private listening = false;
+  private connection = 0;
+
+  /** A new connection: nothing seen on it yet. Returns the connection's number for `listen`. */
+  restart(): number {
+    this.value = null;
+    this.listening = false;
+    return ++this.connection;
+  }
+
+  /** The LISTEN of connection `connection` has taken effect: every later change of the epoch is notified. */
+  listen(connection: number): void {
+    if (connection === this.connection) this.listening = true;
+  }
+
+  /** An epoch a statement read, or a notification carried, on the listening connection. */
+  observe(epoch: string): void {
+    if (!this.listening) return;
+    const value = BigInt(epoch);
+    if (this.value === null || value > this.value) this.value = value;
+  }
+
+  /** The epoch as of the last reply, as text (AccessDecision.epoch), or null when unknown. */
+  get current(): string | null {
+    return this.value === null ? null : this.value.toString();
+  }
+}
+
 export class AccessDecisions {
   /** key -> decision; insertion order is eviction order. */
   private readonly entries = new Map<string, AccessDecision>();
+  private readonly capacity: number;
+  /** The epoch as this process sees it, when the database allows it (SessionAccessEpoch); statements may use it. */
+  readonly sessionEpoch: SessionAccessEpoch | undefined;
 
-  constructor(private readonly capacity = ACCESS_DECISIONS_CAPACITY) {}
+  constructor(options: { capacity?: number; sessionEpoch?: SessionAccessEpoch } = {}) {
+    this.capacity = options.capacity ?? ACCESS_DECISIONS_CAPACITY;
+    this.sessionEpoch = options.sessionEpoch;
+  }
 
   /** The decision remembered under `key`, unless its token has expired by `now`. */
   lookup(key: string, now: Date): AccessDecision | undefined {
@@ -75,7 +128,10 @@ export async function withDecision<T>(
     decisions!.forget(key);
   }
   const { result, decision } = await decide();
-  if (decision !== null) decisions?.remember(key, decision);
+  if (decision !== null) {
+    decisions?.remember(key, decision);
+    decisions?.sessionEpoch?.observe(decision.epoch);
+  }
   return result;
 }
 

@@ -2,6 +2,7 @@
 // server through a `pg` pool, and embedded PGlite through a `pg` pool on pglite-socket.ts) are `pg` pools, so the
 // same SQL, prepared statements included, runs on both.
 import pg from 'pg';
+import type { SessionAccessEpoch } from './access-decisions.js';
 
 // Rows are typed by the caller; interfaces (without index signatures) are fine.
 export type Row = object;
@@ -33,6 +34,8 @@ export interface Queryable {
 
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
+  /** The access epoch as this process sees it, on a database only this process uses (PGlite; access-decisions.ts). */
+  readonly sessionEpoch?: SessionAccessEpoch;
   /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;

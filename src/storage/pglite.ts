@@ -6,6 +6,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import { EMBEDDED_CACHE_MIB, MiB } from '../config/schema.js';
+import { ACCESS_EPOCH_CHANNEL, SessionAccessEpoch } from './access-decisions.js';
 import { poolDb, SESSION_SETTINGS, type Db } from './db.js';
 import { PgliteSocket, type PgliteWire } from './pglite-socket.js';
 import { localWire } from './pglite-wire.js';
@@ -81,21 +82,48 @@ export async function prepareSession(instance: PGlite): Promise<void> {
 /**
  * A `pg` pool that speaks the wire protocol to PGlite through `wire` (pglite-socket.ts). One connection: PGlite is
  * one session, which runs one statement at a time, so transactions serialise. It is never closed for being idle:
- * a new connection would have to prepare every statement again (pglite-wire.ts, SESSION_RESET).
+ * a new connection would have to prepare every statement again (pglite-wire.ts, SESSION_RESET). `onConnect` runs on
+ * each new connection before anything else does.
  */
-export function pglitePool(wire: PgliteWire): pg.Pool {
-  const pool = new pg.Pool({ user: 'postgres', database: 'postgres', max: 1, idleTimeoutMillis: 0, stream: () => new PgliteSocket(wire) });
+export function pglitePool(wire: PgliteWire, onConnect?: (client: pg.ClientBase) => Promise<void>): pg.Pool {
+  const pool = new pg.Pool({
+    user: 'postgres',
+    database: 'postgres',
+    max: 1,
+    idleTimeoutMillis: 0,
+    stream: () => new PgliteSocket(wire),
+    ...(onConnect ? { onConnect } : {}),
+  });
   // An idle client that errors must not crash the process (as for PostgreSQL); the pool replaces it.
   pool.on('error', () => {});
   return pool;
 }
 
-/** A Db on a PGlite instance. `owned` instances are closed with the Db. */
+/**
+ * Follows the access epoch on a new connection (SessionAccessEpoch): unknown until a statement reads it, then kept
+ * by the notifications in the connection's replies. The pool awaits this before it hands the connection out.
+ */
+async function followAccessEpoch(client: pg.ClientBase, epoch: SessionAccessEpoch): Promise<void> {
+  const connection = epoch.restart();
+  client.on('notification', ({ channel, payload }) => {
+    if (channel === ACCESS_EPOCH_CHANNEL && payload !== undefined) epoch.observe(payload);
+  });
+  await client.query(`LISTEN ${ACCESS_EPOCH_CHANNEL}`);
+  epoch.listen(connection);
+}
+
+/**
+ * A Db on a PGlite instance, which must be its only one: the Db follows the access epoch through the notifications
+ * in its own replies (SessionAccessEpoch). `owned` instances are closed with the Db.
+ */
 export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
   await prepareSession(instance);
-  return poolDb('pglite', pglitePool(localWire(instance)), async () => {
+  const sessionEpoch = new SessionAccessEpoch();
+  const pool = pglitePool(localWire(instance), (client) => followAccessEpoch(client, sessionEpoch));
+  const db = poolDb('pglite', pool, async () => {
     if (owned) await instance.close();
   });
+  return { ...db, sessionEpoch };
 }
 
 /** Opens (creating when absent) the embedded database in `dataDir`. */

@@ -6,7 +6,7 @@ import { AccessDecisions, decisionKey, withDecision } from '../../src/storage/ac
 const now = new Date('2026-11-24T12:00:00Z');
 
 it('keeps at most its capacity, evicting the decision remembered first', () => {
-  const decisions = new AccessDecisions(2);
+  const decisions = new AccessDecisions({ capacity: 2 });
   decisions.remember('a', { epoch: '1', expires: null });
   decisions.remember('b', { epoch: '1', expires: null });
   decisions.remember('a', { epoch: '2', expires: null }); // remembered again: now the newest

@@ -15,6 +15,7 @@ import searchFuzzyTranspositions from './013-search-fuzzy-transpositions.js';
 import searchAccessKeys from './014-search-access-keys.js';
 import searchPhrases from './015-search-phrases.js';
 import accessEpoch from './016-access-epoch.js';
+import accessEpochNotify from './017-access-epoch-notify.js';
 
 export interface Migration {
   version: number;
@@ -39,4 +40,5 @@ export const migrations: Migration[] = [
   { version: 14, name: 'search-access-keys', sql: searchAccessKeys },
   { version: 15, name: 'search-phrases', sql: searchPhrases },
   { version: 16, name: 'access-epoch', sql: accessEpoch },
+  { version: 17, name: 'access-epoch-notify', sql: accessEpochNotify },
 ];

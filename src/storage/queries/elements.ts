@@ -100,7 +100,8 @@ const readableElementSql = new Map<string, string>();
  *
  * With `decisions`, a READ these credentials were allowed before is not decided again while the access epoch is
  * the one it was allowed under and the token has not expired (access-decisions.ts, migration 016): the statement is
- * then the element and the epoch alone, a primary-key lookup; when the epoch has moved, the full statement runs.
+ * then the element and the epoch alone, a primary-key lookup (on PGlite the element alone, with the epoch this
+ * process was notified of: SessionAccessEpoch); when the epoch has moved, the full statement runs.
  */
 export async function readableElement(
   q: Queryable,
@@ -109,12 +110,20 @@ export async function readableElement(
   id: string,
   decisions?: AccessDecisions,
 ): Promise<{ authenticated: boolean; body: string | null }> {
+  const session = decisions?.sessionEpoch;
   const known = async (epoch: string) => {
+    if (session?.current != null) {
+      if (session.current !== epoch) return undefined;
+      const { rows } = await q.query<{ body: string | null }>(`SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1::uuid`, [id], 'session_readable_element');
+      // Any change of the epoch this statement could see was notified before its reply (SessionAccessEpoch).
+      return session.current === epoch ? { authenticated: true, body: rows[0]?.body ?? null } : undefined;
+    }
     const { rows } = await q.query<{ body: string | null; epoch: string }>(
       `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
       [id],
       'known_readable_element',
     );
+    session?.observe(rows[0]!.epoch);
     return rows[0]!.epoch === epoch ? { authenticated: true, body: rows[0]!.body } : undefined;
   };
   const decide = async () => {
