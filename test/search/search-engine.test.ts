@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { analyze, canonicalNumber } from '../../src/domain/search/query-dsl.js';
 import type { SearchEngineOptions } from '../../src/domain/search/types.js';
 import { ACCESS_SET_CAPS, permittedIds } from '../../src/storage/queries/access.js';
+import { insertElement } from '../../src/storage/queries/elements.js';
 import { readableElements } from '../../src/storage/queries/hydration.js';
 import { runSearchEngine } from '../../src/storage/queries/search-engine.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
@@ -544,7 +545,8 @@ describeBackends('search engine', (h) => {
 
     it('agrees with the access module on every element, for every kind of grant (SEARCH, and READ as hydration decides it)', async () => {
       const users: Record<string, User> = {};
-      for (const name of ['owner', 'member', 'reader', 'searcher', 'creator', 'outsider']) users[name] = await userWithToken(h(), `${name}@engine-access.dev`);
+      for (const name of ['owner', 'member', 'reader', 'searcher', 'creator', 'outsider', 'crewman', 'friend'])
+        users[name] = await userWithToken(h(), `${name}@engine-access.dev`);
       const O = users.owner!.token;
       const relate = async (token: string, type: string, start: string, end: string) => {
         const res = await h().request('POST', '/', { token, body: { type, start, end, data: { note: 'access relation' } } });
@@ -566,6 +568,13 @@ describeBackends('search engine', (h) => {
       await createElement(h(), O, { type: 'Doc', data: { note: 'below created' } }, created);
       await relate(O, 'LINKS', doc, other);
       await relate(O, 'LINKS', f2, doc);
+      // Keys that are creators and not owners (searchableIndexed decides those rows by the rule, not by the row): a
+      // group that CREATED a node (only the service writes CREATED, from the user who creates; a backup may hold
+      // any), and a user who created one and is the end of another user's grant (written as a backup would be).
+      const crew = await createElement(h(), O, { type: 'Group', data: { note: 'crew' } });
+      await relate(O, 'IS_IN_GROUP', users.crewman!.id, crew);
+      await insertElement(h().db, { id: crypto.randomUUID(), type: 'CREATED', start: crew, end: other, data: {}, at: new Date() });
+      await insertElement(h().db, { id: crypto.randomUUID(), type: 'HAS_READ_ACCESS', start: users.friend!.id, end: users.creator!.id, data: {}, at: new Date() });
       const { rows } = await h().db.query<{ id: string }>('SELECT id FROM elements');
       const ids = rows.map((r) => r.id);
       // Both ways of deciding: hashing the caller's grants (the default caps), and per candidate (no grant is
