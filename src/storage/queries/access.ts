@@ -89,37 +89,59 @@ export function searchableSetwise(user: string): string {
  * HAS_READ_ACCESS relations, and the key every relation is filed under), AND the rule holds. The first part is a
  * necessary condition of the node rule that the GIN index of the search document answers together with the query's
  * own lexemes, so PostgreSQL reads only rows that match the query and that the caller can probably search; the
- * second is the rule itself, decided on those rows. The statement must define accessSetsCtes('SEARCH').
- * test/search/search-engine.test.ts checks that this finds exactly what permittedIds allows, on a graph with every
- * kind of grant.
- *
- * The rule on a node, decided from the row when the caller's keys allow it (`direct` of the search_keys CTE). The
- * node rule is: the node is the caller, the caller CREATED it, the node is the end of one of the caller's
- * HAS_SEARCH_ACCESS/HAS_READ_ACCESS grants (`grant_ends`; with its groups'), or one of its owners is the caller, one
- * of its groups or one of `grant_ends` (an OWNS from a principal makes the principal an owner of everything below;
- * a grant on an owner reaches the node). A node's access_keys are its owners and its creators, so the last three
- * are "access_keys overlap the keys", except that a key found among the creators is an owner only if it is one too.
- * When none of the keys but the caller's own ever CREATED anything (one index probe per key), every key in
- * access_keys is an owner or the caller, and the row decides. Otherwise, or when the keys are too many to compare
- * row by row (each row compares with each key), the rule goes through searchableSetwise as before. What it saves:
- * the hash of everything the caller's grants own and a probe of element_owners per row; on PGlite the text match's
- * statement went from 1.67 to 0.9 ms without the check (scratch/engine-variants.ts).
+ * second is the rule itself, decided on those rows (nodeFromRow when it may, else searchableSetwise). The
+ * statement must define accessSetsCtes('SEARCH'). test/search/search-engine.test.ts checks that this finds exactly
+ * what permittedIds allows, on a graph with every kind of grant.
  */
 export function searchableIndexed(user: string): string {
-  return `${searchKeysSql('e')} && (SELECT keys FROM search_keys)
-      AND CASE WHEN e.start_id IS NULL AND (SELECT direct FROM search_keys)
-        THEN e.id = ${user} OR e.access_keys && (SELECT keys FROM search_keys) OR e.id = ANY((SELECT grant_ends FROM search_keys)::uuid[])
+  return `${searchKeysSql('e')} && (SELECT keys FROM caller_keys)
+      AND CASE WHEN e.start_id IS NULL AND (SELECT direct FROM caller_keys) THEN ${nodeFromRow(user)}
         ELSE ${searchableSetwise(user)} END`;
 }
 
-/** Up to how many search keys a node is decided from its row (searchableIndexed). */
+/**
+ * READ for many rows at once (hydration in the search pipeline, whose statement must define
+ * accessSetsCtes('READ')): nodes by nodeFromRow when it may decide, else by the same set-wise node rule as
+ * searchableSetwise; a relation whose two ends the caller may read is readable by that clause of the relation rule
+ * (trellis_allows, migration 004), decided set-wise too; any other relation takes the exact per-row check.
+ * Hydrating the 253 elements of the benchmark's Cypher paths (126 relations) went through trellis_allows once per
+ * relation before. Compared with permittedIds(READ) by test/search/search-engine.test.ts on a graph with every
+ * kind of grant.
+ */
+export function readableSetwise(user: string): string {
+  const reachable = (x: string) => reachableSetwise(user, x, 'READ');
+  return `CASE WHEN e.start_id IS NULL AND (SELECT direct FROM caller_keys) THEN ${nodeFromRow(user)}
+    WHEN e.start_id IS NULL THEN ${reachable('e.id')}
+    WHEN ${reachable('e.start_id')} AND ${reachable('e.end_id')} THEN true
+    ELSE ${inlineCheck(user, 'READ', 'e')} END`;
+}
+
+/**
+ * The node rule for READ/SEARCH decided from the node's row `e`, when `direct` of the caller_keys CTE allows it.
+ * The rule: the node is the caller, the caller CREATED it, the node is the end of a grant (HAS_READ_ACCESS, and
+ * HAS_SEARCH_ACCESS for SEARCH) from the caller or its groups (`grant_ends`), or one of its owners is the caller, one
+ * of its groups or one of `grant_ends` (an OWNS from a principal makes the principal an owner of everything below;
+ * a grant on an owner reaches the node). A node's access_keys (migration 014) are its owners and its creators, so the
+ * last three and "the caller CREATED it" are "access_keys overlap the caller's keys", except that a key found among
+ * the creators is an owner only if it is one too. When none of the keys but the caller's own ever CREATED anything,
+ * every key found in access_keys is an owner or the caller, and the row decides; `direct` says so (one index probe
+ * per key). Otherwise, or when the keys are too many to compare row by row (each row compares with each key), the
+ * set-wise rule decides. What it saves: the hash of everything the caller's grants own and a probe of element_owners
+ * per row. On PGlite, 100k nodes, in-process (scratch/engine-variants.ts): the text match's statement 1.67 ->
+ * 1.18-1.30 ms.
+ */
+const nodeFromRow = (user: string) =>
+  `(e.id = ${user} OR e.access_keys && (SELECT keys FROM caller_keys) OR e.id = ANY((SELECT grant_ends FROM caller_keys)::uuid[]))`;
+
+/** Up to how many keys a node is decided from its row (nodeFromRow). */
 const DIRECT_KEYS_CAP = 64;
 
 /**
- * The caller's search keys (see searchableIndexed), for the caller `$1`, as the CTE `search_keys`: `keys`, the
- * `grant_ends` among them, and `direct`, whether a node may be decided from its row.
+ * The caller's keys, for the caller `$1` and `permission`, as the CTE `caller_keys`: `keys` (the caller, its
+ * groups, `grant_ends` and the key every relation is filed under in the search index, migration 014), `grant_ends`
+ * (the ends of the grants other than OWNS from the caller and its groups) and `direct` (nodeFromRow may decide).
  */
-const searchKeysCte = () => `search_keys AS MATERIALIZED (
+const callerKeysCte = (permission: 'READ' | 'SEARCH') => `caller_keys AS MATERIALIZED (
     SELECT k.keys, k.grant_ends,
       cardinality(k.keys) <= ${DIRECT_KEYS_CAP} AND NOT EXISTS (
         SELECT 1 FROM elements c WHERE c.start_id = ANY(k.keys) AND c.type = 'CREATED' AND c.start_id <> $1::uuid) AS direct
@@ -129,22 +151,7 @@ const searchKeysCte = () => `search_keys AS MATERIALIZED (
       LATERAL (SELECT ARRAY(
         SELECT g.end_id FROM unnest(p.ids) q(id), LATERAL (
           SELECT g.end_id FROM elements g
-          WHERE g.start_id = q.id AND g.type IN (${GRANT_TYPES.SEARCH.filter((t) => t !== 'OWNS').map((t) => `'${t}'`).join(', ')}) OFFSET 0) g) AS ends) g) k)`;
-
-/**
- * READ for many rows at once (hydration in the search pipeline, whose statement must define
- * accessSetsCtes('READ')): nodes by the same set-wise node rule as searchableSetwise; a relation whose two ends the
- * caller may read is readable by that clause of the relation rule (trellis_allows, migration 004), decided set-wise
- * too; any other relation takes the exact per-row check. Hydrating the 253 elements of the benchmark's Cypher paths
- * (126 relations) went through trellis_allows once per relation before. Compared with permittedIds(READ) by
- * test/search/search-engine.test.ts on a graph with every kind of grant.
- */
-export function readableSetwise(user: string): string {
-  const reachable = (x: string) => reachableSetwise(user, x, 'READ');
-  return `CASE WHEN e.start_id IS NULL THEN ${reachable('e.id')}
-    WHEN ${reachable('e.start_id')} AND ${reachable('e.end_id')} THEN true
-    ELSE ${inlineCheck(user, 'READ', 'e')} END`;
-}
+          WHERE g.start_id = q.id AND g.type IN (${GRANT_TYPES[permission].filter((t) => t !== 'OWNS').map((t) => `'${t}'`).join(', ')}) OFFSET 0) g) AS ends) g) k)`;
 
 /**
  * The node rule for READ/SEARCH: the caller itself, created by the caller, or the node or one of its owners granted
@@ -182,7 +189,8 @@ export const ACCESS_SET_CAPS = { grants: 10_000 };
  * The CTEs the set-wise checks read, for the caller `$1`:
  *   grants   the ends of the relations granting `permission` from the caller or its groups (at most caps.grants + 1)
  *   setwise  whether `grants` is complete, i.e. whether the checks may hash it (else they decide per candidate)
- *   search_keys  (SEARCH only) the caller's keys in the search index, see searchableIndexed
+ *   caller_keys  the caller's keys: which nodes may be decided from their rows (nodeFromRow), and for SEARCH
+ *                the keys the search index files nodes under (searchableIndexed)
  * `caps` is a parameter so that the tests can run both ways of deciding on a small graph.
  */
 export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_CAPS) => `grants AS MATERIALIZED (
@@ -191,8 +199,8 @@ export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_
       AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')})
     LIMIT ${caps.grants + 1}),
   setwise AS MATERIALIZED (
-    SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok)${permission === 'SEARCH' ? `,
-  ${searchKeysCte()}` : ''}`;
+    SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok),
+  ${callerKeysCte(permission)}`;
 
 /**
  * SQL boolean: does a relation granting `permission` (GRANT_TYPES) lead from one of `principals` (a uuid[]
