@@ -103,7 +103,7 @@ export function pglitePool(wire: PgliteWire, onConnect?: (client: pg.ClientBase)
  * Follows the access epoch on a new connection (SessionAccessEpoch): unknown until a statement reads it, then kept
  * by the notifications in the connection's replies. The pool awaits this before it hands the connection out.
  */
-async function followAccessEpoch(client: pg.ClientBase, epoch: SessionAccessEpoch): Promise<void> {
+export async function followAccessEpoch(client: pg.ClientBase, epoch: SessionAccessEpoch): Promise<void> {
   const connection = epoch.restart();
   client.on('notification', ({ channel, payload }) => {
     if (channel === ACCESS_EPOCH_CHANNEL && payload !== undefined) epoch.observe(payload);

@@ -1,7 +1,8 @@
 // A statement can fail in the driver before the server sees it: serialising a parameter that throws (a JSON value
 // nested deeply enough overflows the stack). `pg` has then already noted a named statement as prepared on the
 // connection, so every later use of that name there failed with `prepared statement "..." does not exist`. Objects
-// are now serialised before the driver sees them (src/storage/db.ts), so such a failure sends nothing.
+// are now serialised before the driver sees them (src/storage/db.ts), so such a failure sends nothing. And a
+// statement the database refuses leaves its connection in the pool (db.ts, pooledRunner).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/storage/db.js';
 import { backendsUnderTest, freshDatabase } from '../helpers/harness.js';
@@ -27,6 +28,22 @@ for (const backend of backendsUnderTest()) {
       await expect(probe(unserialisable)).rejects.toThrow(RangeError);
       expect((await db.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`)).rows).toEqual([{ mode: 'force_generic_plan' }]);
       expect((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM driver_error_probe`)).rows).toEqual([{ n: 0 }]);
+    });
+
+    it('a statement the database refuses keeps its connection, and its named statements stay usable there', async () => {
+      // The pool hands the most recently released connection out first, so sequential statements share one.
+      const backend = async () => (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], 'driver_error_pid')).rows[0]!.pid;
+      const pid = await backend();
+      await expect(db.query('SELECT 1 / 0')).rejects.toMatchObject({ code: '22012' });
+      expect(await backend()).toBe(pid);
+      // Parsed before, failing when bound or executed: the statement stays prepared and is used again.
+      const cast = (value: string) => db.query<{ id: string }>('SELECT $1::uuid AS id', [value], 'driver_error_cast');
+      expect((await cast('6f1c5e2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b')).rows[0]!.id).toBe('6f1c5e2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b');
+      await expect(cast('not a uuid')).rejects.toMatchObject({ code: '22P02' });
+      expect((await cast('7f1c5e2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b')).rows[0]!.id).toBe('7f1c5e2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b');
+      // Failing when parsed: nothing is recorded as prepared, and a later statement of that name is prepared anew.
+      await expect(db.query('SELECT no_such_column FROM elements', [], 'driver_error_parse')).rejects.toMatchObject({ code: '42703' });
+      expect(await backend()).toBe(pid);
     });
   });
 }

@@ -1,7 +1,9 @@
 // The access epoch as the process sees it on PGlite (SessionAccessEpoch, migration 017): kept by the notifications in
 // the session's own replies, so that a remembered GET /<id> reads the element alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionAccessEpoch } from '../../src/storage/access-decisions.js';
+import { ACCESS_EPOCH_CHANNEL, SessionAccessEpoch } from '../../src/storage/access-decisions.js';
+import { createPglite, followAccessEpoch, pglitePool } from '../../src/storage/pglite.js';
+import { localWire } from '../../src/storage/pglite-wire.js';
 import type { Db } from '../../src/storage/db.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
 import { backendsUnderTest, createElement, freshDatabase, startHarness, userWithToken } from '../helpers/harness.js';
@@ -82,15 +84,39 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('the access epoch on PG
     expect(await stored()).toBe(afterDelete);
   });
 
-  it('is unknown again on a new connection', async () => {
+  it('stays known when a statement fails (the connection stays)', async () => {
     await db.query('SELECT trellis_bump_access_epoch()');
-    expect(db.sessionEpoch!.current).not.toBeNull();
-    // A failed statement makes the pool replace its connection (pg-pool releases it with the error).
+    const known = db.sessionEpoch!.current;
+    expect(known).not.toBeNull();
     await expect(db.query('SELECT 1 / 0')).rejects.toMatchObject({ code: '22012' });
-    await db.query('SELECT 1');
-    expect(db.sessionEpoch!.current).toBeNull();
+    await db.query('SELECT 1'); // on a new connection it would be unknown now
+    expect(db.sessionEpoch!.current).toBe(known);
     await db.query('SELECT trellis_bump_access_epoch()');
     expect(db.sessionEpoch!.current).toBe(await stored());
+  });
+});
+
+describe.skipIf(!backendsUnderTest().includes('pglite'))('the access epoch on a new PGlite connection', () => {
+  it('is unknown until notified again', async () => {
+    const instance = await createPglite();
+    const epoch = new SessionAccessEpoch();
+    const pool = pglitePool(localWire(instance), (client) => followAccessEpoch(client, epoch));
+    try {
+      await pool.query(`CREATE TABLE access_epoch (epoch bigint); INSERT INTO access_epoch VALUES (1)`);
+      await pool.query(`CREATE FUNCTION notify_epoch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('${ACCESS_EPOCH_CHANNEL}', NEW.epoch::text); RETURN NULL; END $$`);
+      await pool.query('CREATE TRIGGER notify_epoch AFTER UPDATE ON access_epoch FOR EACH ROW EXECUTE FUNCTION notify_epoch()');
+      await pool.query('UPDATE access_epoch SET epoch = 2');
+      expect(epoch.current).toBe('2');
+      // The pool drops a connection released as broken; its replacement knows nothing yet.
+      (await pool.connect()).release(true);
+      await pool.query('SELECT 1');
+      expect(epoch.current).toBeNull();
+      await pool.query('UPDATE access_epoch SET epoch = 3');
+      expect(epoch.current).toBe('3');
+    } finally {
+      await pool.end();
+      await instance.close();
+    }
   });
 });
 
