@@ -68,40 +68,44 @@ function serialisedObject(value: unknown): unknown {
 }
 
 /**
- * One statement on a connection of `pool`, which goes back to the pool whether the statement succeeded or not.
- * pg-pool's own `query` drops the connection when the statement fails, even for an error of the database's (a
- * division by zero, a value that is not a uuid), after which the connection is fine (`pg` ends every statement with
- * Sync). The next statements then paid a new connection (on PostgreSQL a new server process) and prepared every
- * statement again: on PGlite a failed statement cost the ten statements after it 1.4 ms more
- * (scratch/error-reconnect.ts). A connection that did break is not queryable any more, and pg-pool drops it on
- * release; the transactions below have always kept theirs the same way.
+ * A connection checked out of `pool`, and `done` to give it back (`broken`: drop it). A checked-out connection that
+ * breaks emits 'error' (its statement fails with it), which must have a listener while it is out.
  */
-function pooledRunner(pool: pg.Pool): Queryable {
+async function checkOut(pool: pg.Pool): Promise<{ client: pg.PoolClient; done(broken?: boolean): void }> {
+  const client = await pool.connect();
+  const ignore = () => {};
+  client.on('error', ignore);
   return {
-    async query<R extends Row>(text: string, values: readonly unknown[] = [], name?: string) {
-      const client = await pool.connect();
-      // A checked-out connection that breaks emits 'error'; its statement fails with it.
-      const ignore = () => {};
-      client.on('error', ignore);
-      try {
-        return await runner(client).query<R>(text, values, name);
-      } finally {
-        client.off('error', ignore);
-        client.release();
-      }
+    client,
+    done(broken = false) {
+      client.off('error', ignore);
+      client.release(broken);
     },
   };
 }
 
 export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<void> = async () => {}): Db {
-  const direct = pooledRunner(pool);
   return {
     kind,
-    query: direct.query,
+    /**
+     * One statement on a connection that goes back to the pool whether the statement succeeded or not. pg-pool's
+     * own `query` drops the connection when the statement fails, even for an error of the database's (a division by
+     * zero, a value that is not a uuid), after which the connection is fine (`pg` ends every statement with Sync).
+     * The next statements then paid a new connection (on PostgreSQL a new server process) and prepared every
+     * statement again: on PGlite a failed statement cost the ten statements after it 1.4 ms more
+     * (scratch/error-reconnect.ts). A connection that did break is not queryable any more, and pg-pool drops it on
+     * release.
+     */
+    async query<R extends Row>(text: string, values: readonly unknown[] = [], name?: string) {
+      const { client, done } = await checkOut(pool);
+      try {
+        return await runner(client).query<R>(text, values, name);
+      } finally {
+        done();
+      }
+    },
     async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      const ignore = () => {}; // as in pooledRunner
-      client.on('error', ignore);
+      const { client, done } = await checkOut(pool);
       let broken = false;
       try {
         await client.query('BEGIN');
@@ -116,8 +120,7 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<v
         }
         throw error;
       } finally {
-        client.off('error', ignore);
-        client.release(broken);
+        done(broken);
       }
     },
     async close() {

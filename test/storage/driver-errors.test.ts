@@ -2,7 +2,7 @@
 // nested deeply enough overflows the stack). `pg` has then already noted a named statement as prepared on the
 // connection, so every later use of that name there failed with `prepared statement "..." does not exist`. Objects
 // are now serialised before the driver sees them (src/storage/db.ts), so such a failure sends nothing. And a
-// statement the database refuses leaves its connection in the pool (db.ts, pooledRunner).
+// statement the database refuses leaves its connection in the pool (db.ts, poolDb's query).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/storage/db.js';
 import { backendsUnderTest, freshDatabase } from '../helpers/harness.js';

@@ -1,10 +1,11 @@
 // The access epoch as the process sees it on PGlite (SessionAccessEpoch, migration 017): kept by the notifications in
 // the session's own replies, so that a remembered GET /<id> reads the element alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCESS_EPOCH_CHANNEL, SessionAccessEpoch } from '../../src/storage/access-decisions.js';
+import { SessionAccessEpoch } from '../../src/storage/access-decisions.js';
 import { createPglite, followAccessEpoch, pglitePool } from '../../src/storage/pglite.js';
 import { localWire } from '../../src/storage/pglite-wire.js';
-import type { Db } from '../../src/storage/db.js';
+import { poolDb, type Db } from '../../src/storage/db.js';
+import { migrate } from '../../src/storage/migrate.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
 import { backendsUnderTest, createElement, freshDatabase, startHarness, userWithToken } from '../helpers/harness.js';
 
@@ -101,21 +102,20 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('the access epoch on a 
     const instance = await createPglite();
     const epoch = new SessionAccessEpoch();
     const pool = pglitePool(localWire(instance), (client) => followAccessEpoch(client, epoch));
+    const db = poolDb('pglite', pool, () => instance.close());
     try {
-      await pool.query(`CREATE TABLE access_epoch (epoch bigint); INSERT INTO access_epoch VALUES (1)`);
-      await pool.query(`CREATE FUNCTION notify_epoch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_notify('${ACCESS_EPOCH_CHANNEL}', NEW.epoch::text); RETURN NULL; END $$`);
-      await pool.query('CREATE TRIGGER notify_epoch AFTER UPDATE ON access_epoch FOR EACH ROW EXECUTE FUNCTION notify_epoch()');
-      await pool.query('UPDATE access_epoch SET epoch = 2');
-      expect(epoch.current).toBe('2');
+      await migrate(db);
+      await db.query('SELECT trellis_bump_access_epoch()');
+      const first = epoch.current;
+      expect(first).not.toBeNull();
       // The pool drops a connection released as broken; its replacement knows nothing yet.
       (await pool.connect()).release(true);
-      await pool.query('SELECT 1');
+      await db.query('SELECT 1');
       expect(epoch.current).toBeNull();
-      await pool.query('UPDATE access_epoch SET epoch = 3');
-      expect(epoch.current).toBe('3');
+      await db.query('SELECT trellis_bump_access_epoch()');
+      expect(BigInt(epoch.current!)).toBe(BigInt(first!) + 1n);
     } finally {
-      await pool.end();
-      await instance.close();
+      await db.close();
     }
   });
 });
