@@ -8,7 +8,8 @@
 //   B0  GET  /b0          a fixed small JSON
 //   B1  GET  /b1/:id      one primary-key SELECT of a JSONB row (prepared, like Trellis' statements)
 //   B1p GET  /b1p/:id     reference for the children page: the 25 children (ordered by id) and the OWNS relations to
-//                         them, as one bare SELECT, returned as {nodes, relations} (no access check, no token)
+//                         them, as one bare SELECT that renders {nodes, relations} in the database as Trellis does
+//                         (element-json.ts), no access check, no token: what the page's data alone costs
 //   B2  POST /b2          one single-row INSERT of the posted JSON, into bench_b2: a copy of the elements table's
 //                         definition (same columns, constraints and indexes) without the search index's column, so
 //                         Trellis' own table stays as generated
@@ -24,6 +25,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { createPglite, pglitePool, resolveEmbeddedCacheMiB } from '../src/storage/pglite.js';
 import { localWire } from '../src/storage/pglite-wire.js';
+import { elementArraySql } from '../src/storage/queries/element-json.js';
 import { defaultPoolSize } from '../src/storage/postgres.js';
 
 const { values: args } = parseArgs({
@@ -72,20 +74,19 @@ app.get<{ Params: { id: string } }>('/b1/:id', async (request, reply) => {
   return rows[0];
 });
 
-app.get<{ Params: { id: string } }>('/b1p/:id', async (request) => {
+app.get<{ Params: { id: string } }>('/b1p/:id', async (request, reply) => {
+  // Rendered by the database with Trellis' own renderer (element-json.ts), the cheapest way this process knows to
+  // turn 50 rows into JSON: the floor of any page of these elements, before a token or an access check is paid.
   const { rows } = await pool.query({
     name: 'b1p',
-    text: `SELECT n.id, n.type, n.start_id, n.end_id, n.data, n.file, n.created, n.updated,
-                  r.id AS r_id, r.type AS r_type, r.start_id AS r_start_id, r.end_id AS r_end_id, r.data AS r_data,
-                  r.created AS r_created, r.updated AS r_updated
-           FROM elements r JOIN elements n ON n.id = r.end_id
-           WHERE r.start_id = $1 AND r.type = 'OWNS' ORDER BY n.id LIMIT 25`,
+    text: `WITH rels AS (SELECT r.*, r.end_id AS other FROM elements r WHERE r.start_id = $1 AND r.type = 'OWNS'),
+                page AS (SELECT other FROM rels ORDER BY other LIMIT 25)
+           SELECT '{"nodes":' || (SELECT ${elementArraySql('n', 'n.id')} FROM page JOIN elements n ON n.id = page.other)
+                  || ',"relations":' || (SELECT ${elementArraySql('r', 'r.other, r.id')} FROM rels r JOIN page ON page.other = r.other)
+                  || '}' AS body`,
     values: [request.params.id],
   });
-  return {
-    nodes: rows.map((x) => ({ type: x.type, id: x.id, data: { ...x.data, created: x.created, updated: x.updated } })),
-    relations: rows.map((x) => ({ type: x.r_type, id: x.r_id, start: x.r_start_id, end: x.r_end_id, data: { ...x.r_data, created: x.r_created, updated: x.r_updated } })),
-  };
+  return reply.type('application/json; charset=utf-8').send(rows[0].body);
 });
 
 app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2', async (request, reply) => {
