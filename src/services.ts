@@ -29,8 +29,9 @@ export function createServices(config: Config, db: Db, clock: Clock): Services {
   const { settings, runtime } = config;
   const blobs = new FsBlobStore(join(runtime.dataDir, 'files'));
   const accounts = new Accounts(db, settings, clock, runtime.anonymousUserId);
-  const collections = new Collections(db, settings);
-  const elements = new Elements(db, settings, clock, blobs, collections, new AccessDecisions({ sessionEpoch: db.sessionEpoch }));
+  const decisions = new AccessDecisions({ sessionEpoch: db.sessionEpoch });
+  const collections = new Collections(db, settings, decisions);
+  const elements = new Elements(db, settings, clock, blobs, collections, decisions);
   const files = new Files(db, settings, clock, blobs, elements);
   const uploads = new Uploads(db, settings, clock, blobs, elements, files);
   const search = new Search(db, settings);

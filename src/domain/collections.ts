@@ -1,6 +1,7 @@
 // The collection endpoints (`/`, `/<id>/parents`, `/<id>/children`, `/<id>/related`) as `_PartialCollection`s.
 import type { Settings } from '../config/schema.js';
 import { notFound, Problem } from '../errors.js';
+import type { AccessDecisions } from '../storage/access-decisions.js';
 import type { Db } from '../storage/db.js';
 import type { Credentials } from '../storage/queries/accounts.js';
 import { collectionPage, type CollectionKind } from '../storage/queries/collections.js';
@@ -18,6 +19,8 @@ export class Collections {
   constructor(
     private readonly db: Db,
     private readonly settings: Settings,
+    /** Access decisions of this process, shared with Elements (storage/access-decisions.ts). */
+    private readonly decisions?: AccessDecisions,
   ) {}
 
   /**
@@ -65,7 +68,7 @@ export class Collections {
       // The routes refuse non-UUID ids before authentication; this is for other callers, with the same order.
       return failAfterAuthentication(this.db, credentials, now, notFound());
     }
-    const result = await collectionPage(this.db, kind, credentials, now, anchor, pageSize, (page - 1) * pageSize);
+    const result = await collectionPage(this.db, kind, credentials, now, anchor, pageSize, (page - 1) * pageSize, this.decisions);
     if (!result.authenticated) throw unauthorized(credentials);
     if (!result.found) throw notFound();
     const lastPage = Math.max(1, Math.ceil(result.total / pageSize));

@@ -1,9 +1,9 @@
-// Access decisions this process made (READ for GET /<id>, UPDATE for PATCH /<id>), each with the access epoch
-// (migration 016) its statement read and the expiry of the token it was made for. While a later statement reads the
-// same epoch, nothing that could take a permission away or invalidate a token has committed in between, so the
-// decision still holds (the token's expiry, the one change that needs no commit, is checked here against the
-// request's clock). Only "allowed" is kept: a denial can turn into a permission by any insert, which does not move
-// the epoch.
+// Access decisions this process made (READ for GET /<id>, UPDATE for PATCH /<id>, READ_MEMBERS for the children
+// page), each with the access epoch (migration 016) its statement read and the expiry of the token it was made
+// for. While a later statement reads the same epoch, nothing that could take a permission away or invalidate a
+// token has committed in between, so the decision still holds (the token's expiry, the one change that needs no
+// commit, is checked here against the request's clock). Only "allowed" is kept: a denial can turn into a
+// permission by any insert, which does not move the epoch.
 //
 // One instance per process (services.ts). Several instances on one database stay exact: the epoch is in the
 // database and read in the same statement as the element, so a change committed by another instance is seen
@@ -23,8 +23,14 @@ export interface AccessDecision {
 }
 
 /** The key of a decision: who asked (the token's hash, or the anonymous user), for which permission, on what. */
-export const decisionKey = (credentials: Credentials, permission: Permission, id: string): string =>
+export const decisionKey = (credentials: Credentials, permission: DecisionKind, id: string): string =>
   `${credentials.tokenHash ?? `anonymous ${credentials.anonymousUserId}`} ${permission} ${id}`;
+
+/**
+ * What is decided: a permission on the element, or READ_MEMBERS, READ on it that reaches every element it OWNS
+ * (it comes from an OWNS path or a READ grant, which propagate down OWNS: the children page lists from it).
+ */
+export type DecisionKind = Permission | 'READ_MEMBERS';
 
 /** The channel migration 017 notifies the new epoch on whenever the epoch row changes. */
 export const ACCESS_EPOCH_CHANNEL = 'trellis_access_epoch';

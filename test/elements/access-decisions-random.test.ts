@@ -1,9 +1,12 @@
 // Remembered access decisions (storage/access-decisions.ts) against the access module's fresh answer, over random
 // graph changes made through HTTP by several users: after every change, every user's GET of every element ever
-// created answers as permittedIds(READ) decides from scratch, and a sample of PATCHes as permittedIds(UPDATE). The
-// named cases are in access-decisions.test.ts; this one looks for a way of taking access away that they miss.
+// created answers as permittedIds(READ) decides from scratch, a sample of PATCHes as permittedIds(UPDATE), and
+// every children page as the collection statement decides without remembering. The named cases are in
+// access-decisions.test.ts; this one looks for a way of taking access away that they miss.
 import { expect, it } from 'vitest';
+import { hashToken } from '../../src/domain/accounts/tokens.js';
 import { permittedIds } from '../../src/storage/queries/access.js';
+import { collectionPage } from '../../src/storage/queries/collections.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -34,6 +37,18 @@ describeBackends('remembered access decisions under random graph changes', (h) =
           expect(got, `${step}: GET /${id} as ${user.identifier}`).toBe(readable.has(id) ? 200 : 404);
         }
       }
+      // Every children page (remembered READ_MEMBERS): a decision made at one step answers at the next ones.
+      for (const user of users)
+        for (const id of [...users.map((u) => u.id), ...groups, ...nodes]) {
+          const fresh = await collectionPage(h().db, 'children', { tokenHash: hashToken(user.token) }, h().clock.now(), id, 100, 0);
+          const got = await h().request('GET', `/${id}/children?pageSize=100`, { token: user.token });
+          const what = `${step}: GET /${id}/children as ${user.identifier}`;
+          expect(got.status, what).toBe(fresh.found ? 200 : 404);
+          if (got.status === 200) {
+            expect(JSON.stringify(got.json.nodes), what).toBe(JSON.stringify(JSON.parse(fresh.nodesJson)));
+            expect(JSON.stringify(got.json.relations), what).toBe(JSON.stringify(JSON.parse(fresh.relationsJson)));
+          }
+        }
       // PATCH changes data only, which moves no permission: a sample, each checked against a fresh UPDATE decision.
       for (let k = 0; k < 6; k++) {
         const user = pick(users);

@@ -1,4 +1,4 @@
-// GET /<id> and PATCH /<id> remember the access decisions they made (storage/access-decisions.ts) while the access
+// GET /<id>, PATCH /<id> and GET /<id>/children remember the access decisions they made (storage/access-decisions.ts) while the access
 // epoch of migration 016 stands. Every way a permission or a token can be taken away must answer at once as if
 // nothing were remembered: each case here reads or writes first (so the decision is remembered), takes the
 // permission away, and tries again.
@@ -172,6 +172,81 @@ describeBackends('remembered access decisions', (h) => {
     expect(await patch(user, doc, { n: 2 })).toBe(204);
     expect((await h().request('DELETE', '/token', { token: user.token })).status).toBe(204);
     expect(await patch(user, doc, { n: 3 })).toBe(401);
+  });
+
+  /** The ids of a children page's nodes, listed twice: the first decides and remembers, the second is answered from it. */
+  const childrenTwice = async (user: { token: string }, id: string) => {
+    const first = await h().request('GET', `/${id}/children`, { token: user.token });
+    expect(first.status, first.text).toBe(200);
+    const second = await h().request('GET', `/${id}/children`, { token: user.token });
+    expect(second.status).toBe(200);
+    expect(second.text.replace(/"id":"[^"]*"/, '')).toBe(first.text.replace(/"id":"[^"]*"/, ''));
+    return (second.json.nodes as { id: string }[]).map((n) => n.id).sort();
+  };
+  const children = async (user: { token: string }, id: string) => {
+    const r = await h().request('GET', `/${id}/children`, { token: user.token });
+    return { status: r.status, ids: r.status === 200 ? (r.json.nodes as { id: string }[]).map((n) => n.id).sort() : [] };
+  };
+
+  it('lists children from a remembered READ that reaches them, and lists what the page holds now', async () => {
+    const folder = await createElement(h(), owner.token, { type: 'Folder' });
+    const first = await createElement(h(), owner.token, { type: 'Doc' }, folder);
+    const grant = await relate(owner.token, 'HAS_READ_ACCESS', reader.id, folder);
+    expect(await childrenTwice(reader, folder)).toEqual([first]);
+    // A child added or deleted since is seen: the page is always read, only the decision is remembered.
+    const second = await createElement(h(), owner.token, { type: 'Doc' }, folder);
+    expect((await children(reader, folder)).ids).toEqual([first, second].sort());
+    await remove(owner.token, first);
+    expect((await children(reader, folder)).ids).toEqual([second]);
+    // Taken out behind the access module's back (the epoch does not move): still listed, which shows that the
+    // remembered decision answered; once the epoch moves, decided again.
+    await h().db.query('ALTER TABLE elements DISABLE TRIGGER USER');
+    try {
+      await h().db.query(`UPDATE elements SET type = 'HAS_TAG' WHERE id = $1`, [grant]);
+    } finally {
+      await h().db.query('ALTER TABLE elements ENABLE TRIGGER USER');
+    }
+    expect((await children(reader, folder)).ids).toEqual([second]);
+    await h().db.query('SELECT trellis_bump_access_epoch()');
+    expect((await children(reader, folder)).status).toBe(404);
+  });
+
+  it('forgets a remembered children page when its grant, an OWNS on the path, the anchor or the token goes', async () => {
+    const top = await createElement(h(), owner.token, { type: 'Folder' });
+    const folder = await createElement(h(), owner.token, { type: 'Folder' }, top);
+    const doc = await createElement(h(), owner.token, { type: 'Doc' }, folder);
+    const grant = await relate(owner.token, 'HAS_READ_ACCESS', reader.id, top);
+    expect(await childrenTwice(reader, folder)).toEqual([doc]);
+    await remove(owner.token, grant);
+    expect((await children(reader, folder)).status).toBe(404);
+
+    const group = await createElement(h(), owner.token, { type: 'Group' });
+    await relate(owner.token, 'IS_IN_GROUP', reader.id, group);
+    const ownsTop = await relate(owner.token, 'OWNS', group, top);
+    expect(await childrenTwice(reader, folder)).toEqual([doc]);
+    await remove(owner.token, ownsTop);
+    expect((await children(reader, folder)).status).toBe(404);
+
+    // READ that does not reach the children (CREATED gives READ on the element alone): nothing is remembered, and
+    // a child the reader cannot read stays out of the page every time.
+    const shared = await createElement(h(), owner.token, { type: 'Folder' });
+    const createGrant = await relate(owner.token, 'HAS_CREATE_ACCESS', reader.id, shared);
+    const made = await createElement(h(), reader.token, { type: 'Folder' }, shared);
+    await remove(owner.token, createGrant);
+    await createElement(h(), owner.token, { type: 'Doc' }, made);
+    expect(await status(reader, made)).toBe(200);
+    expect(await childrenTwice(reader, made)).toEqual([]);
+
+    const user = await userWithToken(h(), 'children-token@grants.dev');
+    const own = await createElement(h(), user.token, { type: 'Folder' });
+    const kid = await createElement(h(), user.token, { type: 'Doc' }, own);
+    expect(await childrenTwice(user, own)).toEqual([kid]);
+    await remove(user.token, own);
+    expect((await children(user, own)).status).toBe(404);
+    const again = await createElement(h(), user.token, { type: 'Folder' });
+    expect(await childrenTwice(user, again)).toEqual([]);
+    expect((await h().request('DELETE', '/token', { token: user.token })).status).toBe(204);
+    expect((await children(user, again)).status).toBe(401);
   });
 
   it('sees what another instance on the same database takes away', async () => {

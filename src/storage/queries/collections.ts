@@ -1,5 +1,6 @@
 // SQL of the collection endpoints: one statement per request that authenticates, checks the anchor, filters by
 // access, counts and pages.
+import { decisionKey, EPOCH_SQL, expiresMsSql, withDecision, type AccessDecisions } from '../access-decisions.js';
 import type { Queryable } from '../db.js';
 import { allowsSql, grantedSql, inlineReadCheck, principalsSql } from './access.js';
 import { callerParams, callerSql, type Credentials } from './accounts.js';
@@ -35,6 +36,24 @@ export interface CollectionPage {
 }
 
 /**
+ * The page's part of a collection statement, given a CTE `p` with the anchor_id (and, for a per-row check
+ * `readable`, the user_id, ids and inherited).
+ */
+function pageSql(shape: (typeof SHAPES)[CollectionKind], readable: string, limit: string, offset: string): string {
+  return `rels AS MATERIALIZED (
+       SELECT ${ELEMENT_COLUMNS}, ${shape.other} AS other FROM p, elements e
+       WHERE ${shape.where} AND ${readable}
+     ),
+     members AS (SELECT DISTINCT other FROM rels),
+     page AS (SELECT other FROM members ORDER BY other LIMIT ${limit} OFFSET ${offset})`;
+}
+
+/** The columns every collection statement ends with: the count and the rendered page. */
+const pageColumns = (readable: string) => `(SELECT count(*) FROM members) AS total,
+            (SELECT ${elementArraySql('e', 'e.id')} FROM page JOIN elements e ON e.id = page.other, p WHERE ${readable}) AS nodes,
+            (SELECT ${elementArraySql('r', 'r.other, r.id')} FROM rels r JOIN page ON page.other = r.other) AS relations`;
+
+/**
  * One collection page in one statement: resolves the credentials (callerSql), checks READ on the anchor
  * (inlineReadCheck; for the index the anchor is the caller's own User node, always readable), then filters by
  * access, counts and pages. Members are the far ends of the readable relations that connect the anchor; the page
@@ -42,6 +61,12 @@ export interface CollectionPage {
  * readable relations to them. `anchorId` is ignored for the index. The one row always comes back and says
  * whether the caller was authenticated and the anchor found and readable; when not, `p` is empty and so is the page.
  * The elements come rendered as JSON by the database (element-json.ts says why).
+ *
+ * With `decisions`, for a shape whose members inherit the anchor's READ (children): when these credentials were
+ * allowed to READ the anchor by inheritance before, under the current access epoch, that is not decided again
+ * (access-decisions.ts): the statement is then the page alone, with the epoch (on PGlite the epoch this process
+ * was notified of), and the anchor's existence. Anything that could take the inheritance away (an OWNS or a grant
+ * removed, a token revoked) moves the epoch; a child added since is readable by the same inheritance.
  */
 export async function collectionPage(
   q: Queryable,
@@ -51,48 +76,79 @@ export async function collectionPage(
   anchorId: string | null,
   limit: number,
   offset: number,
+  decisions?: AccessDecisions,
 ): Promise<CollectionPage> {
   const shape = SHAPES[kind];
-  const caller = callerSql(credentials);
-  const params: unknown[] = [...callerParams(credentials, now), limit, offset];
-  // $1-$3 are callerSql's, $4 and $5 limit and offset, $6 the anchor (not for the index).
-  // The anchor, whether the caller may read it, and whether that READ reaches the members by inheritance.
-  let anchor = `SELECT caller.user_id AS id, true AS allowed, false AS inherited FROM caller`;
-  if (kind !== 'index') {
-    params.push(anchorId);
-    const inherited = shape.inherits ? `e.id IS NOT NULL AND ${grantedSql(principalsSql('caller.user_id'), 'e.id', 'READ')}` : 'false';
-    anchor = `SELECT e.id, ${inlineReadCheck('caller.user_id')} AS allowed, ${inherited} AS inherited
-      FROM caller LEFT JOIN elements e ON e.id = $6::uuid`;
-  }
-  // CASE, not OR: the cheap answer is taken without evaluating the per-row check.
-  const readable = `CASE WHEN p.inherited THEN true ELSE ${allowsSql('p.user_id', 'p.ids', `'READ'`)} END`;
-  const { rows } = await q.query<{ authenticated: boolean; found: boolean; total: string; nodes: string; relations: string }>(
-    `WITH caller AS MATERIALIZED (${caller.sql}),
-     anchor AS MATERIALIZED (${anchor}),
-     p AS MATERIALIZED (
-       SELECT caller.user_id, anchor.id AS anchor_id, ${principalsSql('caller.user_id')} AS ids, anchor.inherited
-       FROM caller, anchor
-       WHERE anchor.allowed
-     ),
-     rels AS MATERIALIZED (
-       SELECT ${ELEMENT_COLUMNS}, ${shape.other} AS other FROM p, elements e
-       WHERE ${shape.where} AND ${readable}
-     ),
-     members AS (SELECT DISTINCT other FROM rels),
-     page AS (SELECT other FROM members ORDER BY other LIMIT $4 OFFSET $5)
-     SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM p) AS found,
-            (SELECT count(*) FROM members) AS total,
-            (SELECT ${elementArraySql('e', 'e.id')} FROM page JOIN elements e ON e.id = page.other, p WHERE ${readable}) AS nodes,
-            (SELECT ${elementArraySql('r', 'r.other, r.id')} FROM rels r JOIN page ON page.other = r.other) AS relations`,
-    params,
-    `collection_${kind}${caller.suffix}`,
-  );
-  const row = rows[0]!;
-  return {
-    authenticated: row.authenticated,
-    found: row.found,
-    total: Number(row.total),
-    nodesJson: row.nodes,
-    relationsJson: row.relations,
+  const decide = async () => {
+    const caller = callerSql(credentials);
+    const params: unknown[] = [...callerParams(credentials, now), limit, offset];
+    // $1-$3 are callerSql's, $4 and $5 limit and offset, $6 the anchor (not for the index).
+    // The anchor, whether the caller may read it, and whether that READ reaches the members by inheritance.
+    let anchor = `SELECT caller.user_id AS id, true AS allowed, false AS inherited FROM caller`;
+    if (kind !== 'index') {
+      params.push(anchorId);
+      const inherited = shape.inherits ? `e.id IS NOT NULL AND ${grantedSql(principalsSql('caller.user_id'), 'e.id', 'READ')}` : 'false';
+      anchor = `SELECT e.id, ${inlineReadCheck('caller.user_id')} AS allowed, ${inherited} AS inherited
+        FROM caller LEFT JOIN elements e ON e.id = $6::uuid`;
+    }
+    // CASE, not OR: the cheap answer is taken without evaluating the per-row check.
+    const readable = `CASE WHEN p.inherited THEN true ELSE ${allowsSql('p.user_id', 'p.ids', `'READ'`)} END`;
+    // Only a shape whose members inherit reads what a decision needs (the epoch costs PGlite a table scan).
+    const decision = shape.inherits
+      ? `, (SELECT inherited FROM p) AS inherited, ${EPOCH_SQL} AS epoch, (SELECT ${expiresMsSql('c')} FROM caller c) AS expires`
+      : '';
+    const { rows } = await q.query<PageRow & { authenticated: boolean; inherited?: boolean | null; epoch?: string; expires?: number | null }>(
+      `WITH caller AS MATERIALIZED (${caller.sql}),
+       anchor AS MATERIALIZED (${anchor}),
+       p AS MATERIALIZED (
+         SELECT caller.user_id, anchor.id AS anchor_id, ${principalsSql('caller.user_id')} AS ids, anchor.inherited
+         FROM caller, anchor
+         WHERE anchor.allowed
+       ),
+       ${pageSql(shape, readable, '$4', '$5')}
+       SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM p) AS found,
+              ${pageColumns(readable)}${decision}`,
+      params,
+      `collection_${kind}${caller.suffix}`,
+    );
+    const row = rows[0]!;
+    const result = { authenticated: row.authenticated, ...fromRow(row) };
+    return { result, decision: row.inherited === true ? { epoch: row.epoch!, expires: row.expires ?? null } : null };
   };
+  if (!shape.inherits || decisions === undefined || anchorId === null) return (await decide()).result;
+
+  const session = decisions.sessionEpoch;
+  const known = async (epoch: string): Promise<CollectionPage | undefined> => {
+    if (session?.current != null && session.current !== epoch) return undefined;
+    // Without reading the epoch when this process follows it (SessionAccessEpoch): compared after the reply.
+    const follows = session?.current != null;
+    const name = `${follows ? 'session' : 'known'}_collection_${kind}`;
+    let text = knownPageSql.get(name);
+    if (text === undefined)
+      knownPageSql.set(
+        name,
+        (text = `WITH p AS MATERIALIZED (SELECT $1::uuid AS anchor_id),
+         ${pageSql(shape, 'true', '$2', '$3')}
+         SELECT EXISTS (SELECT 1 FROM elements a WHERE a.id = $1::uuid) AS found, ${pageColumns('true')}
+                ${follows ? '' : `, ${EPOCH_SQL} AS epoch`}`),
+      );
+    const { rows } = await q.query<PageRow & { epoch?: string }>(text, [anchorId, limit, offset], name);
+    const row = rows[0]!;
+    if (!follows) session?.observe(row.epoch!);
+    const current = follows ? session!.current : row.epoch;
+    return current === epoch ? { authenticated: true, ...fromRow(row) } : undefined;
+  };
+  return withDecision(decisions, decisionKey(credentials, 'READ_MEMBERS', anchorId), now, known, decide);
 }
+
+/** The statements of remembered pages by name, built once (the text never changes). */
+const knownPageSql = new Map<string, string>();
+
+interface PageRow {
+  found: boolean;
+  total: string;
+  nodes: string;
+  relations: string;
+}
+
+const fromRow = (row: PageRow) => ({ found: row.found, total: Number(row.total), nodesJson: row.nodes, relationsJson: row.relations });
