@@ -1,6 +1,7 @@
 // The baselines of issue 8: tiny Fastify servers with the same Fastify version, the same `pg` driver and pool
-// settings as Trellis (a pg.Pool of defaultPoolSize() connections on PostgreSQL; on PGlite the pool of
-// src/storage/pglite.ts, opened exactly as Trellis opens it), on the same data. Run as a child process by bench/run.ts:
+// settings as Trellis (a pg.Pool of defaultPoolSize() connections with Trellis' session settings on PostgreSQL,
+// storage/db.ts SESSION_SETTINGS; on PGlite the pool of src/storage/pglite.ts, opened exactly as Trellis opens it),
+// on the same data. Run as a child process by bench/run.ts:
 //
 //   node --import tsx bench/baselines.ts --port P --files DIR (--database-url URL | --pglite DIR)
 //
@@ -26,7 +27,7 @@ import pg from 'pg';
 import { createPglite, pglitePool, resolveEmbeddedCacheMiB } from '../src/storage/pglite.js';
 import { localWire } from '../src/storage/pglite-wire.js';
 import { elementArraySql } from '../src/storage/queries/element-json.js';
-import { defaultPoolSize } from '../src/storage/postgres.js';
+import { defaultPoolSize, sessionOptions } from '../src/storage/postgres.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -45,7 +46,7 @@ if (!args.port || !args.files || (!args['database-url'] && !args.pglite)) {
 const pglite = args['database-url'] ? null : await createPglite(args.pglite, await resolveEmbeddedCacheMiB(args.pglite!, 'auto'));
 const pool = pglite
   ? pglitePool(localWire(pglite))
-  : new pg.Pool({ connectionString: args['database-url'], max: defaultPoolSize() });
+  : new pg.Pool({ connectionString: args['database-url'], max: defaultPoolSize(), options: sessionOptions() });
 pool.on('error', () => {});
 await pool.query('CREATE TABLE IF NOT EXISTS bench_b2 (LIKE elements INCLUDING ALL)');
 // B2 is one plain single-row INSERT: without the search index's generated tsvector column (migration 006) and its GIN

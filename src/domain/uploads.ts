@@ -153,7 +153,6 @@ export class Uploads {
         leaseUntil: this.leaseUntil(),
         created: now,
         expires: new Date(now.getTime() + limits.uploadExpiresInSecondsAfterFirstRequest * 1000),
-        fileMode: mode,
         ifMatch: conditions.ifMatch ?? null,
         ifNoneMatch: conditions.ifNoneMatch ?? null,
       });
@@ -285,16 +284,14 @@ export class Uploads {
       if (size > 0 && upload.chunks >= maxChunks)
         throw new Problem('bad-content', `The upload already has the maximum of ${maxChunks} chunks; complete it with an empty request.`);
     };
-    // Limits of the whole file: on the completing request they fail the upload (its bytes are discarded).
+    // Limits of the whole file: breaking them appends nothing either, completing or not (the spec's table: "in
+    // progress | 400. Nothing is merged"); the stored chunks stay, so the client can go on from the offset (send the
+    // rest, or complete with an empty request). Only a digest mismatch discards them (below).
     const wholeFileRule = (total: number, ended: boolean): Problem | null => {
       if (total > limits.maxFileSizeInBytes) return tooLarge(limits.maxFileSizeInBytes);
       if (declared !== null && (ended ? total !== declared : total > declared))
         return new Problem('bad-content', `The upload would have ${total} bytes, but its Upload-Length is ${declared}.`);
       return null;
-    };
-    const failWhole = async (problem: Problem): Promise<never> => {
-      if (!complete) throw inProgress(problem, state);
-      throw await this.discard(upload, lease, problem);
     };
 
     if (contentLength !== undefined) {
@@ -304,7 +301,7 @@ export class Uploads {
         throw error instanceof Problem ? inProgress(error, state) : error;
       }
       const violation = wholeFileRule(offset + contentLength, complete);
-      if (violation) await failWhole(violation);
+      if (violation) throw inProgress(violation, state);
     }
 
     const hash =
@@ -324,7 +321,7 @@ export class Uploads {
         throw inProgress(interrupted(kept - offset), this.stateOf(row));
       }
       if (error instanceof BlobLimitError) {
-        if (maxBytes === wholeFileRoom) await failWhole(wholeFileRule(offset + maxBytes + 1, complete)!);
+        if (maxBytes === wholeFileRoom) throw inProgress(wholeFileRule(offset + maxBytes + 1, complete)!, state);
         throw inProgress(chunkTooLarge(limits.uploadMaxChunkSizeInBytes), state);
       }
       if (error instanceof Problem) throw inProgress(error, state);
@@ -341,11 +338,15 @@ export class Uploads {
     }
 
     const violation = wholeFileRule(total, true);
-    if (violation) await failWhole(violation);
+    if (violation) throw inProgress(violation, state);
     const sha256 = hash.digest();
     for (const digest of [request.expected, upload.expected_sha256])
       if (digest && !digest.equals(sha256))
-        await failWhole(new Problem('bad-content', 'The SHA-256 of the uploaded bytes does not match the digest sent; nothing was stored, the upload starts over at offset 0.'));
+        throw await this.discard(
+          upload,
+          lease,
+          new Problem('bad-content', 'The SHA-256 of the uploaded bytes does not match the digest sent; nothing was stored, the upload starts over at offset 0.'),
+        );
     const meta: FileMeta = {
       contentLength: total,
       extension: upload.extension,
@@ -357,9 +358,12 @@ export class Uploads {
       if (elementId === null) throw notFound();
       const started = { ifMatch: upload.if_match ?? undefined, ifNoneMatch: upload.if_none_match ?? undefined };
       await this.files.place(caller, elementId, { key: upload.id }, meta, {
-        // What the start was checked against, again under the row lock: a file written meanwhile is not replaced
-        // unawares (409/412; the upload stays as it was before this request, its bytes kept).
-        check: (row) => checkFileTarget(row, upload.file_mode, started),
+        // The start's If-Match / If-None-Match, again under the row lock: a file written meanwhile is not replaced
+        // when the client asked for that (412; the upload stays as it was before this request, its bytes kept).
+        // Otherwise the completion replaces whatever file is there, whether the upload was started by POST or PUT:
+        // "The previous file, if any, is replaced" and "The last one to complete wins" (the spec's resumable upload
+        // table); POST's 409 for an existing file was decided at the start.
+        check: (row) => checkFileTarget(row, 'replace', started),
         inTransaction: async (tx) => {
           if (await sql.deleteLeasedUpload(tx, upload.id, lease)) return;
           throw (await sql.uploadOf(tx, upload.id, caller.userId)) ? leaseLostProblem() : notFound();
@@ -368,8 +372,8 @@ export class Uploads {
     } catch (error) {
       // The target is gone or no longer writable by the creator, or the upload was cancelled meanwhile.
       if (error instanceof Problem && error.slug === 'not-found') await this.drop(upload.id);
-      // The target's file is no longer what the start was checked against.
-      if (error instanceof Problem && (error.slug === 'precondition-failed' || error.slug === 'conflict')) throw inProgress(error, state);
+      // The target's file no longer meets the start's preconditions.
+      if (error instanceof Problem && error.slug === 'precondition-failed') throw inProgress(error, state);
       throw error;
     }
     this.hashes.forget(upload.id);
@@ -509,8 +513,9 @@ export class Uploads {
   }
 
   /**
-   * A completion that failed a whole-file rule: the stored bytes are discarded and the upload stays in progress
-   * at offset 0 (DESIGN.md), so the client can send it again. Returns the problem to answer with.
+   * A completion whose digest did not match: the stored bytes are discarded (which of them are wrong cannot be
+   * told) and the upload stays in progress at offset 0 (spec, DESIGN.md), so the client can send it again.
+   * Returns the problem to answer with.
    */
   private async discard(upload: sql.UploadRow, lease: string, problem: Problem): Promise<Problem> {
     // Offset first, bytes next, still under the lease: a crash in between leaves extra bytes (cut off by the next

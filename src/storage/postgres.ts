@@ -15,8 +15,11 @@ export function defaultPoolSize(cores = availableParallelism()): number {
   return Math.min(10, Math.max(4, 2 * cores));
 }
 
+/** The connection option that applies SESSION_SETTINGS to every session of a pool, from its start. */
+export const sessionOptions = (): string => Object.entries(SESSION_SETTINGS).map(([k, v]) => `-c ${k}=${v}`).join(' ');
+
 export async function openPostgres(url: string, poolSize = defaultPoolSize()): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, options: Object.entries(SESSION_SETTINGS).map(([k, v]) => `-c ${k}=${v}`).join(' ') });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, options: sessionOptions() });
   // An idle client that errors (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const client = await pool.connect();

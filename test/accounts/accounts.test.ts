@@ -147,6 +147,25 @@ describeBackends('accounts', (h) => {
     expect((await h().request('GET', '/me', { token })).status).toBe(401);
   });
 
+  it('honours If-None-Match and If-Match on GET /me and GET /token, as for any element', async () => {
+    const { token } = await userWithToken(h(), 'conditions@accounts.dev');
+    for (const path of ['/me', '/token']) {
+      const first = await h().request('GET', path, { token });
+      expect(first.status).toBe(200);
+      const etag = first.headers.get('etag')!;
+      expect(etag).toMatch(/^"/);
+      const same = await h().request('GET', path, { token, headers: { 'if-none-match': etag } });
+      expect(same.status, path).toBe(304);
+      expect(same.headers.get('etag')).toBe(etag);
+      expect(same.text).toBe('');
+      expect((await h().request('GET', path, { token, headers: { 'if-none-match': '"other"' } })).status).toBe(200);
+      expect((await h().request('GET', path, { token, headers: { 'if-match': etag } })).status).toBe(200);
+      const failed = await h().request('GET', path, { token, headers: { 'if-match': '"other"' } });
+      expect(failed.status, path).toBe(412);
+      expect(failed.json.type).toMatch(/\/error\/412\/precondition-failed$/);
+    }
+  });
+
   it('without Authorization and without an anonymous user answers 401', async () => {
     expect((await h().request('GET', '/me')).status).toBe(401);
     expect((await h().request('GET', '/')).status).toBe(401);

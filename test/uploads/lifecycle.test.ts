@@ -190,7 +190,7 @@ describeBackends('resumable uploads: lifecycle', (h) => {
       expect(await uploadRow(h(), uploadId)).toMatchObject({ offset: 16, chunks: 1 });
     });
 
-    it('several uploads to one element run in parallel; of PUT starts the last to complete wins, of POST starts the first', async () => {
+    it('several uploads to one element run in parallel; the last to complete wins, whether POST or PUT started it', async () => {
       const id = await createElement(h(), alice.token, { type: 'Doc' });
       const a = await startUpload(h(), alice.token, id, { method: 'PUT', body: Buffer.from('upload A, first part ') });
       const b = await startUpload(h(), alice.token, id, { method: 'PUT', body: Buffer.from('upload B, first part ') });
@@ -204,17 +204,22 @@ describeBackends('resumable uploads: lifecycle', (h) => {
       expect(stored.body.equals(aDone)).toBe(true);
       expect(stored.element.file.hash.sha256).toBe(sha256(aDone).toString('hex'));
 
-      // POST creates a file: the second POST upload to complete finds one, 409 like a direct POST, and replaces nothing.
+      // POST refuses to start when a file exists (409); two started before there was one both complete, and the
+      // later replaces the earlier ("The previous file, if any, is replaced").
       const other = await createElement(h(), alice.token, { type: 'Doc' });
       const c = await startUpload(h(), alice.token, other, { body: Buffer.from('upload C, first part ') });
       const d = await startUpload(h(), alice.token, other, { body: Buffer.from('upload D, first part ') });
       expect((await append(h(), alice.token, d.path, 21, Buffer.from('and its end'), true)).status).toBe(201);
       const late = await append(h(), alice.token, c.path, 21, Buffer.from('and its end'), true);
-      expect(late.status).toBe(409);
-      expect(late.json.type).toMatch(/\/error\/409\/conflict$/);
-      expect(late.headers.get('upload-offset')).toBe('21');
-      expect((await fileOf(h(), alice.token, other)).body.equals(Buffer.from('upload D, first part and its end'))).toBe(true);
-      expect((await head(h(), alice.token, c.path)).headers.get('upload-offset')).toBe('21');
+      expect(late.status).toBe(201);
+      const cDone = Buffer.from('upload C, first part and its end');
+      const replaced = await fileOf(h(), alice.token, other);
+      expect(replaced.body.equals(cDone)).toBe(true);
+      expect(replaced.element.file.hash.sha256).toBe(sha256(cDone).toString('hex'));
+      expect((await head(h(), alice.token, c.path)).status).toBe(404);
+      const refused = await h().request('POST', `/${other}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('E')), headers: { 'upload-complete': '?0' } });
+      expect(refused.status).toBe(409);
+      expect(refused.json.type).toMatch(/\/error\/409\/conflict$/);
     });
 
     it('evaluates the preconditions of the start again at completion: a file written meanwhile is not replaced', async () => {

@@ -154,7 +154,7 @@ describeBackends('resumable uploads: rules', (h) => {
       expect(short.json.detail).toMatch(/Upload-Length is 4096/);
     });
 
-    it('a completion whose total breaks max-size or the declared length: 400, the chunks are discarded, offset 0', async () => {
+    it('a completion whose total breaks max-size or the declared length: 400, nothing appended, the chunks kept', async () => {
       const id = await createElement(h(), alice.token, { type: 'Doc' });
       const before = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('kept')), headers: { 'upload-complete': '?1' } });
       expect(before.status).toBe(201);
@@ -163,27 +163,26 @@ describeBackends('resumable uploads: rules', (h) => {
       const short = await append(h(), alice.token, path, KiB, data.subarray(KiB, KiB + 10), true);
       expect(short.status).toBe(400);
       expect(short.json.type).toMatch(/bad-content$/);
-      expect(short.headers.get('upload-offset')).toBe('0');
+      expect(short.headers.get('upload-offset')).toBe(String(KiB));
       expect(short.headers.get('upload-complete')).toBe('?0');
-      expect((await head(h(), alice.token, path)).headers.get('upload-offset')).toBe('0');
-      expect(await uploadRow(h(), uploadId)).toMatchObject({ offset: 0, chunks: 0 });
-      expect(blobOf(h(), uploadId)).toBeNull();
+      expect((await head(h(), alice.token, path)).headers.get('upload-offset')).toBe(String(KiB));
+      expect(await uploadRow(h(), uploadId)).toMatchObject({ offset: KiB, chunks: 1 });
+      expect(blobOf(h(), uploadId)!.equals(data.subarray(0, KiB))).toBe(true);
       const file = await fetch(`${h().url}/${id}/file`, { headers: { authorization: `Bearer ${alice.token}` } });
       expect(await file.text()).toBe('kept');
 
-      // Sent again from the start, it completes.
-      expect((await append(h(), alice.token, path, 0, data.subarray(0, KiB), false)).status).toBe(204);
+      // The rest sent from the offset completes it.
       const done = await append(h(), alice.token, path, KiB, data.subarray(KiB), true);
       expect(done.status).toBe(201);
       expect(Buffer.from(await (await fetch(`${h().url}/${id}/file`, { headers: { authorization: `Bearer ${alice.token}` } })).arrayBuffer()).equals(data)).toBe(true);
 
       const over = await uploadWith(60 * KiB);
-      await append(h(), alice.token, over.path, 60 * KiB, noise(60 * KiB, 14), false);
-      await append(h(), alice.token, over.path, 120 * KiB, noise(60 * KiB, 15), false);
-      const tooBig = await append(h(), alice.token, over.path, 180 * KiB, noise(21 * KiB, 16), true);
-      expect(tooBig.status).toBe(400);
-      expect(tooBig.headers.get('upload-offset')).toBe('0');
-      expect(await uploadRow(h(), over.id)).toMatchObject({ offset: 0 });
+      const stored = Buffer.concat([over.data, noise(60 * KiB, 14), noise(60 * KiB, 15)]);
+      expect((await append(h(), alice.token, over.path, 60 * KiB, stored.subarray(60 * KiB, 120 * KiB), false)).status).toBe(204);
+      expect((await append(h(), alice.token, over.path, 120 * KiB, stored.subarray(120 * KiB), false)).status).toBe(204);
+      await expectRefused(await append(h(), alice.token, over.path, 180 * KiB, noise(21 * KiB, 16), true), over.id, over.path, 180 * KiB, stored);
+      // Completed with an empty request at the offset, within max-size.
+      expect((await append(h(), alice.token, over.path, 180 * KiB, Buffer.alloc(0), true)).status).toBe(201);
     });
 
     it(`at most 10^uploadChunkDigitsLength chunks; an empty completion still works`, async () => {

@@ -6,6 +6,7 @@ import type { Db, Queryable } from '../../storage/db.js';
 import * as sql from '../../storage/queries/accounts.js';
 import type { Caller, Credentials } from '../../storage/queries/accounts.js';
 import { elementBodyById, insertElement } from '../../storage/queries/elements.js';
+import { checkReadPreconditions, type Conditions } from '../conditions.js';
 import { checkProperties, reservedProperties } from '../properties.js';
 import { renderElement } from '../representation.js';
 import { isPlainObject, isUuid, isoTime, newId } from '../values.js';
@@ -157,10 +158,12 @@ export class Accounts {
     return caller.tokenId;
   }
 
-  async currentToken(caller: Caller): Promise<{ body: string; etag: string }> {
+  /** GET /token: the caller's Token element, with If-Match / If-None-Match as for any element (304, 412). */
+  async currentToken(caller: Caller, conditions: Conditions = {}): Promise<{ body: string; etag: string; notModified: boolean }> {
     const body = await elementBodyById(this.db, this.requireTokenCaller(caller));
     if (body === null) throw new Problem('unauthorized', 'The token no longer exists.');
-    return renderElement(body);
+    const rendered = renderElement(body);
+    return { ...rendered, notModified: checkReadPreconditions(conditions, rendered.etag) };
   }
 
   async deleteCurrentToken(caller: Caller): Promise<void> {
@@ -181,10 +184,12 @@ export class Accounts {
     await sql.setPasswordHash(this.db, user.id, await hashPassword(next));
   }
 
-  async me(caller: Caller): Promise<{ body: string; etag: string }> {
+  /** GET /me: the caller's User element, with If-Match / If-None-Match as for any element (304, 412). */
+  async me(caller: Caller, conditions: Conditions = {}): Promise<{ body: string; etag: string; notModified: boolean }> {
     const body = await elementBodyById(this.db, caller.userId);
     if (body === null) throw new Problem('unauthorized', 'The user no longer exists.');
-    return renderElement(body);
+    const rendered = renderElement(body);
+    return { ...rendered, notModified: checkReadPreconditions(conditions, rendered.etag) };
   }
 
   /** Background job: deletes tokens that expired longer ago than the configured grace. */

@@ -1,6 +1,6 @@
 // User endpoints: /register, /token, /change-password, /me. Each translates HTTP into one Accounts call.
 import type { RouteDeps } from '../app.js';
-import { caller, created, JSON_TYPE, noContent, sendJson } from '../reply.js';
+import { caller, conditionsOf, created, JSON_TYPE, noContent, sendJson } from '../reply.js';
 import { resource } from '../resource.js';
 import type { App } from '../types.js';
 
@@ -22,7 +22,7 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
         return reply.code(201).header('location', `/${id}`).type(JSON_TYPE).send(JSON.stringify({ type: '_TokenResponse', token }));
       },
     },
-    GET: async (request, reply) => sendJson(reply, await accounts.currentToken(await caller(services, request))),
+    GET: async (request, reply) => sendJson(reply, await accounts.currentToken(await caller(services, request), conditionsOf(request))),
     DELETE: async (request, reply) => {
       await accounts.deleteCurrentToken(await caller(services, request));
       return noContent(reply);
@@ -37,6 +37,6 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
   });
 
   resource(app, '/me', {
-    GET: async (request, reply) => sendJson(reply, await accounts.me(await caller(services, request))),
+    GET: async (request, reply) => sendJson(reply, await accounts.me(await caller(services, request), conditionsOf(request))),
   });
 }

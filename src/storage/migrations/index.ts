@@ -16,6 +16,7 @@ import searchAccessKeys from './014-search-access-keys.js';
 import searchPhrases from './015-search-phrases.js';
 import accessEpoch from './016-access-epoch.js';
 import accessEpochNotify from './017-access-epoch-notify.js';
+import dropUploadFileMode from './018-drop-upload-file-mode.js';
 
 export interface Migration {
   version: number;
@@ -41,4 +42,5 @@ export const migrations: Migration[] = [
   { version: 15, name: 'search-phrases', sql: searchPhrases },
   { version: 16, name: 'access-epoch', sql: accessEpoch },
   { version: 17, name: 'access-epoch-notify', sql: accessEpochNotify },
+  { version: 18, name: 'drop-upload-file-mode', sql: dropUploadFileMode },
 ];

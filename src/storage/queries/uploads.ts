@@ -16,8 +16,7 @@ export interface UploadRow {
   lease_until: Date | null;
   created: Date;
   expires: Date;
-  /** What the start asked of the target's file (POST: none yet; If-Match, If-None-Match), again at completion. */
-  file_mode: 'create' | 'replace';
+  /** The start's preconditions on the target's file, checked again at completion. */
   if_match: string | null;
   if_none_match: string | null;
 }
@@ -26,7 +25,7 @@ export interface UploadRow {
 export type UploadAccess = UploadRow & { permitted: boolean };
 
 const COLUMNS = `u.id, u.element_id, u.user_id, u."offset", u.length, u.chunks, u.extension, u.expected_sha256,
-  u.lease_token, u.lease_until, u.created, u.expires, u.file_mode, u.if_match, u.if_none_match`;
+  u.lease_token, u.lease_until, u.created, u.expires, u.if_match, u.if_none_match`;
 
 /** Uploads only answer their creator: for anyone else the row does not exist. */
 export async function uploadOf(q: Queryable, id: string, userId: string): Promise<UploadAccess | null> {
@@ -51,7 +50,6 @@ export interface NewUpload {
   leaseUntil: Date;
   created: Date;
   expires: Date;
-  fileMode: 'create' | 'replace';
   ifMatch: string | null;
   ifNoneMatch: string | null;
 }
@@ -59,10 +57,10 @@ export interface NewUpload {
 export async function insertUpload(q: Queryable, u: NewUpload): Promise<UploadRow> {
   const { rows } = await q.query<UploadRow>(
     `INSERT INTO uploads AS u (id, element_id, user_id, length, extension, expected_sha256, lease_token, lease_until, created, expires,
-                               file_mode, if_match, if_none_match)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+                               if_match, if_none_match)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
     [u.id, u.elementId, u.userId, u.length, u.extension, u.expectedSha256, u.leaseToken, u.leaseUntil, u.created, u.expires,
-      u.fileMode, u.ifMatch, u.ifNoneMatch],
+      u.ifMatch, u.ifNoneMatch],
     'insert_upload',
   );
   return rows[0]!;
