@@ -91,6 +91,9 @@ export function parseElement(file: string, text: string, isRelation: boolean, id
   const { type, id, start, end } = json;
   if (typeof type !== 'string' || type.length === 0 || type.length > 256 || /[\u0000-\u001f]/.test(type))
     throw new BackupError(file, "'type' is missing or not a valid type name");
+  // A type starting with '_' is internal (spec: it can never be read or written through the API), and the API
+  // renders every element's type: such an element could only be served or refused, so it is refused here.
+  if (type.startsWith('_')) throw new BackupError(file, `the type '${type}' starts with '_', which marks it internal`);
   if (!isUuid(id)) throw new BackupError(file, "'id' is missing or not a UUID");
   if (isRelation) {
     if (!isUuid(start) || !isUuid(end)) throw new BackupError(file, "a relation needs 'start' and 'end' UUIDs");

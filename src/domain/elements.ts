@@ -163,7 +163,7 @@ export class Elements {
   /**
    * Relation rules of DESIGN.md: an access-granting relation needs ownership of its end, and its start must be a
    * User or Group (sharing by id) or an element the caller owns (moving within its own tree). Nobody can grant
-   * what they do not own. Any other relation needs CREATE on its start and READ on its end.
+   * what they do not own. Any other relation needs CREATE on its start and READ on its end, both nodes.
    */
   private async checkRelationCreate(tx: Queryable, caller: Caller, type: string, start: string, end: string) {
     if (ACCESS_GRANTING.test(type)) {
@@ -179,8 +179,14 @@ export class Elements {
         throw new Problem('bad-content', "'IS_IN_GROUP' leads from a User or Group to a Group.");
       return;
     }
-    await this.require(tx, caller, start, 'CREATE');
-    await this.require(tx, caller, end, 'READ');
+    const startRow = await this.require(tx, caller, start, 'CREATE');
+    const endRow = await this.require(tx, caller, end, 'READ');
+    // Relations connect nodes, as in the reference implementation's graph (Neo4j's relationships join nodes), and
+    // as the access rules assume: a relation is read with READ on both of its ends as nodes (migration 011), so one
+    // attached to a relation could be created but never read or deleted again. Asked after the permissions, so that
+    // the answer tells nothing about an element the caller cannot see.
+    if (startRow.start_id !== null || endRow.start_id !== null)
+      throw new Problem('bad-content', 'A relation connects two nodes; its start and its end cannot be relations.');
   }
 
   /** PUT (replace all client properties) or PATCH (merge; null removes). */

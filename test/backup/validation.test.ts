@@ -67,6 +67,8 @@ describeBackends('backup:load validation', (h) => {
     const cases: Array<[string, unknown, RegExp]> = [
       ['node/data.json', { type: 'Data', data: {} }, /'id' is missing/],
       ['node/data.json', { id: g.ids.data, data: {} }, /'type' is missing/],
+      ['node/data.json', { type: '_Hidden', id: g.ids.data, data: {} }, /starts with '_', which marks it internal/],
+      ['relation/owns.json', { type: '_OWNS', id: g.ids.owns, start: g.ids.user, end: g.ids.data, data: {} }, /starts with '_'/],
       ['node/data.json', { type: 'Data', id: g.ids.data }, /'data' is missing/],
       ['node/data.json', { type: 'Data', id: 'not-a-uuid', data: {} }, /not a UUID/],
       ['node/data.json', { type: 'Data', id: g.ids.data, data: { created: 'yesterday' } }, /'created' must be an ISO 8601 timestamp/],

@@ -108,6 +108,31 @@ describeBackends('element CRUD', (h) => {
     expect((await h().db.query('SELECT 1 FROM elements WHERE end_id = $1', [relId])).rows).toHaveLength(0);
   });
 
+  it('refuses a relation whose start or end is a relation (400 when the caller may use both, else 404), storing nothing', async () => {
+    // (Types of their own, deleted at the end: the introspection test below lists the types in use.)
+    const a = await createElement(h(), alice.token, { type: 'Doc' });
+    const b = await createElement(h(), alice.token, { type: 'Doc' });
+    const link = await h().request('POST', '/', { token: alice.token, body: { type: 'POINTS_AT', start: a, end: b } });
+    expect(link.status).toBe(201);
+    const linkId = link.headers.get('location')!.slice(1);
+    const count = async () => Number((await h().db.query<{ n: string }>('SELECT count(*) AS n FROM elements')).rows[0]!.n);
+    const before = await count();
+    for (const body of [{ start: a, end: linkId }, { start: linkId, end: b }]) {
+      const res = await h().request('POST', '/', { token: alice.token, body: { type: 'ANNOTATES', ...body } });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.json.type).toMatch(/\/error\/400\/bad-content$/);
+    }
+    expect(await count()).toBe(before);
+    // Someone who cannot read the relation learns nothing: the same 404 as for a missing id.
+    const bob = await userWithToken(h(), 'bob@relation-ends.dev');
+    const own = await createElement(h(), bob.token, { type: 'Doc' });
+    const hidden = await h().request('POST', '/', { token: bob.token, body: { type: 'ANNOTATES', start: own, end: linkId } });
+    const missing = await h().request('POST', '/', { token: bob.token, body: { type: 'ANNOTATES', start: own, end: '0b7f9a3e-3c1d-4f7a-9d7e-2f1c5b8a6e40' } });
+    expect(hidden.status).toBe(404);
+    expect(hidden.text.replace(/"instance":"[^"]*"/, '')).toBe(missing.text.replace(/"instance":"[^"]*"/, ''));
+    expect((await h().request('DELETE', `/${linkId}`, { token: alice.token })).status).toBe(204);
+  });
+
   it('deletes a node with its relations', async () => {
     const a = await createElement(h(), alice.token, { type: 'Doc' });
     const b = await createElement(h(), alice.token, { type: 'Doc' });
