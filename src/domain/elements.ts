@@ -18,6 +18,10 @@ import { isPlainObject, isUuid, newId } from './values.js';
 
 const ACCESS_GRANTING = /^(OWNS|IS_IN_GROUP|HAS_(READ|SEARCH|CREATE|UPDATE|DELETE)_ACCESS)$/;
 const PRINCIPAL_TYPES = new Set(['User', 'Group']);
+// A token belongs to exactly one user, through its one OWNS (as in the reference implementation, ember-nexus/api#118:
+// "no owner is not possible, multiple owners would cause merged personalities"). Backups carry that binding only as
+// the OWNS, so a second owner, or none, would leave a token that works here but not after backup:load.
+const TOKEN_OWNER = "A token is owned by its user alone: its 'OWNS' cannot be added to or taken away.";
 
 export type Rendered = { body: string; etag: string };
 
@@ -177,6 +181,7 @@ export class Elements {
       if (!principal && !(await owns(tx, caller.userId, start))) throw notFound();
       if (type === 'IS_IN_GROUP' && (!principal || endRow.type !== 'Group'))
         throw new Problem('bad-content', "'IS_IN_GROUP' leads from a User or Group to a Group.");
+      if (type === 'OWNS' && endRow.type === 'Token') throw new Problem('bad-content', TOKEN_OWNER);
       return;
     }
     const startRow = await this.require(tx, caller, start, 'CREATE');
@@ -245,6 +250,8 @@ export class Elements {
       this.db.transaction(async (tx) => {
         const row = await this.require(tx, caller, id, 'DELETE', { lock: true, render: hasConditions(conditions) });
         if (row.type === 'User') throw new Problem('forbidden', 'User nodes cannot be deleted through this endpoint.');
+        if (row.type === 'OWNS' && (await sql.elementById(tx, row.end_id!))?.type === 'Token')
+          throw new Problem('bad-content', `${TOKEN_OWNER} Delete the token instead (DELETE /${row.end_id}).`);
         // Rendered exactly when there are preconditions to compare with.
         if (row.body !== undefined) checkWritePreconditions(conditions, etagOf(row.body));
         return sql.deleteElement(tx, row.id);

@@ -110,6 +110,32 @@ describeBackends('accounts', (h) => {
     expect(await activeTokens(h().db, { userIds: [id], now: h().clock.now() })).toHaveLength(0);
   });
 
+  it("keeps a token's one owner: its OWNS can be neither added to nor deleted (400), the token stays usable", async () => {
+    const alice = await userWithToken(h(), 'token-owner@example.dev');
+    const bob = await userWithToken(h(), 'token-other@example.dev');
+    const tokenId = (await h().request('GET', '/token', { token: alice.token })).json.id as string;
+    const owners = async () =>
+      (await h().db.query<{ id: string; start_id: string }>(`SELECT id, start_id FROM elements WHERE type = 'OWNS' AND end_id = $1`, [tokenId])).rows;
+    const [own] = await owners();
+    expect(own!.start_id).toBe(alice.id);
+
+    const added = await h().request('POST', '/', { token: alice.token, body: { type: 'OWNS', start: bob.id, end: tokenId } });
+    expect(added.status).toBe(400);
+    expect(added.json.type).toMatch(/\/error\/400\/bad-content$/);
+    const removed = await h().request('DELETE', `/${own!.id}`, { token: alice.token });
+    expect(removed.status).toBe(400);
+    expect(removed.json.detail).toContain(`DELETE /${tokenId}`);
+    expect(await owners()).toEqual([own]);
+    expect((await h().request('GET', '/me', { token: alice.token })).status).toBe(200);
+    // Bob cannot touch it at all: the same answers as for a missing id.
+    expect((await h().request('DELETE', `/${own!.id}`, { token: bob.token })).status).toBe(404);
+    // Other grants on a token stay possible, and deleting the token itself works.
+    expect((await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_READ_ACCESS', start: bob.id, end: tokenId } })).status).toBe(201);
+    expect((await h().request('GET', `/${tokenId}`, { token: bob.token })).status).toBe(200);
+    expect((await h().request('DELETE', `/${tokenId}`, { token: alice.token })).status).toBe(204);
+    expect((await h().request('GET', '/me', { token: alice.token })).status).toBe(401);
+  });
+
   it('DELETE /token kills exactly that token', async () => {
     const { token, identifier, password } = await userWithToken(h(), 'dave@example.dev');
     const other = (await login(h(), identifier, password)).json.token;
