@@ -56,8 +56,8 @@ export function limitsOf(res: TestResponse): Record<string, number> {
 }
 
 export async function uploadRow(h: Harness, id: string) {
-  const { rows } = await h.db.query<{ offset: number; length: number | null; chunks: number; expires: Date; element_id: string | null }>(
-    'SELECT "offset", length, chunks, expires, element_id FROM uploads WHERE id = $1',
+  const { rows } = await h.db.query<{ offset: number; length: number | null; chunks: number; expires: Date; element_id: string | null; lease_token: string | null }>(
+    'SELECT "offset", length, chunks, expires, element_id, lease_token FROM uploads WHERE id = $1',
     [id],
   );
   return rows[0] ?? null;
