@@ -82,14 +82,18 @@ export class Elements {
     }
     let type: string;
     let data: Record<string, unknown>;
-    let id: unknown;
+    let id: string;
     let hasStart: boolean;
     try {
       if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
       type = checkNewType(body.type);
       data = checkProperties(body.data, this.reserved(type));
-      id = body.id === undefined || body.id === null ? newId() : body.id;
-      if (!isUuid(id)) throw new Problem('bad-content', "The property 'id' must be a UUID.");
+      // The spec: an id is "Assigned once at creation. Cannot be set by clients." (DESIGN.md let a client choose it;
+      // where the two disagree the spec wins.) A chosen id that was in use would also have told the caller that an
+      // element it may not see exists.
+      if (body.id !== undefined && body.id !== null)
+        throw new Problem('forbidden-property', "The property 'id' is assigned by the service and cannot be set.");
+      id = newId();
       hasStart = body.start !== undefined && body.start !== null;
       const hasEnd = body.end !== undefined && body.end !== null;
       if (hasStart !== hasEnd)

@@ -19,12 +19,23 @@ describeBackends('element CRUD', (h) => {
     expect(rows).toEqual([{ type: 'CREATED', start_id: alice.id }, { type: 'OWNS', start_id: alice.id }]);
   });
 
-  it('accepts a client id, refuses a used one', async () => {
-    const id = '6f1f7c1e-4d2b-4c1a-9a1e-0a2b3c4d5e6f';
-    expect((await h().request('POST', '/', { token: alice.token, body: { type: 'Doc', id } })).status).toBe(201);
-    const again = await h().request('POST', '/', { token: alice.token, body: { type: 'Doc', id } });
-    expect(again.status).toBe(400);
-    expect(again.json.type).toMatch(/reserved-identifier$/);
+  it('refuses a client id (the service assigns it): 400 forbidden-property, nothing stored, whether the id is used or not', async () => {
+    const count = async () => Number((await h().db.query<{ n: string }>('SELECT count(*) AS n FROM elements')).rows[0]!.n);
+    const before = await count();
+    const used = await createElement(h(), alice.token, { type: 'Doc' });
+    const after = await count();
+    for (const id of ['6f1f7c1e-4d2b-4c1a-9a1e-0a2b3c4d5e6f', used, 'not-a-uuid']) {
+      for (const body of [{ type: 'Doc', id }, { type: 'LINKS', id, start: used, end: used }]) {
+        const res = await h().request('POST', '/', { token: alice.token, body });
+        expect(res.status, JSON.stringify(body)).toBe(400);
+        expect(res.json.type).toMatch(/\/error\/400\/forbidden-property$/);
+      }
+      expect((await h().request('POST', `/${used}`, { token: alice.token, body: { type: 'Doc', id } })).json.type).toMatch(/forbidden-property$/);
+    }
+    expect(after).toBe(before + 3);
+    expect(await count()).toBe(after);
+    // null is the same as no id.
+    expect((await h().request('POST', '/', { token: alice.token, body: { type: 'Doc', id: null } })).status).toBe(201);
   });
 
   it('rejects reserved types and properties, and bad shapes, changing nothing', async () => {
@@ -45,7 +56,7 @@ describeBackends('element CRUD', (h) => {
       [{ type: 'Doc', data: 'text' }, 'bad-content'],
       [{ type: 'Has Space' }, 'bad-content'],
       [{ type: 42 }, 'bad-content'],
-      [{ type: 'Doc', id: 'not-a-uuid' }, 'bad-content'],
+      [{ type: 'Doc', id: 'not-a-uuid' }, 'forbidden-property'],
       [{ type: 'REL', start: alice.id }, 'incomplete-mutual-dependency'],
       [{ type: 'REL', end: alice.id }, 'incomplete-mutual-dependency'],
       [{ type: 'CREATED', start: alice.id, end: alice.id }, 'reserved-type'],
