@@ -141,6 +141,28 @@ export async function withDecision<T>(
   return result;
 }
 
+/**
+ * The statement of a remembered decision, answered only while the epoch is still `epoch` (undefined otherwise).
+ * When this process follows the epoch (`session`, SessionAccessEpoch), `run(false)` runs the statement without
+ * reading it and the followed epoch is compared once the reply is in; otherwise `run(true)` reads the epoch in the
+ * same statement and returns it, and that is compared.
+ */
+export async function whileEpochStands<T>(
+  session: SessionAccessEpoch | undefined,
+  epoch: string,
+  run: (readEpoch: boolean) => Promise<{ result: T; epoch?: string }>,
+): Promise<T | undefined> {
+  if (session?.current != null) {
+    if (session.current !== epoch) return undefined;
+    const { result } = await run(false);
+    // Any change of the epoch this statement could see was notified before its reply (SessionAccessEpoch).
+    return session.current === epoch ? result : undefined;
+  }
+  const { result, epoch: read } = await run(true);
+  session?.observe(read!);
+  return read === epoch ? result : undefined;
+}
+
 /** SQL: the current access epoch as text, for statements that remember or rely on a decision. */
 export const EPOCH_SQL = '(SELECT a.epoch::text FROM access_epoch a)';
 

@@ -1,6 +1,6 @@
 // SQL of the collection endpoints: one statement per request that authenticates, checks the anchor, filters by
 // access, counts and pages.
-import { decisionKey, EPOCH_SQL, expiresMsSql, withDecision, type AccessDecisions } from '../access-decisions.js';
+import { decisionKey, EPOCH_SQL, expiresMsSql, whileEpochStands, withDecision, type AccessDecisions } from '../access-decisions.js';
 import type { Queryable } from '../db.js';
 import { allowsSql, grantedSql, inlineReadCheck, principalsSql } from './access.js';
 import { callerParams, callerSql, type Credentials } from './accounts.js';
@@ -117,27 +117,21 @@ export async function collectionPage(
   };
   if (!shape.inherits || decisions === undefined || anchorId === null) return (await decide()).result;
 
-  const session = decisions.sessionEpoch;
-  const known = async (epoch: string): Promise<CollectionPage | undefined> => {
-    if (session?.current != null && session.current !== epoch) return undefined;
-    // Without reading the epoch when this process follows it (SessionAccessEpoch): compared after the reply.
-    const follows = session?.current != null;
-    const name = `${follows ? 'session' : 'known'}_collection_${kind}`;
-    let text = knownPageSql.get(name);
-    if (text === undefined)
-      knownPageSql.set(
-        name,
-        (text = `WITH p AS MATERIALIZED (SELECT $1::uuid AS anchor_id),
-         ${pageSql(shape, 'true', '$2', '$3')}
-         SELECT EXISTS (SELECT 1 FROM elements a WHERE a.id = $1::uuid) AS found, ${pageColumns('true')}
-                ${follows ? '' : `, ${EPOCH_SQL} AS epoch`}`),
-      );
-    const { rows } = await q.query<PageRow & { epoch?: string }>(text, [anchorId, limit, offset], name);
-    const row = rows[0]!;
-    if (!follows) session?.observe(row.epoch!);
-    const current = follows ? session!.current : row.epoch;
-    return current === epoch ? { authenticated: true, ...fromRow(row) } : undefined;
-  };
+  const known = (epoch: string) =>
+    whileEpochStands(decisions.sessionEpoch, epoch, async (readEpoch) => {
+      const name = `${readEpoch ? 'known' : 'session'}_collection_${kind}`;
+      let text = knownPageSql.get(name);
+      if (text === undefined)
+        knownPageSql.set(
+          name,
+          (text = `WITH p AS MATERIALIZED (SELECT $1::uuid AS anchor_id),
+           ${pageSql(shape, 'true', '$2', '$3')}
+           SELECT EXISTS (SELECT 1 FROM elements a WHERE a.id = $1::uuid) AS found, ${pageColumns('true')}
+                  ${readEpoch ? `, ${EPOCH_SQL} AS epoch` : ''}`),
+        );
+      const { rows } = await q.query<PageRow & { epoch?: string }>(text, [anchorId, limit, offset], name);
+      return { result: { authenticated: true, ...fromRow(rows[0]!) }, epoch: rows[0]!.epoch };
+    });
   return withDecision(decisions, decisionKey(credentials, 'READ_MEMBERS', anchorId), now, known, decide);
 }
 

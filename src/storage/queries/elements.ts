@@ -3,7 +3,7 @@ import type { Queryable } from '../db.js';
 import { inlineCheck, inlineReadCheck, type Permission } from './access.js';
 import { callerParams, callerSql, type Credentials } from './accounts.js';
 import { elementJsonSql } from './element-json.js';
-import { decisionKey, EPOCH_SQL, expiresMsSql, withDecision, type AccessDecisions } from '../access-decisions.js';
+import { decisionKey, EPOCH_SQL, expiresMsSql, whileEpochStands, withDecision, type AccessDecisions } from '../access-decisions.js';
 
 export interface FileMeta {
   contentLength: number;
@@ -110,22 +110,17 @@ export async function readableElement(
   id: string,
   decisions?: AccessDecisions,
 ): Promise<{ authenticated: boolean; body: string | null }> {
-  const session = decisions?.sessionEpoch;
-  const known = async (epoch: string) => {
-    if (session?.current != null) {
-      if (session.current !== epoch) return undefined;
-      const { rows } = await q.query<{ body: string | null }>(`SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1::uuid`, [id], 'session_readable_element');
-      // Any change of the epoch this statement could see was notified before its reply (SessionAccessEpoch).
-      return session.current === epoch ? { authenticated: true, body: rows[0]?.body ?? null } : undefined;
-    }
-    const { rows } = await q.query<{ body: string | null; epoch: string }>(
-      `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
-      [id],
-      'known_readable_element',
-    );
-    session?.observe(rows[0]!.epoch);
-    return rows[0]!.epoch === epoch ? { authenticated: true, body: rows[0]!.body } : undefined;
-  };
+  const known = (epoch: string) =>
+    whileEpochStands(decisions?.sessionEpoch, epoch, async (readEpoch) => {
+      const { rows } = readEpoch
+        ? await q.query<{ body: string | null; epoch: string }>(
+            `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
+            [id],
+            'known_readable_element',
+          )
+        : await q.query<{ body: string | null; epoch?: string }>(`SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1::uuid`, [id], 'session_readable_element');
+      return { result: { authenticated: true, body: rows[0]?.body ?? null }, epoch: rows[0]?.epoch };
+    });
   const decide = async () => {
     const caller = callerSql(credentials);
     let text = readableElementSql.get(caller.suffix);
