@@ -7,6 +7,7 @@ import { Problem } from '../errors.js';
 import type { Services } from '../services.js';
 import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
+import { requestLogger } from './request-logger.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
 import type { App } from './types.js';
 import systemRoutes from './routes/system.js';
@@ -27,7 +28,7 @@ export const JSON_BODY_LIMIT = 8 * 1024 * 1024;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
   const app = Fastify({
-    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    ...(logger ? { loggerInstance: logger, childLoggerFactory: requestLogger } : { logger: false }),
     bodyLimit: JSON_BODY_LIMIT,
     exposeHeadRoutes: true,
     return503OnClosing: false,

@@ -43,14 +43,15 @@ export interface Db extends Queryable {
 
 type PgRunner = Pick<pg.PoolClient, 'query'>;
 
+/** One statement on `target` (a connection or a pool). */
+async function run<R extends Row>(target: PgRunner, text: string, values: readonly unknown[], name: string | undefined): Promise<QueryResult<R>> {
+  const params = values.map(serialisedObject);
+  const result = await target.query<R>(name ? { name, text, values: params } : { text, values: params });
+  return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+}
+
 function runner(target: PgRunner): Queryable {
-  return {
-    async query<R extends Row>(text: string, values: readonly unknown[] = [], name?: string) {
-      const params = values.map(serialisedObject);
-      const result = await target.query<R>(name ? { name, text, values: params } : { text, values: params });
-      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
-    },
-  };
+  return { query: <R extends Row>(text: string, values: readonly unknown[] = [], name?: string) => run<R>(target, text, values, name) };
 }
 
 /**
@@ -68,20 +69,22 @@ function serialisedObject(value: unknown): unknown {
 }
 
 /**
- * A connection checked out of `pool`, and `done` to give it back (`broken`: drop it). A checked-out connection that
- * breaks emits 'error' (its statement fails with it), which must have a listener while it is out.
+ * A checked-out connection that breaks emits 'error' (its statement fails with it), which must have a listener while
+ * it is out (pg-pool listens only while the connection is idle). One function for every connection, so that checking
+ * out allocates nothing for it.
  */
-async function checkOut(pool: pg.Pool): Promise<{ client: pg.PoolClient; done(broken?: boolean): void }> {
+const ignoreError = () => {};
+
+async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
   const client = await pool.connect();
-  const ignore = () => {};
-  client.on('error', ignore);
-  return {
-    client,
-    done(broken = false) {
-      client.off('error', ignore);
-      client.release(broken);
-    },
-  };
+  client.on('error', ignoreError);
+  return client;
+}
+
+/** Gives a connection back to its pool (`broken`: drop it). */
+function checkIn(client: pg.PoolClient, broken = false): void {
+  client.off('error', ignoreError);
+  client.release(broken);
 }
 
 export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<void> = async () => {}): Db {
@@ -97,15 +100,15 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<v
      * release.
      */
     async query<R extends Row>(text: string, values: readonly unknown[] = [], name?: string) {
-      const { client, done } = await checkOut(pool);
+      const client = await checkOut(pool);
       try {
-        return await runner(client).query<R>(text, values, name);
+        return await run<R>(client, text, values, name);
       } finally {
-        done();
+        checkIn(client);
       }
     },
     async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-      const { client, done } = await checkOut(pool);
+      const client = await checkOut(pool);
       let broken = false;
       try {
         await client.query('BEGIN');
@@ -120,7 +123,7 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<v
         }
         throw error;
       } finally {
-        done(broken);
+        checkIn(client, broken);
       }
     },
     async close() {

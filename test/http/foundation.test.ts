@@ -244,6 +244,12 @@ describe('unexpected errors', () => {
       const log = lines.join('');
       expect(log).toContain('hunter2'); // the operator sees the cause
       expect(log).not.toContain('secret-token:abc'); // but never the credentials
+      // Every line about the request names it (the request's logger is made lazily: src/http/request-logger.ts).
+      const entries = lines.map((line) => JSON.parse(line) as { msg: string; reqId?: string; level: number });
+      const unexpected = entries.find((e) => e.msg === 'unexpected error')!;
+      expect(unexpected.level).toBe(50);
+      expect(unexpected.reqId).toMatch(/^req-/);
+      expect(entries.filter((e) => e.reqId === unexpected.reqId).map((e) => e.msg)).toEqual(['incoming request', 'unexpected error', 'request completed']);
     } finally {
       await app.close();
     }

@@ -103,7 +103,7 @@ const readableElementSql = new Map<string, string>();
  * then the element and the epoch alone, a primary-key lookup (on PGlite the element alone, with the epoch this
  * process was notified of: SessionAccessEpoch); when the epoch has moved, the full statement runs.
  */
-export async function readableElement(
+export function readableElement(
   q: Queryable,
   credentials: Credentials,
   now: Date,
