@@ -36,6 +36,7 @@ import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { freePort, startCluster, type PgCluster } from './lib/cluster.js';
 import { generateDataset, TARGET_CHILDREN, TITLE_WORDS, type Dataset } from './lib/dataset.js';
+import { cpuSplitDuring, formatCpuSplit, type CpuSplit } from './lib/cpu-split.js';
 import { capture, ensureLoadTool, runLoad, type HttpRequest, type LoadResult, type LoadTool } from './lib/load.js';
 import { removeTree, sampleRss, startServer, type ServerProcess } from './lib/procs.js';
 import { formatTable, type Row } from './lib/report.js';
@@ -97,15 +98,16 @@ const fileLabel = () => (settings.fileBytes % (1024 * MiB) === 0 ? `${settings.f
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Warm up (JIT, prepared statements, caches), then measure. */
-async function measure(what: string, baseUrl: string, requests: HttpRequest[], connections = settings.connections): Promise<LoadResult & { busy: number | null }> {
+async function measure(what: string, baseUrl: string, requests: HttpRequest[], connections = settings.connections): Promise<Measured> {
   // Other work on the machine skews every number: note how busy it is just before (nothing of ours runs then).
   const busy = await machineBusy(quick ? 250 : 500);
   log(`${what}: warming up ${settings.warmupSeconds}s, measuring ${settings.seconds}s${busy !== null && busy > 0.1 ? ` (machine ${Math.round(busy * 100)}% busy beforehand)` : ''}`);
   await runLoad(tool, { baseUrl, requests, connections, seconds: settings.warmupSeconds }, work);
-  const r = await runLoad(tool, { baseUrl, requests, connections, seconds: settings.seconds }, work);
+  const [r, cpu] = await Promise.all([runLoad(tool, { baseUrl, requests, connections, seconds: settings.seconds }, work), cpuSplitDuring(settings.seconds)]);
   const errors = r.badStatus + r.socketErrors;
-  log(`${what}: ${Math.round(r.rps)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${errors ? `, ${errors} ERRORS` : ''}`);
-  return { ...r, busy };
+  const split = cpu ? formatCpuSplit(cpu) : '';
+  log(`${what}: ${Math.round(r.rps)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${errors ? `, ${errors} ERRORS` : ''}${split ? `; ${split}` : ''}`);
+  return { ...r, busy, cpu };
 }
 
 /** Fraction of the machine's CPU time spent busy over `ms` (from /proc/stat), or null off Linux. */
@@ -126,10 +128,14 @@ async function machineBusy(ms: number): Promise<number | null> {
   return 1 - (b.idle - a.idle) / (b.total - a.total);
 }
 
-function requestRow(scenario: string, backend: string, r: LoadResult & { busy: number | null }): Row {
+/** A load's result, how busy the machine was before it, and where the CPU went during it. */
+type Measured = LoadResult & { busy: number | null; cpu: CpuSplit | null };
+
+function requestRow(scenario: string, backend: string, r: Measured): Row {
   const errors = r.badStatus + r.socketErrors;
   return {
     machineBusy: r.busy ?? undefined,
+    cpu: r.cpu ?? undefined,
     scenario,
     backend,
     status: errors > r.requests * 0.01 ? 'failed' : 'measured',

@@ -1,4 +1,6 @@
 // The result rows of a run, the printed table and the JSON file.
+import { formatCpuSplit, type CpuSplit } from './cpu-split.js';
+
 export type RowStatus = 'measured' | 'failed' | 'not available' | 'not available yet' | 'not run';
 
 export interface Row {
@@ -29,6 +31,8 @@ export interface Row {
   note?: string;
   /** Fraction of the machine busy with other work just before the measurement (0..1). */
   machineBusy?: number;
+  /** Cores used during the measurement per process group (cpu-split.ts). */
+  cpu?: CpuSplit;
 }
 
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -60,6 +64,7 @@ export function formatTable(rows: Row[]): string {
     r.target ?? '',
     verdict(r),
     [r.rssGrowthMiB === undefined ? '' : `RSS +${r.rssGrowthMiB.toFixed(0)} MiB`, r.errors ? `${r.errors} errors` : '', r.note ?? '',
+      r.cpu ? formatCpuSplit(r.cpu) : '',
       r.machineBusy !== undefined && r.machineBusy > 0.1 ? `machine ${Math.round(r.machineBusy * 100)}% busy before` : '']
       .filter(Boolean)
       .join('; '),
