@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { hashToken } from '../../src/domain/accounts/tokens.js';
 import { activeTokens } from '../../src/storage/queries/accounts.js';
@@ -49,14 +50,22 @@ describeBackends('accounts', (h) => {
       [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'x', data: { _passwordHash: 'x' } }, 400, 'forbidden-property'],
       [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'x', data: { created: 'x' } }, 400, 'forbidden-property'],
       [[1, 2], 400, 'bad-content'],
+      // Longer than an identifier may be (PostgreSQL's unique index takes about 2,700 bytes).
+      // (random, since PostgreSQL compresses a repetitive one enough to fit)
+      [{ type: 'User', uniqueUserIdentifier: randomBytes(3000).toString('base64'), password: 'x' }, 400, 'bad-content'],
+      [{ type: 'User', uniqueUserIdentifier: 'é'.repeat(513), password: 'x' }, 400, 'bad-content'],
     ];
     for (const [body, status, slug] of cases) {
       const res = await register(h(), body);
-      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect(res.status, JSON.stringify(body).slice(0, 120)).toBe(status);
       expect(res.json.type).toBe(`${h().url}/error/${status}/${slug}`);
     }
     const after = (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
     expect(after).toBe(before);
+    // The longest identifier there is, of characters that take 4 bytes each, registers and logs in.
+    const longest = '😀'.repeat(256);
+    expect((await register(h(), { type: 'User', uniqueUserIdentifier: longest, password: 'pw-longest' })).status).toBe(201);
+    expect((await h().request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: longest, password: 'pw-longest' } })).status).toBe(201);
   });
 
   it('gives one 201 and one reserved-identifier for two concurrent registrations of one identifier', async () => {

@@ -167,6 +167,39 @@ describeBackends('search engine', (h) => {
       expect(await find({ term: { 'long.keyword': 'x'.repeat(5000) } })).toEqual([]);
       expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
     });
+
+    it('answers terms longer than PostgreSQL can search for with no hits or a 400, never a database error', async () => {
+      const long = (c: string, n: number) => c.repeat(n);
+      // PostgreSQL refuses a tsquery operand of 2,047 bytes or more, and operands that add up to about 1 MiB.
+      const outcome = async (query: unknown) =>
+        search(query).then(
+          ({ output }) => output.elements.map((e) => e.id),
+          (e: { status?: number; slug?: string; message?: string }) => (e.status === 400 && e.slug === 'bad-content' ? 'bad-content' : `error ${e.message}`),
+        );
+      const field = long('f', 2100);
+      // A field name too long to search for names a property no element can be found by: nothing matches.
+      for (const query of [
+        { range: { [field]: { gte: 1 } } },
+        { exists: { field } },
+        { exists: { field: `${field}.keyword` } },
+        { prefix: { [field]: 'ab' } },
+        { wildcard: { [field]: 'a*b' } },
+        { term: { [field]: 'x' } },
+        { term: { [`${field}.keyword`]: { value: 'x', case_insensitive: true } } },
+        { match: { [field]: 'lily' } },
+        { match_phrase: { [field]: 'a b' } },
+        { match: { [field]: { query: 'lily', fuzziness: 1 } } },
+      ])
+        expect(await outcome(query), JSON.stringify(query).slice(0, 30)).toEqual([]);
+      // A value no stored lexeme can equal matches nothing.
+      expect(await outcome({ term: { 'name.keyword': long('a', 2040) } })).toEqual([]);
+      expect(await outcome({ query_string: { query: long('a', 2045) } })).toEqual([]);
+      expect(await outcome({ term: { code: long('a', 2046) } })).toEqual([]);
+      // Terms that add up to more than PostgreSQL takes in one tsquery (5,000 keywords of 244 characters).
+      const values = Array.from({ length: 5000 }, (_, i) => `${long('v', 240)}${i}`);
+      expect(await outcome({ terms: { 'name.keyword': values } })).toBe('bad-content');
+      expect(await outcome({ match: { description: 'lily' } })).toContain(el.lily);
+    });
   });
 
   describe('match', () => {

@@ -54,6 +54,13 @@ function requireType(body: unknown, expected: string): Record<string, unknown> {
   return body;
 }
 
+/**
+ * The longest identifier, in characters. Identifiers are unique through a PostgreSQL index, which refuses an entry of
+ * more than about 2,700 bytes (after compression) with a database error; 256 characters of at most 4 bytes each
+ * stay far below that, and above an e-mail address's 254.
+ */
+export const MAX_IDENTIFIER_CHARACTERS = 256;
+
 export class Accounts {
   constructor(
     private readonly db: Db,
@@ -110,6 +117,8 @@ export class Accounts {
     // POST /register refuses empty strings before this; user:create passes its arguments as they are. An account
     // with an empty identifier or password could never log in (POST /token refuses both).
     if (identifier.length === 0) throw new Problem('bad-content', 'The identifier must be a non-empty string.');
+    if (Array.from(identifier).length > MAX_IDENTIFIER_CHARACTERS)
+      throw new Problem('bad-content', `The identifier is longer than ${MAX_IDENTIFIER_CHARACTERS} characters.`);
     if (password.length === 0) throw new Problem('bad-content', 'The password must be a non-empty string.');
     const passwordHash = await hashPassword(password);
     const key = this.settings.register.uniqueIdentifier;

@@ -105,7 +105,13 @@ function exactValue(value: string | number | boolean): string | null {
   return NUMERIC.test(value) ? canonicalNumber(Number(value)) : null;
 }
 
-const lexemeFits = (lexeme: string) => Buffer.byteLength(lexeme) <= SEARCH_LIMITS.maxLexemeBytes;
+// PostgreSQL's limits on tsquery input (tsquery.c): an operand shorter than 2,047 bytes (MAXSTRLEN), and operands
+// that add up, each with its terminating byte, to less than 1 MiB (MAXSTRPOS). A stored lexeme may be one byte
+// longer (a tsvector takes 2,047), but no query can name it.
+const TSQUERY_MAX_OPERAND_BYTES = 2046;
+const TSQUERY_MAX_TOTAL_BYTES = (1 << 20) - 2;
+
+const lexemeFits = (lexeme: string) => Buffer.byteLength(lexeme) <= Math.min(SEARCH_LIMITS.maxLexemeBytes, TSQUERY_MAX_OPERAND_BYTES);
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -326,6 +332,9 @@ function fieldOf(name: string): Field {
   if (name === '*') return { kind: 'any' };
   const base = name.endsWith('.keyword') ? name.slice(0, -'.keyword'.length) : name;
   if (base.startsWith('_')) return { kind: 'none' };
+  // A name too long for its lexemes (normLex's, the longest made of the name alone) to be searched for: no query
+  // can ask the index about it, so it matches nothing, like a property no element has.
+  if (Buffer.byteLength(escape(base)) + 2 > TSQUERY_MAX_OPERAND_BYTES) return { kind: 'none' };
   return name.endsWith('.keyword') ? { kind: 'keyword', name: base } : { kind: 'data', name };
 }
 
@@ -1099,9 +1108,32 @@ function tsText(q: Ts): string {
 
 const isStatic = (q: Ts): boolean => (q.op === 'sql' ? false : q.op === 'lex' ? true : q.op === 'not' ? isStatic(q.item) : q.items.every(isStatic));
 
+/**
+ * A static tsquery within PostgreSQL's limits, or 400. Lexemes built from values are checked where they are made
+ * (lexCond: a value no stored lexeme can equal matches nothing); what is left here is a field name too long to
+ * search for, or a query of more words than one tsquery holds.
+ */
+function checkTsquery(q: Ts): void {
+  let total = 0;
+  const walk = (t: Ts): void => {
+    if (t.op === 'lex') {
+      const bytes = Buffer.byteLength(t.lexeme);
+      if (bytes > TSQUERY_MAX_OPERAND_BYTES)
+        fail('query', `a field name or term is too long to search for (a search term is at most ${TSQUERY_MAX_OPERAND_BYTES} bytes with its field name)`);
+      total += bytes + 1;
+    } else if (t.op === 'not') walk(t.item);
+    else if (t.op !== 'sql') t.items.forEach(walk);
+  };
+  walk(q);
+  if (total > TSQUERY_MAX_TOTAL_BYTES) fail('query', `its terms add up to more than PostgreSQL takes in one search (${TSQUERY_MAX_TOTAL_BYTES.toLocaleString('en-US')} bytes)`);
+}
+
 /** A tsquery as SQL: static parts as one bind parameter each, computed parts combined with && || !!. */
 function renderTs(q: Ts, params: SqlParams): string {
-  if (isStatic(q)) return params.add(tsText(q), 'tsquery');
+  if (isStatic(q)) {
+    checkTsquery(q);
+    return params.add(tsText(q), 'tsquery');
+  }
   switch (q.op) {
     case 'sql':
       return q.sql;
