@@ -180,6 +180,19 @@ describeBackends('cypher paths', (h) => {
       expect(await plants('$flag', { flag: false })).toEqual([]);
     });
 
+    it('compares created and updated as the element shows them (whole seconds), so a value read back finds it', async () => {
+      // Mid-second, so that the stored time has a fraction the representation does not show.
+      h().clock.advance((1500 - (h().clock.now().getTime() % 1000)) / 1000);
+      const fern = await createElement(h(), alice.token, { type: 'Fern', data: { name: 'Fern' } });
+      const shown = (await h().request('GET', `/${fern}`, { token: alice.token })).json.data as { created: string; updated: string };
+      const ferns = (where: string) => run(alice, `MATCH p=(a:Fern) WHERE ${where} RETURN p`, { t: shown.created }).then((paths) => paths.map((x) => x.nodeIds[0]));
+      expect(await ferns('a.created = $t')).toEqual([fern]);
+      expect(await ferns('a.created <= $t')).toEqual([fern]);
+      expect(await ferns('a.created > $t')).toEqual([]);
+      expect(await ferns(`a.updated = '${shown.updated}'`)).toEqual([fern]);
+      expect((await h().request('DELETE', `/${fern}`, { token: alice.token })).status).toBe(204);
+    });
+
     it('filters on relation properties and compares variables with each other', async () => {
       const since = (where: string) => run(alice, `MATCH p=(a:Plant)-[r:IS_MEMBER_OF]->(t) WHERE ${where} RETURN p`).then((paths) => paths.map((x) => x.nodeIds[0]));
       expect(await since('r.since < 1800')).toEqual([lily]);

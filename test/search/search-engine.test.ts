@@ -168,6 +168,20 @@ describeBackends('search engine', (h) => {
       expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
     });
 
+    it('compares created and updated as the element shows them (whole seconds), so a value read back finds it', async () => {
+      // Mid-second, so that the stored time has a fraction the representation does not show.
+      h().clock.advance((1500 - (h().clock.now().getTime() % 1000)) / 1000);
+      const fern = await createElement(h(), alice.token, { type: 'Fern', data: { name: 'Fern' } });
+      const shown = (await h().request('GET', `/${fern}`, { token: alice.token })).json.data as { created: string; updated: string };
+      const ferns = async (query: unknown) => (await search({ bool: { must: [query, { term: { 'name.keyword': 'Fern' } }] } })).output.elements.map((e) => e.id);
+      expect(await ferns({ term: { created: shown.created } })).toEqual([fern]);
+      expect(await ferns({ range: { created: { lte: shown.created } } })).toEqual([fern]);
+      expect(await ferns({ range: { created: { gte: shown.created, lt: shown.created } } })).toEqual([]);
+      expect(await ferns({ range: { created: { gt: shown.created } } })).toEqual([]);
+      expect(await ferns({ range: { updated: { gte: shown.updated, lte: shown.updated } } })).toEqual([fern]);
+      expect((await h().request('DELETE', `/${fern}`, { token: alice.token })).status).toBe(204);
+    });
+
     it('answers terms longer than PostgreSQL can search for with no hits or a 400, never a database error', async () => {
       const long = (c: string, n: number) => c.repeat(n);
       // PostgreSQL refuses a tsquery operand of 2,047 bytes or more, and operands that add up to about 1 MiB.

@@ -36,6 +36,7 @@ import { LuceneSyntaxError, parseLucene, type LuceneNode, type LuceneQuery } fro
 import { badContent } from '../../errors.js';
 import { timestamptzBound, unstorableParameter } from '../values.js';
 import { CASE_TABLES, LENGTH_BUCKETS, SEARCH_LIMITS, SEPARATOR_RANGES } from '../../storage/migrations/006-search-index.js';
+import { shownTimeSql } from '../../storage/queries/element-json.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Analysis: the query-side mirror of migration 006 (same tables, same limits), so that a query term and an indexed
@@ -666,7 +667,7 @@ class Compiler {
         return UUID.test(String(value)) ? { k: 'sql', sql: () => `e.id = ${this.params.add(String(value).toLowerCase(), 'uuid')}` } : FALSE;
       case 'date': {
         const at0 = dateValue(value, at);
-        return { k: 'sql', sql: () => `e.${target.column} = ${this.params.add(at0, 'timestamptz')}` };
+        return { k: 'sql', sql: () => `${shownTimeSql(`e.${target.column}`)} = ${this.params.add(at0, 'timestamptz')}` };
       }
       case 'keyword':
         if (caseInsensitive) return lexemeLike(`k${likeEscape(escape(String(value)))}${likeEscape(S + escape(target.name))}`, this.params, true);
@@ -780,7 +781,7 @@ class Compiler {
       case 'date': {
         const conds = bounds.map(([op, v]): Cond => {
           const date = dateValue(v, `${at}.${op}`);
-          return { k: 'sql', sql: () => `e.${target.column} ${SQL_OP[op]} ${this.params.add(date, 'timestamptz')}` };
+          return { k: 'sql', sql: () => `${shownTimeSql(`e.${target.column}`)} ${SQL_OP[op]} ${this.params.add(date, 'timestamptz')}` };
         });
         return { cond: and(conds), narrow: NO_NARROW };
       }

@@ -56,6 +56,7 @@ import { badContent } from '../../errors.js';
 import { timestamptzBound, unstorableAt, unstorableParameter } from '../../domain/values.js';
 import type { Queryable } from '../db.js';
 import { inlineCheck } from './access.js';
+import { shownTimeSql } from './element-json.js';
 import { preparedName } from './statement-names.js';
 
 /** Matches (complete paths) a query without LIMIT may return; more is a 400, never a truncation. */
@@ -276,7 +277,7 @@ class ExprCompiler {
           if (binding.kind === 'element') {
             const alias = binding.alias;
             if (e.key === 'id') return { t: 'id', sql: `${alias}.id` };
-            if (e.key === 'created' || e.key === 'updated') return { t: 'time', sql: `${alias}.${e.key}` };
+            if (e.key === 'created' || e.key === 'updated') return { t: 'time', sql: shownTimeSql(`${alias}.${e.key}`) };
             return { t: 'json', sql: `NULLIF(${alias}.data -> ${this.b.bind(e.key, 'text')}, ${JSON_NULL})` };
           }
         }

@@ -15,6 +15,13 @@
 // digits). `data` never holds created, updated, hasFile or file (001-elements.ts), so appending them cannot
 // duplicate a key. Timestamps as domain/values.ts isoTime writes them: whole seconds, "+00:00".
 // test/elements/representation.test.ts pins this down from the outside.
+/**
+ * SQL: a timestamp column as the representation shows it (isoTimeSql drops the fraction of a second). Searches and
+ * Cypher compare this rather than the stored instant, so that a `created` a client read back finds its element,
+ * and "after the last one seen" does not find it again.
+ */
+export const shownTimeSql = (column: string) => `date_trunc('second', ${column})`;
+
 const isoTimeSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
 /** A text expression: the JSON of the element row alias `e` (columns as in ELEMENT_COLUMNS). */
