@@ -178,9 +178,9 @@ describeBackends('HTTP foundation', (h) => {
     expect(await count()).toBe(before);
   });
 
-  it('serves the instance configuration and graph structure without credentials, but refuses a bad token', async () => {
+  it('serves the system and error endpoints without credentials, but refuses a bad token', async () => {
     const { token } = await userWithToken(h(), 'system@foundation.dev');
-    for (const path of ['/instance-configuration', '/graph-structure']) {
+    for (const path of ['/instance-configuration', '/graph-structure', '/.well-known/security.txt', '/error/404/not-found', '/error/401/unauthorized']) {
       expect((await h().request('GET', path)).status).toBe(200);
       expect((await h().request('GET', path, { token })).status).toBe(200);
       for (const authorization of ['Bearer nonsense', `Bearer secret-token:${'1'.repeat(22)}`, 'Basic eDp5']) {

@@ -14,28 +14,31 @@ export const INTERFACE_VERSION = 'dev';
 export default async function systemRoutes(app: App, { config, services }: RouteDeps) {
   const { settings } = config;
 
+  // Every endpoint here is served without credentials, so that a client can read it before it logs in; a token that
+  // is sent must still be valid (spec "Authentication" 3: a bad token is 401, never downgraded).
+  const checkSentToken = async (request: FastifyRequest) => {
+    if (request.headers.authorization !== undefined) await services.accounts.authenticate(request.headers.authorization);
+  };
+
   for (const slug of Object.keys(PROBLEMS) as ProblemSlug[]) {
     const { status } = PROBLEMS[slug];
     resource(app, `/error/${status}/${slug}`, {
-      GET: async (request, reply) =>
-        reply.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(baseUrlOf(request, settings.baseUrl), slug))),
+      GET: async (request, reply) => {
+        await checkSentToken(request);
+        return reply.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(baseUrlOf(request, settings.baseUrl), slug)));
+      },
     });
   }
 
   // Read once at start-up (config validation already checked that it is readable).
   const securityTxt = settings.securityTxt === null ? null : readFileSync(settings.securityTxt, 'utf8');
   resource(app, '/.well-known/security.txt', {
-    GET: async (_request, reply) => {
+    GET: async (request, reply) => {
+      await checkSentToken(request);
       if (securityTxt === null) throw new Problem('not-found', 'This instance publishes no security.txt.');
       return reply.type('text/plain; charset=utf-8').send(securityTxt);
     },
   });
-
-  // The instance configuration and the graph structure are served without credentials, so that a client can read
-  // them before it logs in; a token that is sent must still be valid (spec "Authentication" 3: never downgraded).
-  const checkSentToken = async (request: FastifyRequest) => {
-    if (request.headers.authorization !== undefined) await services.accounts.authenticate(request.headers.authorization);
-  };
 
   resource(app, '/instance-configuration', {
     GET: async (request, reply) => {
