@@ -193,6 +193,21 @@ describeBackends('cypher paths', (h) => {
       expect((await h().request('DELETE', `/${fern}`, { token: alice.token })).status).toBe(204);
     });
 
+    it('sees hasFile and file as the element shows them in data', async () => {
+      const moss = await createElement(h(), alice.token, { type: 'Moss', data: { name: 'With file' } });
+      const bare = await createElement(h(), alice.token, { type: 'Moss', data: { name: 'Without' } });
+      const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da6364f8ffff3f0005fe02fea7d6a4f90000000049454e44ae426082', 'hex');
+      const put = await h().request('PUT', `/${moss}/file`, { token: alice.token, raw: new Uint8Array(png), headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="m.png"' } });
+      expect(put.status).toBeLessThan(300);
+      const mosses = (where: string) => run(alice, `MATCH p=(a:Moss) WHERE ${where} RETURN p`).then((paths) => paths.map((x) => x.nodeIds[0]));
+      expect(await mosses('a.hasFile = true')).toEqual([moss]);
+      expect(await mosses('a.hasFile IS NULL')).toEqual([bare]);
+      expect(await mosses("a.file.mimeType = 'image/png' AND a.file.extension = 'png'")).toEqual([moss]);
+      expect(await mosses(`a.file.contentLength = ${png.length}`)).toEqual([moss]);
+      expect(await mosses('a.file IS NULL')).toEqual([bare]);
+      for (const id of [moss, bare]) expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
+    });
+
     it('filters on relation properties and compares variables with each other', async () => {
       const since = (where: string) => run(alice, `MATCH p=(a:Plant)-[r:IS_MEMBER_OF]->(t) WHERE ${where} RETURN p`).then((paths) => paths.map((x) => x.nodeIds[0]));
       expect(await since('r.since < 1800')).toEqual([lily]);

@@ -182,6 +182,36 @@ describeBackends('search engine', (h) => {
       expect((await h().request('DELETE', `/${fern}`, { token: alice.token })).status).toBe(204);
     });
 
+    it('searches hasFile and file as the element shows them in data, though they are kept apart from it', async () => {
+      const moss = await createElement(h(), alice.token, { type: 'Moss', data: { name: 'Moss' } });
+      const bare = await createElement(h(), alice.token, { type: 'Moss', data: { name: 'Moss' } });
+      const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da6364f8ffff3f0005fe02fea7d6a4f90000000049454e44ae426082', 'hex');
+      const put = await h().request('PUT', `/${moss}/file`, { token: alice.token, raw: new Uint8Array(png), headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="m.png"' } });
+      expect(put.status).toBeLessThan(300);
+      const shown = (await h().request('GET', `/${moss}`, { token: alice.token })).json.data as { hasFile: boolean; file: { mimeType: string; contentLength: number } };
+      expect(shown).toMatchObject({ hasFile: true, file: { mimeType: 'image/png', extension: 'png', contentLength: png.length } });
+      const mosses = async (query: unknown) => (await search({ bool: { must: [query, { term: { 'name.keyword': 'Moss' } }] } })).output.elements.map((e) => e.id);
+      for (const query of [
+        { term: { hasFile: true } },
+        { term: { hasFile: 'true' } },
+        { exists: { field: 'hasFile' } },
+        { exists: { field: 'file.mimeType' } },
+        { term: { 'file.mimeType': 'image/png' } },
+        { term: { 'file.mimeType.keyword': 'image/png' } },
+        { term: { 'file.mimeType': { value: 'IMAGE/PNG', case_insensitive: true } } },
+        { match: { 'file.extension': 'png' } },
+        { prefix: { 'file.mimeType': 'image/' } },
+        { wildcard: { 'file.mimeType': 'im?ge/*' } },
+        { range: { 'file.contentLength': { gte: png.length, lt: png.length + 1 } } },
+        { query_string: { query: 'hasFile:true AND file.mimeType:image*' } },
+      ])
+        expect(await mosses(query), JSON.stringify(query)).toEqual([moss]);
+      expect(await mosses({ bool: { must_not: [{ exists: { field: 'hasFile' } }] } })).toEqual([bare]);
+      expect(await mosses({ range: { 'file.contentLength': { gt: png.length } } })).toEqual([]);
+      expect(await mosses({ term: { 'file.mimeType': 'image/jpeg' } })).toEqual([]);
+      for (const id of [moss, bare]) expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
+    });
+
     it('answers terms longer than PostgreSQL can search for with no hits or a 400, never a database error', async () => {
       const long = (c: string, n: number) => c.repeat(n);
       // PostgreSQL refuses a tsquery operand of 2,047 bytes or more, and operands that add up to about 1 MiB.

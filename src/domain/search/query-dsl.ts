@@ -36,7 +36,7 @@ import { LuceneSyntaxError, parseLucene, type LuceneNode, type LuceneQuery } fro
 import { badContent } from '../../errors.js';
 import { timestamptzBound, unstorableParameter } from '../values.js';
 import { CASE_TABLES, LENGTH_BUCKETS, SEARCH_LIMITS, SEPARATOR_RANGES } from '../../storage/migrations/006-search-index.js';
-import { shownTimeSql } from '../../storage/queries/element-json.js';
+import { shownFileSql, shownTimeSql } from '../../storage/queries/element-json.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Analysis: the query-side mirror of migration 006 (same tables, same limits), so that a query term and an indexed
@@ -325,6 +325,7 @@ type Field =
   | { kind: 'keyword'; name: string } // f.keyword
   | { kind: 'data'; name: string } // a property (text, number, boolean)
   | { kind: 'any' } // "*": every property
+  | { kind: 'file'; keys: string[] } // hasFile, file, file.<field>: shown in data, kept in the file column
   | { kind: 'none' }; // can never match ("_" properties are not in the index)
 
 function fieldOf(name: string): Field {
@@ -333,6 +334,7 @@ function fieldOf(name: string): Field {
   if (name === '*') return { kind: 'any' };
   const base = name.endsWith('.keyword') ? name.slice(0, -'.keyword'.length) : name;
   if (base.startsWith('_')) return { kind: 'none' };
+  if (base === 'hasFile' || base === 'file' || base.startsWith('file.')) return { kind: 'file', keys: base.split('.') };
   // A name too long for its lexemes (normLex's, the longest made of the name alone) to be searched for: no query
   // can ask the index about it, so it matches nothing, like a property no element has.
   if (Buffer.byteLength(escape(base)) + 2 > TSQUERY_MAX_OPERAND_BYTES) return { kind: 'none' };
@@ -503,6 +505,7 @@ class Compiler {
         return { cond: FALSE, score: ZERO, narrow: NO_NARROW };
       case 'id':
       case 'date':
+      case 'file':
         return this.termOn(target, query, o.boost, o.at, false);
       case 'keyword': {
         const cond = lexCond(keywordLex(String(query), target.name));
@@ -669,6 +672,15 @@ class Compiler {
         const at0 = dateValue(value, at);
         return { k: 'sql', sql: () => `${shownTimeSql(`e.${target.column}`)} = ${this.params.add(at0, 'timestamptz')}` };
       }
+      case 'file': {
+        // The exact value; a string that spells a number or a boolean also equals that value (as on data fields).
+        const exact = typeof value === 'string' ? exactValue(value) : null;
+        const candidates = [JSON.stringify(value), ...(exact === null ? [] : [exact])];
+        const shown = this.fileValue(target.keys);
+        if (caseInsensitive && typeof value === 'string')
+          return { k: 'sql', sql: () => `lower(${this.fileText(target.keys)}) = lower(${this.params.add(value, 'text')})` };
+        return { k: 'sql', sql: () => `${shown()} = ANY(${this.params.add(candidates, 'jsonb[]')})` };
+      }
       case 'keyword':
         if (caseInsensitive) return lexemeLike(`k${likeEscape(escape(String(value)))}${likeEscape(S + escape(target.name))}`, this.params, true);
         return lexCond(keywordLex(String(value), target.name));
@@ -734,6 +746,13 @@ class Compiler {
       case 'any':
         [kindLetter, valueOf, suffix] = ['t', (s) => s, `${likeEscape(S)}%`];
         break;
+      case 'file': {
+        // On the value itself (file metadata are single values, not tokens).
+        const cond: Cond = caseInsensitive
+          ? { k: 'sql', sql: () => `lower(${this.fileText(target.keys)}) LIKE lower(${this.params.add(p.like, 'text')})` }
+          : { k: 'sql', sql: () => `${this.fileText(target.keys)} LIKE ${this.params.add(p.like, 'text')}` };
+        return { cond, score: constScore(boost), narrow: NO_NARROW };
+      }
       default:
         return fail(at, 'prefix and wildcard queries apply to properties, not to _id, created or updated');
     }
@@ -786,11 +805,25 @@ class Compiler {
         return { cond: and(conds), narrow: NO_NARROW };
       }
       case 'data':
+      case 'file':
         break;
       default:
         return fail(at, 'range queries apply to properties and to created or updated');
     }
+    if (target.kind === 'file') {
+      if (bounds.length === 0) return { cond: { k: 'sql', sql: () => `${this.fileValue(target.keys)()} IS NOT NULL` }, narrow: NO_NARROW };
+      return { cond: this.jsonRange(shownFileSql('e'), [target.keys], bounds, at), narrow: NO_NARROW };
+    }
     if (bounds.length === 0) return { cond: { k: 'ts', q: lex(existsLex(target.name)) }, narrow: { ts: lex(existsLex(target.name)), ids: null } };
+    const paths = keyPaths(target.name);
+    if (paths.length === 0) return { cond: FALSE, narrow: NO_NARROW };
+    // The jsonpath test is exact by itself; the field's `e` lexeme lets the GIN index narrow the rows to test.
+    return { cond: this.jsonRange('e.data', paths, bounds, at), narrow: { ts: lex(existsLex(target.name)), ids: null } };
+  }
+
+  /** Some value at one of `paths` (key lists) of the jsonb `doc` within the bounds (numbers, or strings). */
+  private jsonRange(doc: string, paths: string[][], bounds: ReadonlyArray<readonly ['gte' | 'gt' | 'lte' | 'lt', unknown]>, at: string): Cond {
+    const SQL_OP = { gte: '>=', gt: '>', lte: '<=', lt: '<' } as const;
     const vars: Record<string, string | number> = {};
     for (const [op, v] of bounds) {
       if (typeof v === 'number' && Number.isFinite(v)) vars[op] = v;
@@ -801,15 +834,23 @@ class Compiler {
     if (types.size > 1) fail(at, 'the bounds must all be numbers or all be strings');
     // jsonpath in lax mode unwraps arrays, and the filter tests each value alone (ES: one value within the range).
     const test = bounds.map(([op]) => `@ ${SQL_OP[op]} $${op}`).join(' && ');
-    const paths = keyPaths(target.name).map((keys) => `exists(@${keys.map((k) => `.${JSON.stringify(k)}`).join('')} ? (${test}))`);
-    if (paths.length === 0) return { cond: FALSE, narrow: NO_NARROW };
-    const cond: Cond = {
+    const tests = paths.map((keys) => `exists(@${keys.map((k) => `.${JSON.stringify(k)}`).join('')} ? (${test}))`);
+    return {
       k: 'sql',
-      sql: () => `jsonb_path_exists(e.data, ${this.params.add(`$ ? (${paths.join(' || ')})`, 'jsonpath')}, ${this.params.add(JSON.stringify(vars), 'jsonb')}, true)`,
+      sql: () => `jsonb_path_exists(${doc}, ${this.params.add(`$ ? (${tests.join(' || ')})`, 'jsonpath')}, ${this.params.add(JSON.stringify(vars), 'jsonb')}, true)`,
     };
-    // The jsonpath test is exact by itself; the field's `e` lexeme lets the GIN index narrow the rows to test.
-    return { cond, narrow: { ts: lex(existsLex(target.name)), ids: null } };
   }
+
+  /** SQL (deferred, for parameter order): the shown file property at `keys` as jsonb, null when absent. */
+  private fileValue(keys: string[]): () => string {
+    return () => `NULLIF(${shownFileSql('e')} #> ${this.params.add(keys, 'text[]')}, 'null'::jsonb)`;
+  }
+
+  /** SQL: the shown file property at `keys` as text (strings without their quotes); call it where the SQL is written. */
+  private fileText(keys: string[]): string {
+    return `(${shownFileSql('e')} #>> ${this.params.add(keys, 'text[]')})`;
+  }
+
 
   private exists(body: unknown, path: string): Clause {
     if (!isObject(body)) fail(path, `must be an object {field: …}, not ${describe(body)}`);
@@ -838,6 +879,8 @@ class Compiler {
         const cond = lexCond(existsLex(target.name));
         return { cond, narrow: narrowOf(cond) };
       }
+      case 'file':
+        return { cond: { k: 'sql', sql: () => `${this.fileValue(target.keys)()} IS NOT NULL` }, narrow: NO_NARROW };
     }
   }
 

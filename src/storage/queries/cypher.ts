@@ -278,6 +278,9 @@ class ExprCompiler {
             const alias = binding.alias;
             if (e.key === 'id') return { t: 'id', sql: `${alias}.id` };
             if (e.key === 'created' || e.key === 'updated') return { t: 'time', sql: shownTimeSql(`${alias}.${e.key}`) };
+            // hasFile and file are shown inside data (element-json.ts) but kept in the file column.
+            if (e.key === 'hasFile') return { t: 'json', sql: `(CASE WHEN ${alias}.file IS NULL THEN NULL ELSE 'true'::jsonb END)` };
+            if (e.key === 'file') return { t: 'json', sql: `${alias}.file` };
             return { t: 'json', sql: `NULLIF(${alias}.data -> ${this.b.bind(e.key, 'text')}, ${JSON_NULL})` };
           }
         }

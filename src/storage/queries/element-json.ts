@@ -22,6 +22,13 @@
  */
 export const shownTimeSql = (column: string) => `date_trunc('second', ${column})`;
 
+/**
+ * SQL: the properties the representation shows inside `data` from the file column of the element row alias `e`
+ * (`hasFile` and `file`, as elementJsonSql writes them), as a jsonb object, or null without a file. Searches read
+ * them here, since they are not in the stored data the search index is built from.
+ */
+export const shownFileSql = (e: string) => `(CASE WHEN ${e}.file IS NULL THEN NULL ELSE jsonb_build_object('hasFile', true, 'file', ${e}.file) END)`;
+
 const isoTimeSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
 /** A text expression: the JSON of the element row alias `e` (columns as in ELEMENT_COLUMNS). */
