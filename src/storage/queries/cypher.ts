@@ -56,7 +56,7 @@ import { badContent } from '../../errors.js';
 import { timestamptzBound, unstorableAt, unstorableParameter } from '../../domain/values.js';
 import type { Queryable } from '../db.js';
 import { inlineCheck } from './access.js';
-import { shownTimeSql } from './element-json.js';
+import { shownFileSql, shownTimeSql } from './element-json.js';
 import { preparedName } from './statement-names.js';
 
 /** Matches (complete paths) a query without LIMIT may return; more is a 400, never a truncation. */
@@ -279,8 +279,7 @@ class ExprCompiler {
             if (e.key === 'id') return { t: 'id', sql: `${alias}.id` };
             if (e.key === 'created' || e.key === 'updated') return { t: 'time', sql: shownTimeSql(`${alias}.${e.key}`) };
             // hasFile and file are shown inside data (element-json.ts) but kept in the file column.
-            if (e.key === 'hasFile') return { t: 'json', sql: `(CASE WHEN ${alias}.file IS NULL THEN NULL ELSE 'true'::jsonb END)` };
-            if (e.key === 'file') return { t: 'json', sql: `${alias}.file` };
+            if (e.key === 'hasFile' || e.key === 'file') return { t: 'json', sql: `(${shownFileSql(alias)} -> '${e.key}')` };
             return { t: 'json', sql: `NULLIF(${alias}.data -> ${this.b.bind(e.key, 'text')}, ${JSON_NULL})` };
           }
         }
