@@ -183,6 +183,13 @@ export async function userWithToken(h: Harness, identifier: string, password = '
   return { id, token: tok.json.token as string, identifier, password };
 }
 
+/** Attaches `bytes` as the element's file (a direct upload named `filename`); throws unless it is stored. */
+export async function attachFile(h: Harness, token: string, id: string, bytes: Buffer, filename: string): Promise<void> {
+  const headers = { 'upload-complete': '?1', 'content-disposition': `attachment; filename="${filename}"` };
+  const res = await h.request('PUT', `/${id}/file`, { token, raw: new Uint8Array(bytes), headers });
+  if (res.status >= 300) throw new Error(`attach ${filename} to ${id}: ${res.status} ${res.text}`);
+}
+
 /** Creates an element and returns its id. */
 export async function createElement(h: Harness, token: string, body: Record<string, unknown>, parent?: string): Promise<string> {
   const res = await h.request('POST', parent ? `/${parent}` : '/', { token, body });

@@ -6,7 +6,8 @@ import { MAX_HOPS } from '../../src/domain/search/cypher-parse.js';
 import type { PathIds } from '../../src/domain/search/types.js';
 import { Problem } from '../../src/errors.js';
 import { MAX_PATHS, runCypherPaths, type CypherLimits } from '../../src/storage/queries/cypher.js';
-import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
+import { tinyPng } from '../files/fixtures.js';
+import { attachFile, createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
@@ -196,9 +197,8 @@ describeBackends('cypher paths', (h) => {
     it('sees hasFile and file as the element shows them in data', async () => {
       const moss = await createElement(h(), alice.token, { type: 'Moss', data: { name: 'With file' } });
       const bare = await createElement(h(), alice.token, { type: 'Moss', data: { name: 'Without' } });
-      const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da6364f8ffff3f0005fe02fea7d6a4f90000000049454e44ae426082', 'hex');
-      const put = await h().request('PUT', `/${moss}/file`, { token: alice.token, raw: new Uint8Array(png), headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="m.png"' } });
-      expect(put.status).toBeLessThan(300);
+      const png = tinyPng();
+      await attachFile(h(), alice.token, moss, png, 'm.png');
       const mosses = (where: string) => run(alice, `MATCH p=(a:Moss) WHERE ${where} RETURN p`).then((paths) => paths.map((x) => x.nodeIds[0]));
       expect(await mosses('a.hasFile = true')).toEqual([moss]);
       expect(await mosses('a.hasFile IS NULL')).toEqual([bare]);
