@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import Value from 'typebox/value';
+import { BASE_RESERVED } from '../domain/properties.js';
 import { SettingsSchema, STORAGE_CEILING_BYTES, type Config, type Runtime, type Settings } from './schema.js';
 
 export class ConfigError extends Error {
@@ -63,6 +64,10 @@ export function validateSettings(input: unknown): Settings {
     throw new ConfigError('token.minLifetimeInSeconds', 'must not exceed token.maxLifetimeInSeconds');
   if (t.defaultLifetimeInSeconds < t.minLifetimeInSeconds || t.defaultLifetimeInSeconds > t.maxLifetimeInSeconds)
     throw new ConfigError('token.defaultLifetimeInSeconds', 'must lie between the minimum and maximum lifetime');
+  // The identifier is stored under this key in the User's data; a key the service sets itself would overwrite it (and
+  // backups would lose it).
+  if (BASE_RESERVED.includes(settings.register.uniqueIdentifier))
+    throw new ConfigError('register.uniqueIdentifier', `'${settings.register.uniqueIdentifier}' is a property the service sets on every element`);
   if (settings.register.uniqueIdentifierRegex !== false) {
     try {
       new RegExp(settings.register.uniqueIdentifierRegex, 'u');

@@ -14,6 +14,13 @@ export const EMBEDDED_CACHE_MIB = { min: 16, max: 1024, default: 128 } as const;
 export const STORAGE_CEILING_BYTES = 5 * 1024 * GiB;
 
 const int = (defaultValue: number, minimum = 0) => Type.Integer({ minimum, default: defaultValue });
+/**
+ * The longest configurable duration: 100 years. Durations are added to the current time and stored as timestamps
+ * (token and upload expiry), which a backup writes with a four-digit year; a longer one made `POST /token` fail
+ * with an invalid date (a 500) or wrote a timestamp backup:load refuses.
+ */
+export const MAX_DURATION_SECONDS = 100 * 366 * 24 * 3600;
+const seconds = (defaultValue: number, minimum = 0) => Type.Integer({ minimum, maximum: MAX_DURATION_SECONDS, default: defaultValue });
 const obj = <T extends Type.TProperties>(properties: T) =>
   Type.Object(properties, { additionalProperties: false, default: {} });
 
@@ -25,8 +32,8 @@ export const SettingsSchema = Type.Object(
       uploadMinChunkSizeInBytes: int(5 * MiB),
       uploadMaxChunkSizeInBytes: int(101 * MiB, 1),
       uploadChunkDigitsLength: Type.Integer({ minimum: 1, maximum: 12, default: 4 }),
-      uploadExpiresInSecondsAfterFirstRequest: int(10800, 1),
-      expiredUploadCanBeDeletedAfterExpirationInSeconds: int(3600),
+      uploadExpiresInSecondsAfterFirstRequest: seconds(10800, 1),
+      expiredUploadCanBeDeletedAfterExpirationInSeconds: seconds(3600),
     }),
     pageSize: obj({ min: int(5, 1), default: int(25, 1), max: int(100, 1) }),
     register: obj({
@@ -35,10 +42,10 @@ export const SettingsSchema = Type.Object(
       uniqueIdentifierRegex: Type.Union([Type.String({ minLength: 1 }), Type.Literal(false)], { default: false }),
     }),
     token: obj({
-      minLifetimeInSeconds: int(1800, 1),
-      defaultLifetimeInSeconds: int(10800, 1),
-      maxLifetimeInSeconds: int(34214400, 1),
-      deleteExpiredTokensAutomaticallyInSeconds: int(1209600),
+      minLifetimeInSeconds: seconds(1800, 1),
+      defaultLifetimeInSeconds: seconds(10800, 1),
+      maxLifetimeInSeconds: seconds(34214400, 1),
+      deleteExpiredTokensAutomaticallyInSeconds: seconds(1209600),
     }),
     expression: obj({ enabled: Type.Boolean({ default: true }), maxLength: int(10240, 1) }),
     instanceConfiguration: obj({ enabled: Type.Boolean({ default: true }), showVersion: Type.Boolean({ default: true }) }),

@@ -3,7 +3,8 @@ import { Problem } from '../errors.js';
 import { isPlainObject } from './values.js';
 
 export const RESERVED_TYPES = new Set(['User', 'Token', 'Upload']);
-const BASE_RESERVED = ['id', 'created', 'updated', 'file', 'hasFile'];
+/** Properties the service sets on every element (spec "Properties inside data"). */
+export const BASE_RESERVED: readonly string[] = ['id', 'created', 'updated', 'file', 'hasFile'];
 const TYPE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,127}$/;
 const MAX_PROPERTY_NAME = 256;
 

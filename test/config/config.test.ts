@@ -67,6 +67,13 @@ describe('configuration', () => {
     expect(keyOf({ database: { embeddedCacheSizeInMiB: 8 } })).toBe('database.embeddedCacheSizeInMiB');
     expect(keyOf({ database: { embeddedCacheSizeInMiB: 2048 } })).toBe('database.embeddedCacheSizeInMiB');
     expect(keyOf({ database: { embeddedCacheSizeInMiB: '512MB' } })).toBe('database.embeddedCacheSizeInMiB');
+    // Durations end up in stored timestamps: longer than 100 years would make dates no backup can hold.
+    expect(keyOf({ token: { maxLifetimeInSeconds: 10_000_000_000_000 } })).toBe('token.maxLifetimeInSeconds');
+    expect(keyOf({ token: { deleteExpiredTokensAutomaticallyInSeconds: 300_000_000_000 } })).toBe('token.deleteExpiredTokensAutomaticallyInSeconds');
+    expect(keyOf({ file: { uploadExpiresInSecondsAfterFirstRequest: 300_000_000_000 } })).toBe('file.uploadExpiresInSecondsAfterFirstRequest');
+    expect(keyOf({ token: { maxLifetimeInSeconds: 100 * 365 * 24 * 3600 } })).toBeNull();
+    // The identifier is a property of the User: not one the service sets itself.
+    for (const key of ['created', 'updated', 'id', 'file', 'hasFile']) expect(keyOf({ register: { uniqueIdentifier: key } })).toBe('register.uniqueIdentifier');
   });
 
   it('reads YAML from TRELLIS_CONFIG and the environment', async () => {
