@@ -93,7 +93,10 @@ export function runViaServer(dataDir: string, command: string, args: string[], i
     let exited = false;
     socket.on('error', reject);
     socket.on('connect', () => send(socket, { command, args, interactive: io.interactive, cwd: io.cwd }));
-    createInterface({ input: socket }).on('line', (line) => {
+    const lines = createInterface({ input: socket });
+    // readline repeats the socket's errors, which the socket's own listener above already reports.
+    lines.on('error', () => {});
+    lines.on('line', (line) => {
       const message = JSON.parse(line) as { out?: string; err?: string; confirm?: string; exit?: number };
       if (message.out !== undefined) io.out(message.out);
       if (message.err !== undefined) io.err(message.err);

@@ -1,6 +1,7 @@
 // What a CLI command may do with its terminal: print, and ask a yes/no question. The same command runs in the CLI
 // process or, beside a running embedded server, inside the server with this IO carried over the admin socket.
 import { createInterface } from 'node:readline/promises';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Config } from '../config/schema.js';
 import type { Services } from '../services.js';
 
@@ -39,4 +40,23 @@ export function processIO(): CommandIO {
       }
     },
   };
+}
+
+/**
+ * A command's arguments parsed by node's parseArgs, or null once an unknown option or a missing value has been
+ * reported with the command's usage (the command then exits 2): the same message whether it runs here or in a
+ * server, never a stack trace.
+ */
+export function commandArgs<T extends ParseArgsConfig['options']>(
+  args: string[],
+  options: T,
+  usage: string,
+  io: CommandIO,
+): ReturnType<typeof parseArgs<{ args: string[]; options: T; allowPositionals: true }>> | null {
+  try {
+    return parseArgs({ args, options, allowPositionals: true });
+  } catch (error) {
+    io.err(`${(error as Error).message}\n${usage}`);
+    return null;
+  }
 }

@@ -19,10 +19,26 @@ const USAGE = `usage: trellis <command>
   backup:create <dir>                        write a backup (reference format) from one consistent snapshot
   backup:load <dir> [--force]                load a backup; --force loads into a database that is not empty`;
 
+/** How long a command waits for the admin socket of a server that holds DATA_DIR but is still starting. */
+const SERVER_START_WAIT_MS = 60_000;
+
+/** The admin socket is not there (yet, or any more): nothing was sent, the command may go elsewhere. */
+const socketNotReady = (error: unknown) => ['ENOENT', 'ECONNREFUSED'].includes((error as { code?: string })?.code ?? '');
+
 async function runDbCommand(config: Config, name: string, args: string[], io: CommandIO): Promise<number> {
   const command = dbCommands[name]!;
-  if (config.runtime.databaseUrl === null && lockHolder(config.runtime.dataDir) !== null)
-    return runViaServer(config.runtime.dataDir, name, args, io);
+  const { dataDir } = config.runtime;
+  // A server that holds DATA_DIR runs the command. It opens its admin socket only once its database is migrated and
+  // it listens, and closes it first when it stops: in between, wait for the socket while the server still holds
+  // DATA_DIR, and run the command here once it has let go.
+  for (const started = Date.now(); config.runtime.databaseUrl === null && lockHolder(dataDir) !== null; ) {
+    try {
+      return await runViaServer(dataDir, name, args, io);
+    } catch (error) {
+      if (!socketNotReady(error) || Date.now() - started > SERVER_START_WAIT_MS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
   const release = config.runtime.databaseUrl === null ? acquireDataDirLock(config.runtime.dataDir) : () => {};
   try {
     const db = await openDatabase(config.runtime, config.settings.database);
@@ -80,6 +96,23 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO
       io.err(`trellis: ${error.message}`);
       return 75; // EX_TEMPFAIL
     }
+    if (operatorError(error)) {
+      io.err(`trellis: ${error.message}`);
+      return 1;
+    }
     throw error;
   }
+}
+
+/**
+ * A failure the operator fixes in the environment, told as a message rather than a stack trace: one of the system
+ * (a port in use, a HOST that does not resolve, a DATA_DIR that cannot be created, a database server that does not
+ * answer) or a PostgreSQL refusal to connect (SQLSTATE classes 08 connection, 28 authorization, 3D no such
+ * database, 53 resources, and 57P03 not accepting connections yet).
+ */
+function operatorError(error: unknown): error is Error {
+  if (!(error instanceof Error)) return false;
+  const { code, syscall } = error as { code?: unknown; syscall?: unknown };
+  if (typeof code !== 'string') return false;
+  return typeof syscall === 'string' || /^(08|28|3D|53)/.test(code) || code === '57P03';
 }

@@ -97,6 +97,56 @@ describe('trellis serve (embedded PGlite)', () => {
     expect((await fetch(`${url}/me`, { headers: { authorization: `Bearer ${t}` } })).status).toBe(401);
   });
 
+  it('answers argument mistakes with the usage and exit 2, here and through the server, never a stack trace', async () => {
+    const bareDir = await mkdtemp(join(tmpdir(), 'trellis-cli-args-'));
+    try {
+      for (const env of [{ DATA_DIR: dataDir }, { DATA_DIR: bareDir }]) {
+        const misspelt = await runCli(['user:create', 'a@b.dev', 'pw', '--nmae', 'X'], env);
+        expect([misspelt.code, misspelt.stderr]).toEqual([2, expect.stringMatching(/--nmae[\s\S]*usage: trellis user:create/)]);
+        const unquoted = await runCli(['token:revoke', '-b', '2024-01-01', '12:00'], env);
+        expect([unquoted.code, unquoted.stderr]).toEqual([2, expect.stringMatching(/unexpected argument 12:00[\s\S]*usage: trellis token:revoke/)]);
+        const unknown = await runCli(['backup:load', '--nope', 'x'], env);
+        expect(unknown.code).toBe(2);
+        for (const res of [misspelt, unquoted, unknown]) expect(res.stderr).not.toMatch(/\n\s+at /);
+      }
+    } finally {
+      await rm(bareDir, { recursive: true, force: true });
+    }
+  });
+
+  it('tells the operator what is wrong with the environment in one line: a port in use, a database that does not answer', async () => {
+    const inUse = await runCli(['serve'], { DATA_DIR: join(dataDir, 'port-in-use'), PORT: String(port) });
+    expect(inUse.code).toBe(1);
+    expect(inUse.stderr).toMatch(/^trellis: .*EADDRINUSE/m);
+    expect(inUse.stderr).not.toMatch(/\n\s+at /);
+    const closed = await freePort();
+    const noDb = await runCli(['serve'], { DATA_DIR: join(dataDir, 'no-db'), PORT: String(await freePort()), DATABASE_URL: `postgres://x:y@127.0.0.1:${closed}/none` });
+    expect(noDb.code).toBe(1);
+    expect(noDb.stderr).toMatch(/^trellis: .*ECONNREFUSED/m);
+    expect(noDb.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('runs a command given while the server is still starting once the server is up', async () => {
+    const startingDir = await mkdtemp(join(tmpdir(), 'trellis-cli-starting-'));
+    const startingPort = await freePort();
+    const starting = spawnCli(['serve'], { DATA_DIR: startingDir, PORT: String(startingPort) });
+    try {
+      // The server holds DATA_DIR from its first moment, and opens its admin socket only once it is migrated.
+      for (const started = Date.now(); !existsSync(join(startingDir, 'trellis.pid')); ) {
+        if (Date.now() - started > 30_000) throw new Error('the server never took DATA_DIR');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const created = await runCli(['user:create', 'early@example.dev', 'pw-early'], { DATA_DIR: startingDir });
+      expect([created.code, created.stderr]).toEqual([0, '']);
+      await waitForHttp(`http://127.0.0.1:${startingPort}/error/404/not-found`);
+      await token(`http://127.0.0.1:${startingPort}`, 'early@example.dev', 'pw-early');
+    } finally {
+      starting.kill('SIGTERM');
+      await starting.done;
+      await rm(startingDir, { recursive: true, force: true });
+    }
+  });
+
   it('resolves relative paths against the CLI caller, also when the server runs the command', async () => {
     const here = await mkdtemp(join(tmpdir(), 'trellis-cwd-'));
     try {

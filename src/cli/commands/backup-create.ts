@@ -1,20 +1,14 @@
 // backup:create <dir>: writes the database as a backup folder (reference format) from one consistent snapshot.
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { BackupTargetError, createBackup } from '../../backup/create.js';
 import { lineProgress } from '../../backup/progress.js';
-import type { DbCommand } from '../io.js';
+import { commandArgs, type DbCommand } from '../io.js';
 
 const USAGE = 'usage: trellis backup:create <dir>';
 
 export const backupCreate: DbCommand = async ({ services }, args, io) => {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, allowPositionals: true, options: {} });
-  } catch (error) {
-    io.err(`${(error as Error).message}\n${USAGE}`);
-    return 2;
-  }
+  const parsed = commandArgs(args, {}, USAGE, io);
+  if (parsed === null) return 2;
   if (parsed.positionals.length !== 1) {
     io.err(USAGE);
     return 2;

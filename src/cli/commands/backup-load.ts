@@ -1,21 +1,15 @@
 // backup:load <dir> [--force]: loads a backup folder (reference format) into the database.
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { BackupError } from '../../backup/format.js';
 import { DatabaseNotEmptyError, loadBackup } from '../../backup/load.js';
 import { lineProgress } from '../../backup/progress.js';
-import type { DbCommand } from '../io.js';
+import { commandArgs, type DbCommand } from '../io.js';
 
 const USAGE = 'usage: trellis backup:load <dir> [--force]';
 
 export const backupLoad: DbCommand = async ({ config, services }, args, io) => {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, allowPositionals: true, options: { force: { type: 'boolean', short: 'f' } } });
-  } catch (error) {
-    io.err(`${(error as Error).message}\n${USAGE}`);
-    return 2;
-  }
+  const parsed = commandArgs(args, { force: { type: 'boolean', short: 'f' } }, USAGE, io);
+  if (parsed === null) return 2;
   if (parsed.positionals.length !== 1) {
     io.err(USAGE);
     return 2;

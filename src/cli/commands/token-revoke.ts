@@ -1,8 +1,10 @@
 // token:revoke: revokes the active tokens matching the filters (the reference implementation's flags).
-import { parseArgs } from 'node:util';
 import { isUuid, isoTime } from '../../domain/values.js';
 import { activeTokens, revokeTokens, type TokenFilter } from '../../storage/queries/accounts.js';
-import type { DbCommand } from '../io.js';
+import { commandArgs, type DbCommand } from '../io.js';
+
+const USAGE = `usage: trellis token:revoke [-f] [--dry-run] [-l] [-u USER] [-g GROUP] [-b "YYYY-MM-DD HH:MM"] [-a "YYYY-MM-DD HH:MM"]
+               [--issued-with-expiration-date] [--issued-without-expiration-date]`;
 
 /** "YYYY-MM-DD HH:MM" (UTC) or "YYYY-MM-DD". */
 function parseDate(value: string): Date | null {
@@ -17,9 +19,9 @@ function parseDate(value: string): Date | null {
 }
 
 export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
-  const { values } = parseArgs({
+  const parsed = commandArgs(
     args,
-    options: {
+    {
       force: { type: 'boolean', short: 'f' },
       'dry-run': { type: 'boolean' },
       'list-all-affected-tokens': { type: 'boolean', short: 'l' },
@@ -30,7 +32,15 @@ export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
       'issued-with-expiration-date': { type: 'boolean' },
       'issued-without-expiration-date': { type: 'boolean' },
     },
-  });
+    USAGE,
+    io,
+  );
+  if (parsed === null) return 2;
+  const { values, positionals } = parsed;
+  if (positionals.length > 0) {
+    io.err(`unexpected argument ${positionals[0]} (quote a date with a time: -b "YYYY-MM-DD HH:MM")\n${USAGE}`);
+    return 2;
+  }
   const filter: TokenFilter = { now: services.clock.now() };
   if (values.user !== undefined) {
     const id = await services.accounts.findUser(values.user);

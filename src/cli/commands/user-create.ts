@@ -1,17 +1,16 @@
 // user:create <identifier> <password> [--id UUID] [--name NAME]: prints the new user's id.
-import { parseArgs } from 'node:util';
 import { Problem } from '../../errors.js';
 import { isUuid } from '../../domain/values.js';
-import type { DbCommand } from '../io.js';
+import { commandArgs, type DbCommand } from '../io.js';
+
+const USAGE = 'usage: trellis user:create <identifier> <password> [--id UUID] [--name NAME]';
 
 export const userCreate: DbCommand = async ({ services }, args, io) => {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { id: { type: 'string' }, name: { type: 'string' } },
-  });
+  const parsed = commandArgs(args, { id: { type: 'string' }, name: { type: 'string' } }, USAGE, io);
+  if (parsed === null) return 2;
+  const { values, positionals } = parsed;
   if (positionals.length !== 2) {
-    io.err('usage: trellis user:create <identifier> <password> [--id UUID] [--name NAME]');
+    io.err(USAGE);
     return 2;
   }
   if (values.id !== undefined && !isUuid(values.id)) {
