@@ -125,7 +125,7 @@ export class Files {
     body: AsyncIterable<Uint8Array>,
     headers: UploadHeaders,
     conditions: Conditions = {},
-  ): Promise<{ created: boolean }> {
+  ): Promise<void> {
     // Everything that can be refused from the headers alone is refused before a byte of the body is read.
     // `Upload-Complete: ?0` starts a resumable upload, which the routes hand to Uploads.start instead.
     if (!parseUploadComplete(headers.uploadComplete)) throw new Error('Files.upload takes direct uploads only');
@@ -153,7 +153,7 @@ export class Files {
         hash: { sha256: temp.sha256.toString('hex') },
       };
       // again, now under the lock: another writer may have been first
-      return await this.place(caller, id, temp, meta, { check: (row) => checkFileTarget(row, mode, conditions) });
+      await this.place(caller, id, temp, meta, { check: (row) => checkFileTarget(row, mode, conditions) });
     } finally {
       // Once placed, the temporary name no longer exists and this removes nothing.
       await this.blobs.discard(temp);
@@ -165,7 +165,7 @@ export class Files {
    * element `id`, described by `meta`, in one transaction that holds the element's row lock and requires UPDATE.
    * `check` runs under the lock before anything moves; `inTransaction` runs in the same transaction (a completing
    * upload removes its row there). The previous bytes are set aside, dropped after the commit and put back if the
-   * transaction fails (see FsBlobStore.replace). Returns whether the element had no file before.
+   * transaction fails (see FsBlobStore.replace).
    */
   async place(
     caller: Caller,
@@ -173,11 +173,10 @@ export class Files {
     bytes: TempBlob | { key: string },
     meta: FileMeta,
     hooks: { check?: (row: ElementRow) => void; inTransaction?: (tx: Queryable) => Promise<void> } = {},
-  ): Promise<{ created: boolean }> {
+  ): Promise<void> {
     const committed: { replacement: Replacement | null } = { replacement: null };
-    let created: boolean;
     try {
-      created = await this.db.transaction(async (tx) => {
+      await this.db.transaction(async (tx) => {
         const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         hooks.check?.(row);
         await hooks.inTransaction?.(tx);
@@ -189,14 +188,12 @@ export class Files {
           throw error;
         }
         committed.replacement = replacement;
-        return row.file === null;
       });
     } catch (error) {
       await committed.replacement?.undo(); // the COMMIT itself failed after the bytes had moved
       throw error;
     }
     await committed.replacement!.finish();
-    return { created };
   }
 
   /** Streams the body into a temporary blob; size violations and broken bodies become Problems. */

@@ -160,7 +160,7 @@ describeBackends('element files', (h) => {
       expect(tmpEntries(h())).toEqual([]);
     });
 
-    it('PUT creates (201 + Location), then replaces (204); If-Match is checked against the file ETag', async () => {
+    it('PUT creates and replaces, each 201 + Location (spec: a direct upload answers 201); If-Match is checked against the file ETag', async () => {
       const v1 = Buffer.from('version one\n');
       const v2 = pdfHeader();
       const v3 = tinyPng();
@@ -172,9 +172,9 @@ describeBackends('element files', (h) => {
       expect(etag1).toMatch(/^"sha256-[A-Za-z0-9_-]{27}"$/);
 
       const replaced = await upload(h(), 'PUT', id, alice.token, v2, { 'if-match': etag1, 'content-disposition': 'attachment; filename="a.pdf"' });
-      expect(replaced.status).toBe(204);
+      expect(replaced.status).toBe(201);
       expect(replaced.text).toBe('');
-      expect(replaced.headers.get('location')).toBeNull();
+      expect(replaced.headers.get('location')).toBe(`/${id}/file`);
       const after = await download(h(), id, alice.token);
       expect(after.body.equals(v2)).toBe(true);
       expect(after.headers.get('content-type')).toBe('application/pdf');
@@ -456,7 +456,7 @@ describeBackends('element files', (h) => {
       expect(etag).toMatch(/^"file-[A-Za-z0-9_-]{27}"$/);
       expect((await download(h(), id, alice.token, { 'if-none-match': etag })).status).toBe(304);
       // Replacing it works and the previous bytes are settled like any other.
-      expect((await upload(h(), 'PUT', id, alice.token, Buffer.from('fresh'), { 'if-match': etag })).status).toBe(204);
+      expect((await upload(h(), 'PUT', id, alice.token, Buffer.from('fresh'), { 'if-match': etag })).status).toBe(201);
       expect((await download(h(), id, alice.token)).body.toString()).toBe('fresh');
       expect(readdirSync(join(h().dataDir, 'files', id.slice(0, 2))).filter((n) => n.startsWith(id))).toEqual([id]);
     });
@@ -470,7 +470,7 @@ describeBackends('element files', (h) => {
       const work: Promise<unknown>[] = [];
       const downloads: Array<Awaited<ReturnType<typeof download>>> = [];
       for (const bytes of versions.slice(1)) {
-        work.push(upload(h(), 'PUT', id, alice.token, bytes).then((res) => expect(res.status).toBe(204)));
+        work.push(upload(h(), 'PUT', id, alice.token, bytes).then((res) => expect(res.status).toBe(201)));
         work.push(download(h(), id, alice.token).then((d) => downloads.push(d)));
       }
       await Promise.all(work);

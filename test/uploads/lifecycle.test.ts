@@ -232,7 +232,7 @@ describeBackends('resumable uploads: lifecycle', (h) => {
       const unguarded = await startUpload(h(), alice.token, id, { method: 'PUT', body: Buffer.from('plain upload, part one ') });
       // Someone else replaces the file in between.
       const meanwhile = await h().request('PUT', `/${id}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('meanwhile')), headers: { 'upload-complete': '?1' } });
-      expect(meanwhile.status).toBe(204);
+      expect(meanwhile.status).toBe(201);
       const done = await append(h(), alice.token, guarded.path, 25, Buffer.from('and two'), true);
       expect(done.status).toBe(412);
       expect(done.json.type).toMatch(/\/error\/412\/precondition-failed$/);

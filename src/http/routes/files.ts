@@ -93,8 +93,10 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
       const state = await uploads.start(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r), controlOf(r, interop), announce);
       return sendProgress(reply, state, 204, uploadPath(state.id));
     }
-    const { created: isNew } = await files.upload(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r));
-    return isNew ? created(reply, `/${r.params.id.toLowerCase()}/file`) : noContent(reply);
+    // Spec: a direct upload answers "201 with a Location header", whether it created the file or replaced one (as a
+    // completing resumable upload does). DESIGN.md had 204 for a replacement; the spec wins.
+    await files.upload(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r));
+    return created(reply, `/${r.params.id.toLowerCase()}/file`);
   };
 
   resource(app, '/:id/file', {
