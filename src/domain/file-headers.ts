@@ -60,7 +60,7 @@ export function extensionFromDisposition(value: string | undefined): string {
   try {
     filename = parseDisposition(value).parameters.filename;
   } catch {
-    return 'bin';
+    filename = lenientFilename(value);
   }
   if (typeof filename !== 'string') return 'bin';
   const base = filename.split(/[\\/]/).pop() ?? '';
@@ -68,6 +68,26 @@ export function extensionFromDisposition(value: string | undefined): string {
   if (dot <= 0) return 'bin'; // no dot, or only a leading one (".profile" has no extension)
   const extension = base.slice(dot + 1).toLowerCase();
   return EXTENSION.test(extension) ? extension : 'bin';
+}
+
+/**
+ * The filename of a Content-Disposition the strict parser refuses, where it can still be read: clients send
+ * `filename=my report.pdf` unquoted, a trailing `;`, no disposition type, or an unterminated quote. `filename*`
+ * (RFC 8187: charset'language'percent-encoded) wins as in the strict parse. Undefined when there is none.
+ */
+function lenientFilename(value: string): string | undefined {
+  const parameter = (name: string) => new RegExp(`(?:^|;)\\s*${name}\\s*=\\s*(?:"([^"]*)"?|([^;]*))`, 'i').exec(value);
+  const extended = parameter('filename\\*');
+  if (extended) {
+    const encoded = (extended[1] ?? extended[2] ?? '').trim().replace(/^[^']*'[^']*'/, '');
+    try {
+      return decodeURIComponent(encoded);
+    } catch {
+      // not percent-encoding after all: fall back to the plain parameter
+    }
+  }
+  const plain = parameter('filename');
+  return plain ? (plain[1] ?? plain[2] ?? '').trim() : undefined;
 }
 
 function parseStructured<T>(parse: () => T, name: string): T {

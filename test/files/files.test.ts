@@ -93,6 +93,13 @@ describeBackends('element files', (h) => {
         ['attachment; filename="../../etc/passwd.CONF"', 'conf'],
         ['attachment; filename="C:\\\\dir\\\\Movie.MKV"', 'mkv'],
         ['this is ; not = a valid header', 'bin'],
+        // Not valid RFC 6266, but the filename is plain to see (the spec: "bin if none can be determined").
+        ['attachment; filename=my report.pdf', 'pdf'],
+        ['attachment; filename="a.PNG";', 'png'],
+        ['filename="notes.md"', 'md'],
+        ["attachment; filename*=UTF-8''na%C3%AFve%20plan.odt; foo", 'odt'],
+        ['attachment; filename="unterminated.txt', 'txt'],
+        ['attachment; filename=', 'bin'],
       ];
       for (const [disposition, extension] of cases) {
         const id = await createElement(h(), alice.token, { type: 'Blob' });
