@@ -30,6 +30,7 @@ import {
   existingUsers,
   insertElementRows,
   insertTokenRows,
+  keepUnboundTokenHashes,
   insertUserRows,
   isDatabaseEmpty,
   takenIdentifiers,
@@ -461,7 +462,7 @@ class Load {
     }
   }
 
-  /** The tokens rows of the tokens with exactly one owning user. */
+  /** The tokens rows of the tokens with exactly one owning user; the others keep their hash (keepUnboundTokenHashes). */
   private async writeTokens(): Promise<number> {
     const { tokens, tokenHashes, ids } = this.index;
     if (!this.empty)
@@ -469,14 +470,19 @@ class Load {
         for (const hash of await takenTokenHashes(this.tx, batch))
           throw new BackupError(this.folder.paths[tokenHashes.get(hash)!]!, 'a token with the same hash already exists in the database');
     const rows: BackupTokenRow[] = [];
+    const unbound: Array<{ id: string; hash: string }> = [];
     for (const [at, t] of tokens) {
-      if (t.owners.length !== 1) continue;
+      if (t.owners.length !== 1) {
+        if (t.hash !== null) unbound.push({ id: ids[at]!, hash: t.hash });
+        continue;
+      }
       const issued = t.issued ?? this.nowIso;
       // The table knows ACTIVE and REVOKED; an EXPIRED token of the reference is as dead as a revoked one (its
       // element keeps showing state EXPIRED).
       rows.push({ id: ids[at]!, hash: t.hash!, user_id: t.owners[0]!, state: t.state === 'ACTIVE' ? 'ACTIVE' : 'REVOKED', issued, expires: t.expires });
     }
     for (const batch of chunks(rows, this.batchSize)) await insertTokenRows(this.tx, batch);
+    for (const batch of chunks(unbound, this.batchSize)) await keepUnboundTokenHashes(this.tx, batch);
     return rows.length;
   }
 }

@@ -69,6 +69,20 @@ export async function insertTokenRows(q: Queryable, rows: readonly BackupTokenRo
   );
 }
 
+/**
+ * Keeps the hashes of loaded tokens that get no tokens row (no single owning user: they never authenticate) with
+ * their element's internal properties, which no response shows and backup:create writes back into `data`.
+ */
+export async function keepUnboundTokenHashes(q: Queryable, rows: ReadonlyArray<{ id: string; hash: string }>): Promise<void> {
+  if (rows.length === 0) return;
+  await q.query(
+    `UPDATE elements e SET internal = e.internal || jsonb_build_object('hash', r.hash)
+     FROM json_to_recordset($1::json) AS r(id uuid, hash text) WHERE e.id = r.id`,
+    [JSON.stringify(rows)],
+    'backup_keep_token_hashes',
+  );
+}
+
 /** Which of these ids are elements already, with their type and kind (for loading into a non-empty database). */
 export async function existingElements(q: Queryable, ids: readonly string[]): Promise<Map<string, { type: string; isNode: boolean }>> {
   const found = new Map<string, { type: string; isNode: boolean }>();
