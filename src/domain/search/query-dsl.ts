@@ -113,6 +113,8 @@ const TSQUERY_MAX_OPERAND_BYTES = 2046;
 const TSQUERY_MAX_TOTAL_BYTES = (1 << 20) - 2;
 
 const lexemeFits = (lexeme: string) => Buffer.byteLength(lexeme) <= Math.min(SEARCH_LIMITS.maxLexemeBytes, TSQUERY_MAX_OPERAND_BYTES);
+/** The SQL (and jsonpath) operator of each range bound. */
+const SQL_OP = { gte: '>=', gt: '>', lte: '<=', lt: '<' } as const;
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -676,10 +678,9 @@ class Compiler {
         // The exact value; a string that spells a number or a boolean also equals that value (as on data fields).
         const exact = typeof value === 'string' ? exactValue(value) : null;
         const candidates = [JSON.stringify(value), ...(exact === null ? [] : [exact])];
-        const shown = this.fileValue(target.keys);
         if (caseInsensitive && typeof value === 'string')
           return { k: 'sql', sql: () => `lower(${this.fileText(target.keys)}) = lower(${this.params.add(value, 'text')})` };
-        return { k: 'sql', sql: () => `${shown()} = ANY(${this.params.add(candidates, 'jsonb[]')})` };
+        return { k: 'sql', sql: () => `${this.fileValue(target.keys)} = ANY(${this.params.add(candidates, 'jsonb[]')})` };
       }
       case 'keyword':
         if (caseInsensitive) return lexemeLike(`k${likeEscape(escape(String(value)))}${likeEscape(S + escape(target.name))}`, this.params, true);
@@ -793,7 +794,6 @@ class Compiler {
   }
 
   rangeOn(target: Field, bounds: ReadonlyArray<readonly ['gte' | 'gt' | 'lte' | 'lt', unknown]>, at: string): { cond: Cond; narrow: Narrow } {
-    const SQL_OP = { gte: '>=', gt: '>', lte: '<=', lt: '<' } as const;
     switch (target.kind) {
       case 'none':
         return { cond: FALSE, narrow: NO_NARROW };
@@ -810,11 +810,8 @@ class Compiler {
       default:
         return fail(at, 'range queries apply to properties and to created or updated');
     }
-    if (target.kind === 'file') {
-      if (bounds.length === 0) return { cond: { k: 'sql', sql: () => `${this.fileValue(target.keys)()} IS NOT NULL` }, narrow: NO_NARROW };
-      return { cond: this.jsonRange(shownFileSql('e'), [target.keys], bounds, at), narrow: NO_NARROW };
-    }
-    if (bounds.length === 0) return { cond: { k: 'ts', q: lex(existsLex(target.name)) }, narrow: { ts: lex(existsLex(target.name)), ids: null } };
+    if (bounds.length === 0) return this.existsOn(target);
+    if (target.kind === 'file') return { cond: this.jsonRange(shownFileSql('e'), [target.keys], bounds, at), narrow: NO_NARROW };
     const paths = keyPaths(target.name);
     if (paths.length === 0) return { cond: FALSE, narrow: NO_NARROW };
     // The jsonpath test is exact by itself; the field's `e` lexeme lets the GIN index narrow the rows to test.
@@ -823,7 +820,6 @@ class Compiler {
 
   /** Some value at one of `paths` (key lists) of the jsonb `doc` within the bounds (numbers, or strings). */
   private jsonRange(doc: string, paths: string[][], bounds: ReadonlyArray<readonly ['gte' | 'gt' | 'lte' | 'lt', unknown]>, at: string): Cond {
-    const SQL_OP = { gte: '>=', gt: '>', lte: '<=', lt: '<' } as const;
     const vars: Record<string, string | number> = {};
     for (const [op, v] of bounds) {
       if (typeof v === 'number' && Number.isFinite(v)) vars[op] = v;
@@ -841,16 +837,18 @@ class Compiler {
     };
   }
 
-  /** SQL (deferred, for parameter order): the shown file property at `keys` as jsonb, null when absent. */
-  private fileValue(keys: string[]): () => string {
-    return () => `NULLIF(${shownFileSql('e')} #> ${this.params.add(keys, 'text[]')}, 'null'::jsonb)`;
+  // The shown file property at `keys` (shownFileSql). Both add a parameter: call them where the SQL is written, in
+  // a condition's sql(), so that a condition left out adds none.
+
+  /** SQL: the property as jsonb, null when absent. */
+  private fileValue(keys: string[]): string {
+    return `NULLIF(${shownFileSql('e')} #> ${this.params.add(keys, 'text[]')}, 'null'::jsonb)`;
   }
 
-  /** SQL: the shown file property at `keys` as text (strings without their quotes); call it where the SQL is written. */
+  /** SQL: the property as text (strings without their quotes). */
   private fileText(keys: string[]): string {
     return `(${shownFileSql('e')} #>> ${this.params.add(keys, 'text[]')})`;
   }
-
 
   private exists(body: unknown, path: string): Clause {
     if (!isObject(body)) fail(path, `must be an object {field: …}, not ${describe(body)}`);
@@ -880,7 +878,7 @@ class Compiler {
         return { cond, narrow: narrowOf(cond) };
       }
       case 'file':
-        return { cond: { k: 'sql', sql: () => `${this.fileValue(target.keys)()} IS NOT NULL` }, narrow: NO_NARROW };
+        return { cond: { k: 'sql', sql: () => `${this.fileValue(target.keys)} IS NOT NULL` }, narrow: NO_NARROW };
     }
   }
 
