@@ -1,7 +1,9 @@
-// The baselines of issue 8: tiny Fastify servers with the same Fastify version, the same `pg` driver and pool
-// settings as Trellis (a pg.Pool of defaultPoolSize() connections with Trellis' session settings on PostgreSQL,
-// storage/db.ts SESSION_SETTINGS; on PGlite the pool of src/storage/pglite.ts, opened exactly as Trellis opens it),
-// on the same data. Run as a child process by bench/run.ts:
+// The baselines of issue 8: tiny Fastify servers with the same Fastify version, the same `pg` driver and Trellis'
+// own database layer (storage/db.ts: on PostgreSQL openPostgres, the same pool, session settings and pipelined
+// connections for short reads; on PGlite the pool of src/storage/pglite.ts, opened exactly as Trellis opens it), on
+// the same data. Each baseline reaches the database the way the scenario it is compared with does: B1 is a short
+// read, as GET /<id>'s statements are (Db.read); B1p and B2 go through the pool (Db.query). Run as a child process by
+// bench/run.ts:
 //
 //   node --import tsx bench/baselines.ts --port P --files DIR (--database-url URL | --pglite DIR)
 //
@@ -23,11 +25,11 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
-import pg from 'pg';
+import { poolDb } from '../src/storage/db.js';
 import { createPglite, pglitePool, resolveEmbeddedCacheMiB } from '../src/storage/pglite.js';
 import { localWire } from '../src/storage/pglite-wire.js';
 import { elementArraySql } from '../src/storage/queries/element-json.js';
-import { defaultPoolSize, sessionOptions } from '../src/storage/postgres.js';
+import { openPostgres } from '../src/storage/postgres.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -44,15 +46,12 @@ if (!args.port || !args.files || (!args['database-url'] && !args.pglite)) {
 
 // The same page cache as Trellis gets on this database ('auto').
 const pglite = args['database-url'] ? null : await createPglite(args.pglite, await resolveEmbeddedCacheMiB(args.pglite!, 'auto'));
-const pool = pglite
-  ? pglitePool(localWire(pglite))
-  : new pg.Pool({ connectionString: args['database-url'], max: defaultPoolSize(), options: sessionOptions() });
-pool.on('error', () => {});
-await pool.query('CREATE TABLE IF NOT EXISTS bench_b2 (LIKE elements INCLUDING ALL)');
+const db = pglite ? poolDb('pglite', pglitePool(localWire(pglite))) : await openPostgres(args['database-url']!);
+await db.query('CREATE TABLE IF NOT EXISTS bench_b2 (LIKE elements INCLUDING ALL)');
 // B2 is one plain single-row INSERT: without the search index's generated tsvector column (migration 006) and its GIN
 // index, which Trellis pays on every write by design. Copied along, they halved B2 (19.7k -> 9.6k inserts/s on
 // PostgreSQL), which would have made every write ratio look better than the write path is.
-await pool.query('ALTER TABLE bench_b2 DROP COLUMN IF EXISTS search');
+await db.query('ALTER TABLE bench_b2 DROP COLUMN IF EXISTS search');
 
 const filesDir = args.files;
 await mkdir(filesDir, { recursive: true });
@@ -66,11 +65,11 @@ const SMALL = { type: 'Baseline', id: '00000000-0000-4000-8000-000000000000', da
 app.get('/b0', async () => SMALL);
 
 app.get<{ Params: { id: string } }>('/b1/:id', async (request, reply) => {
-  const { rows } = await pool.query({
-    name: 'b1',
-    text: 'SELECT id, type, start_id, end_id, data, file, created, updated FROM elements WHERE id = $1',
-    values: [request.params.id],
-  });
+  const { rows } = await db.read<Record<string, unknown>>(
+    'SELECT id, type, start_id, end_id, data, file, created, updated FROM elements WHERE id = $1',
+    [request.params.id],
+    'b1',
+  );
   if (rows.length === 0) return reply.code(404).send({ status: 404 });
   return rows[0];
 });
@@ -78,26 +77,26 @@ app.get<{ Params: { id: string } }>('/b1/:id', async (request, reply) => {
 app.get<{ Params: { id: string } }>('/b1p/:id', async (request, reply) => {
   // Rendered by the database with Trellis' own renderer (element-json.ts), the cheapest way this process knows to
   // turn 50 rows into JSON: the floor of any page of these elements, before a token or an access check is paid.
-  const { rows } = await pool.query({
-    name: 'b1p',
-    text: `WITH rels AS (SELECT r.*, r.end_id AS other FROM elements r WHERE r.start_id = $1 AND r.type = 'OWNS'),
+  const { rows } = await db.query<{ body: string }>(
+    `WITH rels AS (SELECT r.*, r.end_id AS other FROM elements r WHERE r.start_id = $1 AND r.type = 'OWNS'),
                 page AS (SELECT other FROM rels ORDER BY other LIMIT 25)
            SELECT '{"nodes":' || (SELECT ${elementArraySql('n', 'n.id')} FROM page JOIN elements n ON n.id = page.other)
                   || ',"relations":' || (SELECT ${elementArraySql('r', 'r.other, r.id')} FROM rels r JOIN page ON page.other = r.other)
                   || '}' AS body`,
-    values: [request.params.id],
-  });
-  return reply.type('application/json; charset=utf-8').send(rows[0].body);
+    [request.params.id],
+    'b1p',
+  );
+  return reply.type('application/json; charset=utf-8').send(rows[0]!.body);
 });
 
 app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2', async (request, reply) => {
   const id = randomUUID();
   const now = new Date();
-  await pool.query({
-    name: 'b2',
-    text: 'INSERT INTO bench_b2 (id, type, data, created, updated) VALUES ($1, $2, $3, $4, $4)',
-    values: [id, request.body?.type ?? 'Baseline', request.body?.data ?? {}, now],
-  });
+  await db.query(
+    'INSERT INTO bench_b2 (id, type, data, created, updated) VALUES ($1, $2, $3, $4, $4)',
+    [id, request.body?.type ?? 'Baseline', request.body?.data ?? {}, now],
+    'b2',
+  );
   return reply.code(201).header('location', `/${id}`).send();
 });
 
@@ -118,7 +117,7 @@ process.stdout.write(`${JSON.stringify({ ready: true, port: Number(args.port) })
 
 const shutdown = async () => {
   await app.close();
-  await pool.end();
+  await db.close();
   // Closing PGlite checkpoints its data directory, which Trellis opens next.
   await pglite?.close();
   process.exit(0);

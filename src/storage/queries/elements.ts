@@ -101,7 +101,8 @@ const readableElementSql = new Map<string, string>();
  * With `decisions`, a READ these credentials were allowed before is not decided again while the access epoch is
  * the one it was allowed under and the token has not expired (access-decisions.ts, migration 016): the statement is
  * then the element and the epoch alone, a primary-key lookup (on PGlite the element alone, with the epoch this
- * process was notified of: SessionAccessEpoch); when the epoch has moved, the full statement runs.
+ * process was notified of: SessionAccessEpoch); when the epoch has moved, the full statement runs. Both are short
+ * reads (Queryable.read: on a PostgreSQL server, pipelined).
  */
 export function readableElement(
   q: Queryable,
@@ -113,12 +114,12 @@ export function readableElement(
   const known = (epoch: string) =>
     whileEpochStands(decisions?.sessionEpoch, epoch, async (readEpoch) => {
       const { rows } = readEpoch
-        ? await q.query<{ body: string | null; epoch: string }>(
+        ? await q.read<{ body: string | null; epoch: string }>(
             `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
             [id],
             'known_readable_element',
           )
-        : await q.query<{ body: string | null; epoch?: string }>(`SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1::uuid`, [id], 'session_readable_element');
+        : await q.read<{ body: string | null; epoch?: string }>(`SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1::uuid`, [id], 'session_readable_element');
       return { result: { authenticated: true, body: rows[0]?.body ?? null }, epoch: rows[0]?.epoch };
     });
   const decide = async () => {
@@ -131,7 +132,7 @@ export function readableElement(
            ${expiresMsSql('caller')} AS expires
          FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`),
       );
-    const { rows } = await q.query<{ body: string | null; allowed: boolean | null; epoch: string; expires: number | null }>(
+    const { rows } = await q.read<{ body: string | null; allowed: boolean | null; epoch: string; expires: number | null }>(
       text,
       [...callerParams(credentials, now), id],
       `readable_element${caller.suffix}`,
