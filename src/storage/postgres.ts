@@ -5,15 +5,17 @@ import { poolDb, SESSION_SETTINGS, type Db } from './db.js';
 import { defaultReadLanes, ReadLanes } from './read-lanes.js';
 
 /**
- * Connections for `database.poolSize: auto`: two per core of this machine, at least 4 and at most 10 (pg's own
- * default, and what Trellis used before). More connections than PostgreSQL can run at once only make backends
- * wait on each other: on the 2-core benchmark machine, with the server on the same machine and 32 requests in
- * flight, GET /<id> ran at 11.1-14.7k requests/s through 4 connections against 8.6-10.8k through 10 (PostgreSQL
- * CPU per request 42 against 65 us), the bare primary-key lookup B1 at 24.9-25.5k against 21.3-23.9k.
- * Transactions stay short (no body streams inside one), so a small pool does not queue requests behind uploads.
+ * Connections for `database.poolSize: auto`: four per core of this machine, at least 4 and at most 10 (pg's own
+ * default). The pool serves everything but short reads (read-lanes.ts): writes, pages, searches. A write waits for
+ * its commit to reach the disk, and more connections let PostgreSQL flush several commits at once: on the 2-core
+ * benchmark machine (bench --quick, 10k nodes, 2026-11-26, two runs each) PATCH /<id> ran 6.7-6.9k requests/s through
+ * 4 connections, 8.6k through 6 and 8.9-10.4k through 8; POST / 3.3-3.8k, 4.1k and 4.0-4.4k; the children page 3.2-3.3k,
+ * 4.1k and 3.5-4.0k. (Through 4 connections GET /<id> had been faster than through 10, 11.1-14.7k against 8.6-10.8k
+ * requests/s, when it still used the pool.) Transactions stay short (no body streams inside one), so a small pool
+ * does not queue requests behind uploads.
  */
 export function defaultPoolSize(cores = availableParallelism()): number {
-  return Math.min(10, Math.max(4, 2 * cores));
+  return Math.min(10, Math.max(4, 4 * cores));
 }
 
 /**

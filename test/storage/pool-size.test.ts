@@ -1,5 +1,5 @@
 // database.poolSize: the PostgreSQL pool never opens more connections than configured, and 'auto' follows the
-// machine (two per core, 4 to 10).
+// machine (four per core, 4 to 10).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
@@ -9,7 +9,7 @@ import { backendsUnderTest } from '../helpers/harness.js';
 
 describe('database pool size', () => {
   it("sizes 'auto' to the machine", () => {
-    expect([1, 2, 3, 4, 5, 64].map((cores) => defaultPoolSize(cores))).toEqual([4, 4, 6, 8, 10, 10]);
+    expect([1, 2, 3, 4, 5, 64].map((cores) => defaultPoolSize(cores))).toEqual([4, 8, 10, 10, 10, 10]);
   });
 
   it.runIf(backendsUnderTest().includes('postgres'))('runs at most poolSize statements at once on PostgreSQL', async () => {
