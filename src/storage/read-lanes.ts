@@ -13,6 +13,13 @@
 // pages and writes stay on the pool.
 import pg from 'pg';
 
+/**
+ * How long a short read may run before PostgreSQL cancels it (the lanes' `statement_timeout`; the pool has none). A
+ * short read takes well under a millisecond; one that runs for seconds (waiting on a table lock a migration or a
+ * restore holds, say) would hold up every read written behind it on its connection, so it fails instead.
+ */
+export const SHORT_READ_TIMEOUT_MS = 10_000;
+
 /** Pipelined connections for `cores` cores: one per two (measured on 2 cores: 1 lane 32.0k GETs/s, 2 lanes 27.8k, 4 lanes 25.2k). */
 export const defaultReadLanes = (cores: number): number => Math.max(1, Math.floor(cores / 2));
 
@@ -21,10 +28,14 @@ export class ReadLanes {
   private next = 0;
   private closed = false;
 
-  /** `config`: the pool's connection settings (storage/postgres.ts poolOptions); `count` connections, opened on first use. */
+  /**
+   * `config`: the pool's connection settings (storage/postgres.ts poolOptions); `count` connections, opened on first
+   * use; `timeoutMs`: the statement timeout of every one of them.
+   */
   constructor(
     private readonly config: pg.ClientConfig,
     count: number,
+    private readonly timeoutMs = SHORT_READ_TIMEOUT_MS,
   ) {
     this.lanes = new Array<pg.Client | undefined>(Math.max(1, count)).fill(undefined);
   }
@@ -38,7 +49,8 @@ export class ReadLanes {
   }
 
   private open(lane: number): pg.Client {
-    const client = new pg.Client({ ...this.config, pipeline: true } as pg.ClientConfig);
+    const options = `${this.config.options ?? ''} -c statement_timeout=${this.timeoutMs}`.trim();
+    const client = new pg.Client({ ...this.config, options, pipeline: true } as pg.ClientConfig);
     const drop = () => {
       if (this.lanes[lane] === client) this.lanes[lane] = undefined;
     };

@@ -5,7 +5,8 @@ import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Db } from '../../src/storage/db.js';
-import { defaultReadLanes } from '../../src/storage/read-lanes.js';
+import { poolOptions } from '../../src/storage/postgres.js';
+import { defaultReadLanes, ReadLanes, SHORT_READ_TIMEOUT_MS } from '../../src/storage/read-lanes.js';
 import { backendsUnderTest, freshDatabase } from '../helpers/harness.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -13,6 +14,24 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('read lanes', () => {
   it('one pipelined connection per two cores, at least one', () => {
     expect([1, 2, 3, 4, 8, 64].map(defaultReadLanes)).toEqual([1, 1, 1, 2, 4, 32]);
+  });
+
+  it.runIf(backendsUnderTest().includes('postgres'))('cancel a read that runs past their timeout; the reads behind it are answered', async () => {
+    const lanes = new ReadLanes(poolOptions(inject('pgUrl') as string, 1), 1, 300);
+    try {
+      const lane = lanes.connection();
+      const started = performance.now();
+      const [slow, behind] = await Promise.allSettled([lane.query('SELECT pg_sleep(5)'), lane.query(`SELECT current_setting('statement_timeout') AS t`)]);
+      expect(slow).toMatchObject({ status: 'rejected', reason: { code: '57014' } });
+      expect(behind).toMatchObject({ status: 'fulfilled', value: { rows: [{ t: '300ms' }] } });
+      expect(performance.now() - started).toBeLessThan(2_000);
+      // The same connection goes on, with the session settings of every connection of ours.
+      expect(lanes.connection()).toBe(lane);
+      expect((await lane.query(`SELECT current_setting('plan_cache_mode') AS mode`)).rows).toEqual([{ mode: 'force_generic_plan' }]);
+    } finally {
+      await lanes.close();
+    }
+    expect(() => lanes.connection()).toThrow(/closed/);
   });
 });
 
@@ -57,6 +76,10 @@ for (const backend of backendsUnderTest()) {
         new Set((await Promise.all(Array.from({ length: n }, () => db.read<{ pid: number }>('SELECT pg_backend_pid() AS pid')))).map((r) => r.rows[0]!.pid));
       const before = await pidsOf(4 * lanes);
       expect(before.size).toBe(lanes);
+      // Short reads have a statement timeout; the pool's statements (writes, searches, restores) have none.
+      const timeout = `${SHORT_READ_TIMEOUT_MS / 1000}s`;
+      expect((await db.read<{ t: string }>(`SELECT current_setting('statement_timeout') AS t`)).rows).toEqual([{ t: timeout }]);
+      expect((await db.query<{ t: string }>(`SELECT current_setting('statement_timeout') AS t`)).rows).toEqual([{ t: '0' }]);
       // Five reads of 100 ms each per lane, asked for at once, take their turns on their connections.
       const started = performance.now();
       await Promise.all(Array.from({ length: 5 * lanes }, () => db.read('SELECT pg_sleep(0.1)')));
