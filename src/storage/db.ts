@@ -51,12 +51,18 @@ export interface Db extends Queryable {
 type PgRunner = Pick<pg.PoolClient, 'query'>;
 
 /**
- * One statement on `client`, as one promise. The statement is handed to the driver as a `pg.Query` made from the text
- * (a name set afterwards) rather than as a config object, because `pg` copies a config object property by property
- * (`cloneQueryConfig`: 2.1 us of the 52 us GET /<id> costs this process, measured in a CPU profile of the benchmark)
- * and wraps its own promise in a second one; a text it takes as it is.
+ * One statement on `client`, answered to `done` (its parameters serialised first). The statement is handed to the
+ * driver as a `pg.Query` made from the text (a name set afterwards) rather than as a config object, because `pg`
+ * copies a config object property by property (`cloneQueryConfig`: 2.1 us of the 52 us GET /<id> costs this process,
+ * measured in a CPU profile of the benchmark) and wraps its own promise in a second one; a text it takes as it is.
  */
-function statementOn<R extends Row>(client: PgRunner, text: string, params: unknown[], name: string | undefined, done: (error: Error | null, result: QueryResult<R> | null) => void): void {
+function statementOn<R extends Row>(client: PgRunner, text: string, values: readonly unknown[], name: string | undefined, done: (error: Error | null, result: QueryResult<R> | null) => void): void {
+  let params: unknown[];
+  try {
+    params = values.map(serialisedObject);
+  } catch (error) {
+    return done(error as Error, null); // nothing has been sent
+  }
   const statement = new pg.Query(text, params) as pg.Query & { name?: string; callback?: (error: Error | null, result: pg.QueryResult) => void };
   if (name !== undefined) statement.name = name;
   statement.callback = (error: Error | null, result: pg.QueryResult) => {
@@ -69,13 +75,7 @@ function statementOn<R extends Row>(client: PgRunner, text: string, params: unkn
 
 /** One statement on a checked-out connection. */
 function run<R extends Row>(client: PgRunner, text: string, values: readonly unknown[], name: string | undefined): Promise<QueryResult<R>> {
-  let params: unknown[];
-  try {
-    params = values.map(serialisedObject);
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return new Promise((resolve, reject) => statementOn<R>(client, text, params, name, (error, result) => (error ? reject(error) : resolve(result!))));
+  return new Promise((resolve, reject) => statementOn<R>(client, text, values, name, (error, result) => (error ? reject(error) : resolve(result!))));
 }
 
 function runner(target: PgRunner): Queryable {
@@ -130,19 +130,12 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<v
      * release.
      */
     query<R extends Row>(text: string, values: readonly unknown[] = [], name?: string) {
-      // Callbacks inside one promise: the checkout, the statement and the check-in of the hottest path (every GET)
-      // cost one promise and no async layers.
-      let params: unknown[];
-      try {
-        params = values.map(serialisedObject);
-      } catch (error) {
-        return Promise.reject(error as Error);
-      }
+      // Callbacks inside one promise: the checkout, the statement and the check-in cost one promise and no async layers.
       return new Promise<QueryResult<R>>((resolve, reject) => {
         pool.connect((error, client) => {
           if (error || !client) return reject(error);
           client.on('error', ignoreError);
-          statementOn<R>(client, text, params, name, (failure, result) => {
+          statementOn<R>(client, text, values, name, (failure, result) => {
             checkIn(client);
             if (failure) reject(failure);
             else resolve(result!);
