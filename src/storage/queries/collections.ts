@@ -12,8 +12,10 @@ export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
 // Which relations connect the anchor (`p.anchor_id`) to the members, and which end of each is the member.
 // `inherits`: every member and relation is readable when the caller's READ on the anchor comes from an OWNS path
 // or a READ grant, because those propagate down OWNS (DESIGN.md access model); the per-row check is then skipped.
-const SHAPES: Record<CollectionKind, { where: string; other: string; inherits?: boolean }> = {
-  index: { where: `e.start_id = p.anchor_id AND e.type IN ('OWNS', 'IS_IN_GROUP', 'HAS_READ_ACCESS')`, other: 'e.end_id' },
+// `nodesOnly`: the page lists its nodes and no relations (the index, as in the reference implementation, whose
+// clients take every listed relation for content); the relations still decide the members and the count.
+const SHAPES: Record<CollectionKind, { where: string; other: string; inherits?: boolean; nodesOnly?: boolean }> = {
+  index: { where: `e.start_id = p.anchor_id AND e.type IN ('OWNS', 'IS_IN_GROUP', 'HAS_READ_ACCESS')`, other: 'e.end_id', nodesOnly: true },
   children: { where: `e.start_id = p.anchor_id AND e.type = 'OWNS'`, other: 'e.end_id', inherits: true },
   // Every incoming relation (spec: "the elements that have a relation pointing to the element, including access
   // relations"), so that every grant, membership and CREATED on an element can be found and revoked.
@@ -49,9 +51,9 @@ function pageSql(shape: (typeof SHAPES)[CollectionKind], readable: string, limit
 }
 
 /** The columns every collection statement ends with: the count and the rendered page. */
-const pageColumns = (readable: string) => `(SELECT count(*) FROM members) AS total,
+const pageColumns = (shape: (typeof SHAPES)[CollectionKind], readable: string) => `(SELECT count(*) FROM members) AS total,
             (SELECT ${elementArraySql('e', 'e.id')} FROM page JOIN elements e ON e.id = page.other, p WHERE ${readable}) AS nodes,
-            (SELECT ${elementArraySql('r', 'r.other, r.id')} FROM rels r JOIN page ON page.other = r.other) AS relations`;
+            ${shape.nodesOnly ? `'[]'` : `(SELECT ${elementArraySql('r', 'r.other, r.id')} FROM rels r JOIN page ON page.other = r.other)`} AS relations`;
 
 /**
  * One collection page in one statement: resolves the credentials (callerSql), checks READ on the anchor
@@ -107,7 +109,7 @@ export async function collectionPage(
        ),
        ${pageSql(shape, readable, '$4', '$5')}
        SELECT EXISTS (SELECT 1 FROM caller) AS authenticated, EXISTS (SELECT 1 FROM p) AS found,
-              ${pageColumns(readable)}${decision}`,
+              ${pageColumns(shape, readable)}${decision}`,
       params,
       `collection_${kind}${caller.suffix}`,
     );
@@ -126,7 +128,7 @@ export async function collectionPage(
           name,
           (text = `WITH p AS MATERIALIZED (SELECT $1::uuid AS anchor_id),
            ${pageSql(shape, 'true', '$2', '$3')}
-           SELECT EXISTS (SELECT 1 FROM elements a WHERE a.id = $1::uuid) AS found, ${pageColumns('true')}
+           SELECT EXISTS (SELECT 1 FROM elements a WHERE a.id = $1::uuid) AS found, ${pageColumns(shape, 'true')}
                   ${readEpoch ? `, ${EPOCH_SQL} AS epoch` : ''}`),
         );
       const { rows } = await q.query<PageRow & { epoch?: string }>(text, [anchorId, limit, offset], name);
