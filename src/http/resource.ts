@@ -10,8 +10,9 @@ const ALL: Method[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
-     * 'ignored' on the routes that take their credentials from the body (/register, POST /token): a body error
-     * there is reported without looking at the Authorization header. Every other route evaluates it first.
+     * 'ignored' on the routes that take their credentials from the body (/register, POST /token,
+     * POST /change-password): a body error there is reported without looking at the Authorization header. Every
+     * other route evaluates it first.
      */
     authorization?: 'ignored';
   }

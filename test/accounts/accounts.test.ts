@@ -2,11 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { hashToken } from '../../src/domain/accounts/tokens.js';
 import { activeTokens } from '../../src/storage/queries/accounts.js';
-import { describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
 
 const register = (h: Harness, body: unknown) => h.request('POST', '/register', { body });
 const login = (h: Harness, identifier: string, password: string, extra: Record<string, unknown> = {}) =>
   h.request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: identifier, password, ...extra } });
+const changeBody = (identifier: string, currentPassword: string, newPassword: string) =>
+  ({ type: 'ActionChangePassword', uniqueUserIdentifier: identifier, currentPassword, newPassword }) as Record<string, unknown>;
 
 async function allText(h: Harness): Promise<string> {
   const { rows } = await h.db.query<{ t: string }>(`SELECT string_agg(data::text, ' ') AS t FROM elements`);
@@ -155,19 +157,88 @@ describeBackends('accounts', (h) => {
     expect((await h().request('GET', '/me', { token: other })).status).toBe(200);
   });
 
-  it('changes passwords: 204, old tokens keep working, rules enforced', async () => {
-    const { token, identifier } = await userWithToken(h(), 'erin@example.dev', 'old-pw');
-    const body = (current: string, next: string, id = identifier) => ({ type: 'ActionChangePassword', uniqueUserIdentifier: id, currentPassword: current, newPassword: next });
-    const same = await h().request('POST', '/change-password', { token, body: body('old-pw', 'old-pw') });
-    expect(same.status).toBe(400);
-    expect(same.json.type).toMatch(/\/error\/400\/bad-content$/);
-    const wrong = await h().request('POST', '/change-password', { token, body: body('nope', 'new-pw') });
-    expect(wrong.status).toBe(401);
-    const ok = await h().request('POST', '/change-password', { token, body: body('old-pw', 'new-pw') });
+  it('changes passwords from the body alone: 204, no token needed, one sent is ignored, even an invalid one', async () => {
+    const { identifier } = await userWithToken(h(), 'erin@example.dev', 'old-pw');
+    const ok = await h().request('POST', '/change-password', { body: changeBody(identifier, 'old-pw', 'new-pw') });
     expect(ok.status).toBe(204);
-    expect((await h().request('GET', '/me', { token })).status).toBe(200);
+    expect(ok.text).toBe('');
     expect((await login(h(), identifier, 'old-pw')).status).toBe(401);
     expect((await login(h(), identifier, 'new-pw')).status).toBe(201);
+    for (const authorization of ['Bearer garbage', 'Bearer secret-token:1234567890ABCDEFabcdef', 'Basic abc']) {
+      const again = await h().request('POST', '/change-password', { headers: { authorization }, body: changeBody(identifier, 'new-pw', 'newer-pw') });
+      expect(again.status, authorization).toBe(204);
+      expect((await h().request('POST', '/change-password', { body: changeBody(identifier, 'newer-pw', 'new-pw') })).status).toBe(204);
+    }
+    // Another user's valid token changes nothing about whose password is changed: the body names the user.
+    const other = await userWithToken(h(), 'erin-other@example.dev', 'other-pw');
+    const withOther = await h().request('POST', '/change-password', { token: other.token, body: changeBody(identifier, 'new-pw', 'third-pw') });
+    expect(withOther.status).toBe(204);
+    expect((await login(h(), identifier, 'third-pw')).status).toBe(201);
+    expect((await login(h(), other.identifier, 'other-pw')).status).toBe(201);
+  });
+
+  it('checks the body first (each property named), then the identifier (401), then the current password (401)', async () => {
+    const { identifier } = await userWithToken(h(), 'order@example.dev', 'old-pw');
+    const refuse = async (body: unknown, status: number, slug: string, names?: string, headers: Record<string, string> = {}) => {
+      const res = await h().request('POST', '/change-password', { body, headers });
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect(res.json.type, JSON.stringify(body)).toMatch(new RegExp(`/error/${status}/${slug}$`));
+      if (names) expect(res.json.detail, JSON.stringify(body)).toContain(`'${names}'`);
+    };
+    const valid = changeBody(identifier, 'old-pw', 'new-pw');
+    await refuse([valid], 400, 'bad-content');
+    // type: missing (as everywhere, missing-property) or wrong (bad-content); it comes first.
+    await refuse({ ...valid, type: undefined, uniqueUserIdentifier: undefined }, 400, 'missing-property', 'type');
+    await refuse({ ...valid, type: 'Token', newPassword: 'old-pw' }, 400, 'bad-content', 'type');
+    // Then each of the three strings, in order, whatever the identifier names.
+    for (const [key, later] of [['uniqueUserIdentifier', 'currentPassword'], ['currentPassword', 'newPassword'], ['newPassword', null]] as const) {
+      const laterBroken = later ? { [later]: 7 } : {};
+      await refuse({ ...valid, [key]: undefined, ...laterBroken }, 400, 'missing-property', key);
+      await refuse({ ...valid, [key]: null, ...laterBroken }, 400, 'missing-property', key);
+      await refuse({ ...valid, [key]: 42, ...laterBroken }, 400, 'bad-content', key);
+      await refuse({ ...valid, [key]: '', ...laterBroken }, 400, 'bad-content', key);
+      await refuse({ ...valid, [key]: ['x'], ...laterBroken }, 400, 'bad-content', key);
+    }
+    // A new password equal to the current one, before the user is looked up (also for an unknown identifier).
+    await refuse(changeBody(identifier, 'old-pw', 'old-pw'), 400, 'bad-content', 'newPassword');
+    await refuse(changeBody('nobody@example.dev', 'x', 'x'), 400, 'bad-content', 'newPassword');
+    // A body error with an invalid token is still the body's 400: the header plays no part.
+    await refuse(changeBody(identifier, 'old-pw', 'old-pw'), 400, 'bad-content', 'newPassword', { authorization: 'Bearer garbage' });
+    const malformed = await h().request('POST', '/change-password', {
+      raw: '{"type":', headers: { 'content-type': 'application/json', authorization: 'Bearer garbage' },
+    });
+    expect(malformed.status).toBe(400);
+    // Unknown identifier and wrong password: the same 401, same body.
+    const unknown = await h().request('POST', '/change-password', { body: changeBody('nobody@example.dev', 'old-pw', 'new-pw') });
+    const wrong = await h().request('POST', '/change-password', { body: changeBody(identifier, 'nope', 'new-pw') });
+    expect(unknown.status).toBe(401);
+    expect(wrong.status).toBe(401);
+    expect(unknown.json).toEqual(wrong.json);
+    expect((await login(h(), identifier, 'old-pw')).status).toBe(201);
+  });
+
+  it("revokes every token of the user on a password change, and no one else's", async () => {
+    const erin = await userWithToken(h(), 'revoke@example.dev', 'old-pw');
+    const second = (await login(h(), erin.identifier, 'old-pw')).json.token as string;
+    const bystander = await userWithToken(h(), 'bystander@example.dev');
+    const doc = await createElement(h(), erin.token, { type: 'Doc' });
+    // Read once, so that the decision is remembered (access-decisions.ts) and must be forgotten.
+    expect((await h().request('GET', `/${doc}`, { token: erin.token })).status).toBe(200);
+    expect((await h().request('GET', `/${doc}`, { token: second })).status).toBe(200);
+    expect((await h().request('POST', '/change-password', { body: changeBody(erin.identifier, 'old-pw', 'new-pw') })).status).toBe(204);
+    for (const token of [erin.token, second]) {
+      expect((await h().request('GET', `/${doc}`, { token })).status).toBe(401);
+      expect((await h().request('GET', '/me', { token })).status).toBe(401);
+      expect((await h().request('GET', `/${erin.id}/children`, { token })).status).toBe(401);
+    }
+    expect((await h().request('GET', '/me', { token: bystander.token })).status).toBe(200);
+    // The Token elements say so, and token:revoke no longer lists them.
+    const { rows } = await h().db.query<{ state: string }>(`SELECT data->>'state' AS state FROM elements WHERE type = 'Token' AND id IN (SELECT id FROM tokens WHERE user_id = $1)`, [erin.id]);
+    expect(rows.map((r) => r.state)).toEqual(['REVOKED', 'REVOKED']);
+    expect(await activeTokens(h().db, { userIds: [erin.id], now: h().clock.now() })).toEqual([]);
+    // A token obtained with the new password works.
+    const fresh = (await login(h(), erin.identifier, 'new-pw')).json.token as string;
+    expect((await h().request('GET', `/${doc}`, { token: fresh })).status).toBe(200);
   });
 
   it('rejects malformed, unknown and revoked tokens with 401', async () => {
@@ -218,10 +289,19 @@ describeBackends('anonymous user', (h) => {
     expect(me.status).toBe(200);
     expect(me.json.id).toBe(ANON);
     expect((await h().request('GET', '/token')).status).toBe(403);
-    const change = await h().request('POST', '/change-password', {
-      body: { type: 'ActionChangePassword', uniqueUserIdentifier: 'anonymous@localhost.dev', currentPassword: 'pw', newPassword: 'x' },
-    });
-    expect(change.status).toBe(403);
+    // The anonymous user's password cannot be changed: 403 after the identifier is found, whatever the password
+    // or the header; a body error still comes first.
+    for (const [currentPassword, authorization] of [['pw', undefined], ['wrong', undefined], ['pw', 'Bearer garbage']] as const) {
+      const change = await h().request('POST', '/change-password', {
+        body: changeBody('anonymous@localhost.dev', currentPassword, 'x'),
+        headers: authorization ? { authorization } : {},
+      });
+      expect(change.status).toBe(403);
+      expect(change.json.type).toMatch(/\/error\/403\/forbidden$/);
+    }
+    expect((await h().request('POST', '/change-password', { body: changeBody('anonymous@localhost.dev', 'pw', 'pw') })).status).toBe(400);
+    expect((await h().request('POST', '/change-password', { body: changeBody('nobody@localhost.dev', 'pw', 'x') })).status).toBe(401);
+    expect((await login(h(), 'anonymous@localhost.dev', 'pw')).status).toBe(201);
     // The anonymous user can create data.
     const created = await h().request('POST', '/', { body: { type: 'Note', data: { text: 'public' } } });
     expect(created.status).toBe(201);

@@ -95,10 +95,6 @@ export class Accounts {
     return hashToken(match[1]!);
   }
 
-  isAnonymous(caller: Caller): boolean {
-    return caller.tokenId === null;
-  }
-
   async register(body: unknown): Promise<string> {
     if (!this.settings.register.enabled) throw new Problem('forbidden', 'Registration is disabled on this instance.');
     const input = requireType(body, 'User');
@@ -180,17 +176,33 @@ export class Accounts {
     await this.db.query('DELETE FROM elements WHERE id = $1', [id]);
   }
 
-  async changePassword(caller: Caller, body: unknown): Promise<void> {
-    if (this.isAnonymous(caller)) throw new Problem('forbidden', 'The anonymous user cannot change a password.');
+  /**
+   * POST /change-password: like POST /token, the credentials are the body's, whatever Authorization says. The body
+   * is checked first (each property named), then the user: unknown 401, the anonymous user 403, a wrong current
+   * password 401. On success every token of the user is revoked in the same transaction: a password is changed
+   * mostly because it may be known to someone else, who may have used it to get a token.
+   */
+  async changePassword(body: unknown): Promise<void> {
     const input = requireType(body, 'ActionChangePassword');
     const identifier = requireString(input, 'uniqueUserIdentifier');
     const current = requireString(input, 'currentPassword');
     const next = requireString(input, 'newPassword');
+    if (next === current) throw new Problem('bad-content', "The property 'newPassword' must differ from 'currentPassword'.");
     const user = await sql.userByIdentifier(this.db, identifier);
-    if (!(await verifyPassword(user?.password_hash, current)) || !user || user.id !== caller.userId)
-      throw new Problem('unauthorized', 'The identifier or the current password is wrong.');
-    if (next === current) throw new Problem('bad-content', 'The new password must differ from the current one.');
-    await sql.setPasswordHash(this.db, user.id, await hashPassword(next));
+    const wrong = () => new Problem('unauthorized', 'The identifier or the current password is wrong.');
+    if (!user) {
+      await verifyPassword(null, current); // the same time as a wrong password: the answer does not tell which
+      throw wrong();
+    }
+    if (this.anonymousUserId !== null && user.id === this.anonymousUserId.toLowerCase())
+      throw new Problem('forbidden', 'The anonymous user cannot change a password.');
+    if (!(await verifyPassword(user.password_hash, current))) throw wrong();
+    const hash = await hashPassword(next);
+    await this.db.transaction(async (tx) => {
+      // Only over the hash that was verified: of two concurrent changes from one password, the second finds it gone.
+      if (!(await sql.replacePasswordHash(tx, user.id, user.password_hash!, hash))) throw wrong();
+      await sql.revokeTokensOfUser(tx, user.id, this.clock.now());
+    });
   }
 
   /** GET /me: the caller's User element, with If-Match / If-None-Match as for any element (304, 412). */

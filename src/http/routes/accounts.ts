@@ -7,7 +7,7 @@ import type { App } from '../types.js';
 export default async function accountRoutes(app: App, { services }: RouteDeps) {
   const { accounts } = services;
 
-  // Both take their credentials from the body; an Authorization header plays no part in them.
+  // These take their credentials from the body; an Authorization header plays no part in them.
   const credentialsInBody = { config: { authorization: 'ignored' as const } };
 
   resource(app, '/register', {
@@ -30,9 +30,12 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
   });
 
   resource(app, '/change-password', {
-    POST: async (request, reply) => {
-      await accounts.changePassword(await caller(services, request), request.body);
-      return noContent(reply);
+    POST: {
+      options: credentialsInBody,
+      handler: async (request, reply) => {
+        await accounts.changePassword(request.body);
+        return noContent(reply);
+      },
     },
   });
 

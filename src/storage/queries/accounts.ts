@@ -30,8 +30,10 @@ export async function insertUser(q: Queryable, id: string, identifier: string, p
   await q.query('INSERT INTO users (id, identifier, password_hash) VALUES ($1, $2, $3)', [id, identifier, passwordHash]);
 }
 
-export async function setPasswordHash(q: Queryable, id: string, passwordHash: string): Promise<void> {
-  await q.query('UPDATE users SET password_hash = $2 WHERE id = $1', [id, passwordHash]);
+/** Sets the user's password hash if it is still `previous`; false when it is not (changed meanwhile). */
+export async function replacePasswordHash(q: Queryable, id: string, previous: string, passwordHash: string): Promise<boolean> {
+  const { rowCount } = await q.query('UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [id, previous, passwordHash]);
+  return rowCount > 0;
 }
 
 /** What a request presents: a token (by hash) or, without Authorization, the configured anonymous user. */
@@ -142,6 +144,12 @@ export async function activeTokens(q: Queryable, filter: TokenFilter): Promise<T
     values,
   );
   return rows;
+}
+
+/** Revokes every active token of the user (a password change). Returns how many. */
+export async function revokeTokensOfUser(q: Queryable, userId: string, now: Date): Promise<number> {
+  const { rows } = await q.query<{ id: string }>(`SELECT id FROM tokens WHERE user_id = $1 AND state = 'ACTIVE'`, [userId]);
+  return rows.length === 0 ? 0 : revokeTokens(q, rows.map((r) => r.id), now);
 }
 
 export async function revokeTokens(q: Queryable, ids: string[], now: Date): Promise<number> {
