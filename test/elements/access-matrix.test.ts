@@ -178,6 +178,10 @@ describeBackends('access matrix', (h) => {
       ['updater', 'OWNS', u.updater!.id, e.f3!],
       ['creator', 'OWNS', u.creator!.id, e.f2!],
       ['deleter', 'HAS_DELETE_ACCESS', u.outsider!.id, e.f3!],
+      // A member reads its groups and creates in them, but owns them no more than before.
+      ['member', 'IS_IN_GROUP', u.outsider!.id, e.g1!],
+      ['member', 'HAS_READ_ACCESS', u.outsider!.id, e.g2!],
+      ['member', 'OWNS', u.member!.id, e.g1!],
     ];
     for (const [who, type, start, end] of attempts) {
       const res = await relate(u[who]!.token, type, start, end);
@@ -239,13 +243,124 @@ describeBackends('access matrix', (h) => {
     expect((await h().request('PATCH', `/${shared}`, { token: u.member!.token, body: { still: true } })).status).toBe(204);
   });
 
+  it('members read and search every group they reach over IS_IN_GROUP alone, and create in it; owners alone change it', async () => {
+    const M = u.member!;
+    const O = u.owner!.token;
+    const missing = await h().request('GET', '/9a5e2f60-1d1e-4c55-8a30-333333333333', { token: M.token });
+    // member -IS_IN_GROUP-> g1 -IS_IN_GROUP-> g2: both, whether the member owns nothing of them.
+    for (const group of [e.g1!, e.g2!]) {
+      const get = await h().request('GET', `/${group}`, { token: M.token });
+      expect(get.status, `GET ${group}`).toBe(200);
+      expect(get.json.id).toBe(group);
+      expect((await h().request('GET', `/${group}`, { token: u.outsider!.token })).status).toBe(404);
+      for (const [method, body] of [['PATCH', { renamed: true }], ['PUT', { renamed: true }], ['DELETE', undefined]] as const) {
+        const res = await h().request(method, `/${group}`, { token: M.token, body });
+        expect(res.status, `${method} ${group}`).toBe(404);
+        expect(res.text.replaceAll(group, '9a5e2f60-1d1e-4c55-8a30-333333333333')).toBe(missing.text);
+      }
+      for (const kind of ['parents', 'children', 'related'])
+        expect((await h().request('GET', `/${group}/${kind}`, { token: M.token })).status, `${kind} of ${group}`).toBe(200);
+    }
+    for (const perm of ALL) {
+      const allowed = await permittedIds(h().db, M.id, perm, [e.g1!, e.g2!]);
+      expect(allowed, perm).toEqual(new Set(['READ', 'SEARCH', 'CREATE'].includes(perm) ? [e.g1!, e.g2!] : []));
+    }
+    // /children of g2 lists what it owns; /parents of g1 the member's own membership.
+    expect((await h().request('GET', `/${e.g2}/children`, { token: M.token })).json.nodes.map((n: any) => n.id)).toContain(e.f1);
+    const parents = await h().request('GET', `/${e.g1}/parents`, { token: M.token });
+    expect(parents.json.relations.some((r: any) => r.type === 'IS_IN_GROUP' && r.start === M.id)).toBe(true);
+    // GET / lists the group the member is in.
+    expect((await h().request('GET', '/?pageSize=1000', { token: M.token })).json.nodes.map((n: any) => n.id)).toContain(e.g1);
+
+    // Not a group reached through an OWNS or a grant on the way: g1 -OWNS-> viaOwns -IS_IN_GROUP-> beyondOwns, and
+    // g1 -HAS_READ_ACCESS-> viaGrant -IS_IN_GROUP-> beyondGrant.
+    const viaOwns = await createElement(h(), O, { type: 'Group', data: { name: 'owned by inner' } }, e.g1);
+    const beyondOwns = await createElement(h(), O, { type: 'Group', data: { name: 'beyond owns' } });
+    expect((await relate(O, 'IS_IN_GROUP', viaOwns, beyondOwns)).status).toBe(201);
+    const viaGrant = await createElement(h(), O, { type: 'Group', data: { name: 'granted to inner' } });
+    expect((await relate(O, 'HAS_READ_ACCESS', e.g1!, viaGrant)).status).toBe(201);
+    const beyondGrant = await createElement(h(), O, { type: 'Group', data: { name: 'beyond grant' } });
+    expect((await relate(O, 'IS_IN_GROUP', viaGrant, beyondGrant)).status).toBe(201);
+    expect((await h().request('GET', `/${viaOwns}`, { token: M.token })).status).toBe(200);
+    expect((await h().request('PATCH', `/${viaOwns}`, { token: M.token, body: { owned: true } })).status).toBe(204);
+    expect((await h().request('GET', `/${viaGrant}`, { token: M.token })).status).toBe(200);
+    for (const beyond of [beyondOwns, beyondGrant]) {
+      expect((await h().request('GET', `/${beyond}`, { token: M.token })).status).toBe(404);
+      expect((await h().request('POST', `/${beyond}`, { token: M.token, body: { type: 'Note' } })).status).toBe(404);
+      for (const perm of ALL) expect((await permittedIds(h().db, M.id, perm, [beyond])).size, `${perm} beyond`).toBe(0);
+    }
+    expect((await h().request('POST', `/${viaGrant}`, { token: M.token, body: { type: 'Note' } })).status).toBe(404);
+
+    // Search: the search engine (decided from the rows and set-wise), hydration and Cypher paths see the groups too.
+    const search = (token: string, body: unknown) => h().request('POST', '/search', { token, body });
+    const found = await search(M.token, { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match_all: {} }, parameters: { nodeTypes: ['Group'], pageSize: 1000 } }] });
+    expect(found.status, found.text).toBe(200);
+    const groups = new Set(found.json.results.map((r: any) => r.id));
+    for (const id of [e.g1, e.g2, viaOwns, viaGrant]) expect(groups.has(id), `search finds ${id}`).toBe(true);
+    for (const id of [beyondOwns, beyondGrant]) expect(groups.has(id), `search hides ${id}`).toBe(false);
+    const named = await search(M.token, { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: 'outer' } } }] });
+    expect(named.json.results.map((r: any) => r.id)).toEqual([e.g2]);
+    const hydrated = await search(M.token, { steps: [{ type: 'element-hydration', query: { elementIds: [e.g1, e.g2, beyondOwns, beyondGrant] } }] });
+    expect(new Set(hydrated.json.results.map((r: any) => r.id))).toEqual(new Set([e.g1, e.g2]));
+    const paths = await search(M.token, {
+      steps: [{ type: 'cypher-path-subset', query: 'MATCH p=(u:User)-[:IS_IN_GROUP*]->(g:Group) WHERE u.id = $me RETURN p', parameters: { me: M.id } }],
+    });
+    expect(paths.status, paths.text).toBe(200);
+    expect(new Set(paths.json.results.filter((r: any) => r.type === 'Group').map((r: any) => r.id))).toEqual(new Set([e.g1, e.g2]));
+    expect((await search(u.outsider!.token, { steps: [{ type: 'element-hydration', query: { elementIds: [e.g1, e.g2] } }] })).json.results).toEqual([]);
+
+    // CREATE in a group: the new element is the group's, so every member (and the group's owner) owns it.
+    const other = await userWithToken(h(), 'second-member@matrix.dev');
+    expect((await relate(O, 'IS_IN_GROUP', other.id, e.g2!)).status).toBe(201);
+    for (const group of [e.g1!, e.g2!]) {
+      const created = await h().request('POST', `/${group}`, { token: M.token, body: { type: 'Note', data: { shared: group } } });
+      expect(created.status, created.text).toBe(201);
+      const id = created.headers.get('location')!.slice(1);
+      const owners = (await h().request('GET', `/${id}/parents`, { token: M.token })).json.relations.filter((r: any) => r.type === 'OWNS');
+      expect(owners.map((r: any) => r.start)).toEqual([group]);
+      expect((await h().request('GET', `/${group}/children`, { token: M.token })).json.nodes.map((n: any) => n.id)).toContain(id);
+      expect((await h().request('PATCH', `/${id}`, { token: M.token, body: { edited: true } })).status).toBe(204);
+      expect((await h().request('GET', `/${id}`, { token: O })).status).toBe(200);
+      expect((await h().request('GET', `/${id}`, { token: u.outsider!.token })).status).toBe(404);
+      // The second member is in g2 only: it owns what g2 owns, and nothing of g1.
+      expect((await h().request('GET', `/${id}`, { token: other.token })).status).toBe(group === e.g2 ? 200 : 404);
+    }
+    expect((await h().request('GET', `/${e.g1}`, { token: other.token })).status).toBe(404);
+    expect((await h().request('POST', `/${e.g1}`, { token: other.token, body: { type: 'Note' } })).status).toBe(404);
+    expect((await h().request('POST', `/${e.g2}`, { token: u.outsider!.token, body: { type: 'Note' } })).status).toBe(404);
+  });
+
+  it('a user creates in its own node: POST /<own id> makes an element the user owns, as POST / does', async () => {
+    const R = u.reader!;
+    const created = await h().request('POST', `/${R.id}`, { token: R.token, body: { type: 'Note', data: { mine: true } } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.text).toBe('');
+    const id = created.headers.get('location')!.slice(1);
+    const parents = (await h().request('GET', `/${id}/parents`, { token: R.token })).json.relations;
+    expect(parents.filter((r: any) => r.type === 'OWNS').map((r: any) => r.start)).toEqual([R.id]);
+    expect(parents.filter((r: any) => r.type === 'CREATED').map((r: any) => r.start)).toEqual([R.id]);
+    expect((await h().request('GET', `/${R.id}/children`, { token: R.token })).json.nodes.map((n: any) => n.id)).toContain(id);
+    expect((await h().request('PATCH', `/${id}`, { token: R.token, body: { edited: true } })).status).toBe(204);
+    expect((await permittedIds(h().db, R.id, 'CREATE', [R.id])).has(R.id)).toBe(true);
+    // Nobody else creates in it.
+    expect((await h().request('POST', `/${R.id}`, { token: u.outsider!.token, body: { type: 'Note' } })).status).toBe(404);
+    expect((await h().request('POST', `/${R.id}`, { token: u.owner!.token, body: { type: 'Note' } })).status).toBe(404);
+    expect((await h().request('DELETE', `/${id}`, { token: R.token })).status).toBe(204);
+  });
+
   it('removing a member from a group removes the access it gave', async () => {
     const parents = await h().request('GET', `/${e.g1}/related`, { token: u.owner!.token });
     const membership = parents.json.relations.find((r: any) => r.type === 'IS_IN_GROUP' && r.start === u.member!.id);
     expect(membership).toBeTruthy();
-    // the member may drop its own membership
+    // The member reads the groups (remembered), then drops its own membership: both groups go with it.
+    for (const group of [e.g1!, e.g2!]) expect((await h().request('GET', `/${group}`, { token: u.member!.token })).status).toBe(200);
     expect((await h().request('DELETE', `/${membership.id}`, { token: u.member!.token })).status).toBe(204);
     expect((await h().request('GET', `/${e.doc}`, { token: u.member!.token })).status).toBe(404);
+    for (const group of [e.g1!, e.g2!]) {
+      expect((await h().request('GET', `/${group}`, { token: u.member!.token })).status).toBe(404);
+      expect((await h().request('GET', `/${group}/children`, { token: u.member!.token })).status).toBe(404);
+      expect((await h().request('POST', `/${group}`, { token: u.member!.token, body: { type: 'Note' } })).status).toBe(404);
+    }
   });
 });
 

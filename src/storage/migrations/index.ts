@@ -17,6 +17,7 @@ import searchPhrases from './015-search-phrases.js';
 import accessEpoch from './016-access-epoch.js';
 import accessEpochNotify from './017-access-epoch-notify.js';
 import dropUploadFileMode from './018-drop-upload-file-mode.js';
+import groupMembers from './019-group-members.js';
 
 export interface Migration {
   version: number;
@@ -43,4 +44,5 @@ export const migrations: Migration[] = [
   { version: 16, name: 'access-epoch', sql: accessEpoch },
   { version: 17, name: 'access-epoch-notify', sql: accessEpochNotify },
   { version: 18, name: 'drop-upload-file-mode', sql: dropUploadFileMode },
+  { version: 19, name: 'group-members', sql: groupMembers },
 ];

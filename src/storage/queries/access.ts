@@ -24,8 +24,9 @@ const GRANT_TYPES: Record<Permission, string[]> = {
  * so the check is a few index probes: one range of element_owners, then per owner one probe of the (end_id, type)
  * index for a grant whose start is one of the caller's principals (for READ and SEARCH, on the element itself also
  * its creator: one probe for both, so that the planner cannot pick the (start_id, type) index and scan everything
- * the user created). Plain subqueries rather than CTEs: measured on PostgreSQL 15 with 32 statements in flight,
- * 24k statements/s against 18k for the same probes written as CTEs (executor set-up per CTE and InitPlan
+ * the user created), and for READ, SEARCH and CREATE whether the element is one of the caller's principals (one
+ * probe of group_memberships). Plain subqueries rather than CTEs: measured on PostgreSQL 15 with 32 statements in
+ * flight, 24k statements/s against 18k for the same probes written as CTEs (executor set-up per CTE and InitPlan
  * dominates at this size). Relations, whose rules look at both ends, go through trellis_allows. `user` is a SQL
  * expression for the caller's id, `e` the element row (NULL columns when missing). The access-matrix tests check
  * this and the functions against one table.
@@ -44,15 +45,26 @@ function buildInlineCheck(user: string, permission: Permission, e: string): stri
   const readLike = permission === 'READ' || permission === 'SEARCH';
   const types = [...GRANT_TYPES[permission], ...(readLike ? ['CREATED'] : [])].map((t) => `'${t}'`).join(', ');
   const principals = `${user} || ARRAY(SELECT m.group_id FROM group_memberships m WHERE m.member_id = ${user})`;
+  // The caller's own principals (itself and its groups): one probe of group_memberships' primary key, after the
+  // grant probes, so that an element the caller owns is decided as before.
+  const principal = PRINCIPAL_PERMISSIONS.has(permission)
+    ? ` OR EXISTS (SELECT 1 FROM group_memberships m WHERE m.member_id = ${user} AND m.group_id = ${e}.id)`
+    : '';
   return `CASE
       WHEN ${e}.id IS NULL OR ${user} IS NULL THEN false
       WHEN ${e}.start_id IS NOT NULL THEN ${allowsSql(user, `trellis_principals(${user})`, `'${permission}'`, e)}
-      ELSE ${readLike ? `${e}.id = ${user} OR ` : ''}EXISTS (
+      ELSE ${PRINCIPAL_PERMISSIONS.has(permission) ? `${e}.id = ${user} OR ` : ''}EXISTS (
           SELECT 1 FROM (SELECT ${e}.id AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = ${e}.id) up
           JOIN elements g ON g.end_id = up.id AND g.type IN (${types})
-          WHERE ${readLike ? `CASE WHEN g.type = 'CREATED' THEN g.end_id = ${e}.id AND g.start_id = ${user} ELSE g.start_id = ANY(${principals}) END` : `g.start_id = ANY(${principals})`})
+          WHERE ${readLike ? `CASE WHEN g.type = 'CREATED' THEN g.end_id = ${e}.id AND g.start_id = ${user} ELSE g.start_id = ANY(${principals}) END` : `g.start_id = ANY(${principals})`})${principal}
     END`;
 }
+
+/**
+ * The permissions a caller has on its own principals, its User node and every group it reaches over IS_IN_GROUP
+ * alone (migration 019): it reads and searches them, and creates in them. UPDATE and DELETE stay with the owners.
+ */
+const PRINCIPAL_PERMISSIONS: ReadonlySet<Permission> = new Set(['READ', 'SEARCH', 'CREATE']);
 
 /**
  * SEARCH, decided for thousands of candidates at once. The per-row check of the access module (inlineCheck) costs a
@@ -95,7 +107,7 @@ export function searchableSetwise(user: string): string {
  */
 export function searchableIndexed(user: string): string {
   return `${searchKeysSql('e')} && (SELECT keys FROM caller_keys)
-      AND CASE WHEN e.start_id IS NULL AND (SELECT direct FROM caller_keys) THEN ${nodeFromRow(user)}
+      AND CASE WHEN e.start_id IS NULL AND (SELECT direct FROM caller_keys) THEN ${nodeFromRow}
         ELSE ${searchableSetwise(user)} END`;
 }
 
@@ -110,7 +122,7 @@ export function searchableIndexed(user: string): string {
  */
 export function readableSetwise(user: string): string {
   const reachable = (x: string) => reachableSetwise(user, x, 'READ');
-  return `CASE WHEN e.start_id IS NULL AND (SELECT direct FROM caller_keys) THEN ${nodeFromRow(user)}
+  return `CASE WHEN e.start_id IS NULL AND (SELECT direct FROM caller_keys) THEN ${nodeFromRow}
     WHEN e.start_id IS NULL THEN ${reachable('e.id')}
     WHEN ${reachable('e.start_id')} AND ${reachable('e.end_id')} THEN true
     ELSE ${inlineCheck(user, 'READ', 'e')} END`;
@@ -118,20 +130,21 @@ export function readableSetwise(user: string): string {
 
 /**
  * The node rule for READ/SEARCH decided from the node's row `e`, when `direct` of the caller_keys CTE allows it.
- * The rule: the node is the caller, the caller CREATED it, the node is the end of a grant (HAS_READ_ACCESS, and
- * HAS_SEARCH_ACCESS for SEARCH) from the caller or its groups (`grant_ends`), or one of its owners is the caller, one
- * of its groups or one of `grant_ends` (an OWNS from a principal makes the principal an owner of everything below;
- * a grant on an owner reaches the node). A node's access_keys (migration 014) are its owners and its creators, so the
- * last three and "the caller CREATED it" are "access_keys overlap the caller's keys", except that a key found among
- * the creators is an owner only if it is one too. When none of the keys but the caller's own ever CREATED anything,
+ * The rule: the node is the caller or one of its groups, the caller CREATED it, the node is the end of a grant
+ * (HAS_READ_ACCESS, and HAS_SEARCH_ACCESS for SEARCH) from the caller or its groups (`grant_ends`), or one of its
+ * owners is the caller, one of its groups or one of `grant_ends` (an OWNS from a principal makes the principal an
+ * owner of everything below; a grant on an owner reaches the node). The node being the caller, one of its groups or
+ * one of `grant_ends` is "the node's id is one of the caller's keys" (the relations' key is no node's id). A node's
+ * access_keys (migration 014) are its owners and its creators, so the last three and "the caller CREATED it" are
+ * "access_keys overlap the caller's keys", except that a key found among the creators is an owner only if it is one
+ * too. When none of the keys but the caller's own ever CREATED anything,
  * every key found in access_keys is an owner or the caller, and the row decides; `direct` says so (one index probe
  * per key). Otherwise, or when the keys are too many to compare row by row (each row compares with each key), the
  * set-wise rule decides. What it saves: the hash of everything the caller's grants own and a probe of element_owners
  * per row. On PGlite, 100k nodes, in-process (scratch/engine-variants.ts): the text match's statement 1.67 ->
  * 1.18-1.30 ms.
  */
-const nodeFromRow = (user: string) =>
-  `(e.id = ${user} OR e.access_keys && (SELECT keys FROM caller_keys) OR e.id = ANY((SELECT grant_ends FROM caller_keys)::uuid[]))`;
+const nodeFromRow = `(e.access_keys && (SELECT keys FROM caller_keys) OR e.id = ANY((SELECT keys FROM caller_keys)::uuid[]))`;
 
 /** Up to how many keys a node is decided from its row (nodeFromRow). */
 const DIRECT_KEYS_CAP = 64;
@@ -160,10 +173,11 @@ const callerKeysCte = (permission: 'READ' | 'SEARCH') => `caller_keys AS MATERIA
       OFFSET 0) k)`;
 
 /**
- * The node rule for READ/SEARCH: the caller itself, created by the caller, or the node or one of its owners granted
- * to the caller or its groups. Through the hashed `grants` (and, as PostgreSQL chooses, a hash of everything they
- * own) when accessSetsCtes found the grants few enough, else per candidate: the node and its owners
- * (element_owners), each probed for a grant from one of the caller's principals in the (end_id, type) index.
+ * The node rule for READ/SEARCH: the caller itself or one of its groups, created by the caller, or the node or one
+ * of its owners granted to the caller or its groups. Through the hashed `grants` (and, as PostgreSQL chooses, a
+ * hash of everything they own) when accessSetsCtes found the grants few enough, else per candidate: the node and
+ * its owners (element_owners), each probed for a grant from one of the caller's principals in the (end_id, type)
+ * index.
  *
  * `IS TRUE` around the owners' IN keeps PostgreSQL from turning it into a semi join: as a join it scanned all of
  * `grants` against a hash of the candidate's few owners, once per candidate; as an expression it becomes one hash
@@ -174,7 +188,9 @@ const callerKeysCte = (permission: 'READ' | 'SEARCH') => `caller_keys AS MATERIA
  * difference there (695-784 against 737-795 searches/s).
  */
 function reachableSetwise(user: string, x: string, permission: 'READ' | 'SEARCH'): string {
+  // The caller's groups as a hashed subplan: computed once per statement, probed per candidate.
   return `(${x} = ${user}
+      OR ${x} IN (SELECT m.group_id FROM group_memberships m WHERE m.member_id = ${user})
       OR CASE WHEN (SELECT ok FROM setwise) THEN ${x} IN (SELECT id FROM grants)
            OR EXISTS (SELECT 1 FROM element_owners o WHERE o.element_id = ${x} AND (o.owner_id IN (SELECT id FROM grants)) IS TRUE)
          ELSE ${grantedSql(principalsSql(user), x, permission)}
