@@ -259,11 +259,26 @@ describeBackends('search pipeline', (h) => {
       expect(get.headers.get('allow')).toContain('POST');
     });
 
+    it('answers an empty pipeline with 200 and no results (with debug: no entries)', async () => {
+      for (const body of [{ steps: [] }, { steps: [], debug: false }, { steps: [], parameters: { a: 1 } }]) {
+        const res = await search(h(), alice.token, body);
+        expect(res.status, res.text).toBe(200);
+        expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+        expect(res.json).toEqual({ type: '_SearchResultResponse', results: [] });
+      }
+      const debug = await search(h(), alice.token, { steps: [], debug: true });
+      expect(debug.status).toBe(200);
+      expect(debug.json).toEqual({ type: '_SearchResultResponse', results: [], debug: [] });
+      // Credentials still come first.
+      expect((await h().request('POST', '/search', { headers: { authorization: 'Bearer garbage' }, body: { steps: [] } })).status).toBe(401);
+    });
+
     it('answers 400 bad-content for malformed pipelines', async () => {
       const t = alice.token;
       await expectBadContent(h(), t, [], /JSON object/);
       await expectBadContent(h(), t, {}, /steps/);
-      await expectBadContent(h(), t, { steps: [] }, /steps/);
+      await expectBadContent(h(), t, { steps: null }, /steps/);
+      await expectBadContent(h(), t, { steps: { type: 'element-hydration' } }, /steps/);
       await expectBadContent(h(), t, { steps: [{ type: 'sql', query: 'SELECT 1' }] }, /not a step type/);
       await expectBadContent(h(), t, { steps: [{ type: 'element-hydration', query: { elementIds: [lily] }, extra: 1 }] }, /extra/);
       await expectBadContent(h(), t, { steps: [{ type: 'element-hydration' }] }, /no previous step/);

@@ -89,7 +89,8 @@ export class Search {
 
     const steps = [...request.steps];
     // When the last step is not a hydration its output is hydrated implicitly, so `results` always holds elements.
-    if (steps.at(-1)!.kind !== 'hydration')
+    // An empty pipeline is a valid search that finds nothing (as in the reference implementation).
+    if (steps.length > 0 && steps.at(-1)!.kind !== 'hydration')
       steps.push({ index: steps.length, type: 'element-hydration', kind: 'hydration', query: null, parameters: {} });
 
     for (const step of steps) {
@@ -171,7 +172,7 @@ function parseRequest(body: unknown): { steps: Step[]; debug: boolean; parameter
   const { steps, debug = false, parameters = {} } = body;
   if (typeof debug !== 'boolean') throw badContent('`debug` must be a boolean.');
   if (parameters !== null && !isObject(parameters)) throw badContent('`parameters` must be an object.');
-  if (!Array.isArray(steps) || steps.length === 0) throw badContent('`steps` must be a non-empty array of steps.');
+  if (!Array.isArray(steps)) throw badContent('`steps` must be an array of steps.');
   if (steps.length > MAX_PIPELINE_STEPS) throw badContent(`A search may have at most ${MAX_PIPELINE_STEPS} steps.`);
   return { steps: steps.map(parseStep), debug, parameters: parameters ?? {} };
 }
