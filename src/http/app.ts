@@ -10,6 +10,7 @@ import { installJsonBodyParser } from './json-body.js';
 import { requestLogger } from './request-logger.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
 import type { App } from './types.js';
+import { WEBDAV_METHODS } from './resource.js';
 import systemRoutes from './routes/system.js';
 import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
@@ -46,6 +47,9 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   answerConnect(app);
+  // Routed so that an element can answer them 501 (resource.ts); Node's parser knows them. Bodyless: Fastify never
+  // parses a body of theirs (they are refused before any would be wanted).
+  for (const method of WEBDAV_METHODS) app.addHttpMethod(method);
   installJsonBodyParser(app, JSON_BODY_LIMIT);
 
   const baseUrl = config.settings.baseUrl;

@@ -1,10 +1,18 @@
 // Registers the methods of one path and answers every other method with 405 + Allow, so that "known path,
 // wrong method" never falls through to the 404 handler.
-import type { RouteShorthandOptions, RouteHandlerMethod } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteShorthandOptions, RouteHandlerMethod } from 'fastify';
 import { Problem } from '../errors.js';
 import type { App } from './types.js';
 
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD';
+/**
+ * WebDAV's methods. The app routes them (app.ts) so that an element can answer them 501 not-implemented, as the
+ * reference implementation does; on every other path they are methods like any other the path does not serve (405).
+ */
+export const WEBDAV_METHODS = ['COPY', 'LOCK', 'UNLOCK', 'MKCOL', 'MOVE', 'PROPFIND', 'PROPPATCH'] as const;
+type WebDavMethod = (typeof WEBDAV_METHODS)[number];
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'HEAD' | WebDavMethod;
+/** The methods an `Allow` header names (a method answered 501 is not allowed: it is not implemented). */
 const ALL: Method[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 declare module 'fastify' {
@@ -26,13 +34,17 @@ export interface Handler {
 export function resource(app: App, url: string, methods: Partial<Record<Method, Handler | RouteHandlerMethod>>): void {
   const given = Object.keys(methods) as Method[];
   const supported = new Set<string>(given);
-  if (supported.has('GET')) supported.add('HEAD'); // Fastify exposes HEAD for every GET route
   supported.add('OPTIONS');
+  // A GET without a HEAD of its own gets one that runs the GET's handler; it is registered first, so that Fastify
+  // does not add its own (whose Content-Length differs from GET's on a 304: headersOfGet).
+  const routes = given.flatMap((method) => (method === 'GET' && !supported.has('HEAD') ? (['HEAD', 'GET'] as const) : [method]));
+  if (supported.has('GET')) supported.add('HEAD');
   const allow = [...ALL.filter((m) => supported.has(m)), 'OPTIONS'].join(', ');
-  for (const method of given) {
-    const entry = methods[method]!;
+  for (const method of routes) {
+    const entry = methods[method] ?? methods.GET!;
     const { options = {}, handler } = typeof entry === 'function' ? { handler: entry } : entry;
-    app.route({ ...(options as object), method, url, handler } as Parameters<App['route']>[0]);
+    const onSend = method === 'HEAD' && methods.HEAD === undefined ? [...[(options as RouteShorthandOptions).onSend ?? []].flat(), headersOfGet] : undefined;
+    app.route({ ...(options as object), ...(onSend ? { onSend } : {}), method, url, handler } as Parameters<App['route']>[0]);
   }
   // Every other method Fastify routes (TRACE and QUERY too), refused before the body is read or parsed: the answer
   // is 405 whatever was sent, never a 400 about a body nobody wants.
@@ -48,4 +60,24 @@ export function resource(app: App, url: string, methods: Partial<Record<Method, 
       },
     });
   }
+}
+
+/**
+ * The last onSend of a HEAD route that runs a GET's handler: sets the headers GET's answer gets (Fastify's
+ * onSendEnd) and drops the body. Fastify's own HEAD route says `Content-Length: 0` on a 304 or a 204, where GET
+ * says none (RFC 9110 8.6: a 304 or 204 carries no Content-Length of a body).
+ */
+function headersOfGet(_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: null) => void): void {
+  const status = reply.statusCode;
+  const bodiless = status < 200 || status === 204 || status === 304;
+  if (payload === undefined || payload === null) {
+    if (!bodiless) reply.header('content-length', '0');
+  } else if (typeof payload === 'string' || Buffer.isBuffer(payload)) {
+    if (status < 200 || status === 204) reply.removeHeader('content-type').removeHeader('content-length');
+    else reply.header('content-length', String(Buffer.byteLength(payload)));
+  } else if (typeof (payload as NodeJS.ReadableStream).resume === 'function') {
+    // A stream is sent without a length of Fastify's: GET's handler set any it has.
+    (payload as NodeJS.ReadableStream).on('error', () => {}).resume();
+  }
+  done(null, null);
 }

@@ -3,8 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PageRequest } from '../../domain/collections.js';
 import type { CollectionKind } from '../../storage/queries/collections.js';
 import type { RouteDeps } from '../app.js';
+import { Problem } from '../../errors.js';
 import { caller, conditionsOf, created, noContent, sendJson } from '../reply.js';
-import { resource } from '../resource.js';
+import { resource, WEBDAV_METHODS, type Handler } from '../resource.js';
 import { rejectNonUuidIds } from '../route-context.js';
 import type { App } from '../types.js';
 
@@ -30,7 +31,22 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
       created(reply, `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body, undefined, conditionsOf(request))}`),
   });
 
+  // WebDAV's methods on an element: 501 not-implemented (the spec's slug), as in the reference implementation, once
+  // the credentials are known to be good; answered before any body would be parsed.
+  const notImplemented: Handler = {
+    options: {
+      onRequest: async (request) => {
+        await caller(services, request);
+        throw new Problem('not-implemented', `${request.method} is not implemented on elements.`);
+      },
+    },
+    handler: async () => {
+      throw new Problem('not-implemented');
+    },
+  };
+
   resource(app, '/:id', {
+    ...Object.fromEntries(WEBDAV_METHODS.map((method) => [method, notImplemented])),
     GET: async (request, reply) => {
       const r = request as WithId;
       const credentials = services.accounts.credentials(r.headers.authorization);
