@@ -11,7 +11,9 @@ export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
 
 // Which relations connect the anchor (`p.anchor_id`) to the members, and which end of each is the member.
 // `inherits`: every member and relation is readable when the caller's READ on the anchor comes from an OWNS path
-// or a READ grant, because those propagate down OWNS (DESIGN.md access model); the per-row check is then skipped.
+// or a READ grant, because those propagate down OWNS (DESIGN.md access model), or when the anchor is one of the
+// caller's principals (its User node or one of its groups), whose OWNS make the caller an owner; the per-row check
+// is then skipped.
 // `nodesOnly`: the page lists its nodes and no relations (the index, as in the reference implementation, whose
 // clients take every listed relation for content); the relations still decide the members and the count.
 const SHAPES: Record<CollectionKind, { where: string; other: string; inherits?: boolean; nodesOnly?: boolean }> = {
@@ -89,7 +91,9 @@ export async function collectionPage(
     let anchor = `SELECT caller.user_id AS id, true AS allowed, false AS inherited FROM caller`;
     if (kind !== 'index') {
       params.push(anchorId);
-      const inherited = shape.inherits ? `e.id IS NOT NULL AND ${grantedSql(principalsSql('caller.user_id'), 'e.id', 'READ')}` : 'false';
+      // The caller's own principals (its User node, its groups) count too: what they OWN, the caller owns.
+      const principals = principalsSql('caller.user_id');
+      const inherited = shape.inherits ? `e.id IS NOT NULL AND (e.id = ANY(${principals}) OR ${grantedSql(principals, 'e.id', 'READ')})` : 'false';
       anchor = `SELECT e.id, ${inlineReadCheck('caller.user_id')} AS allowed, ${inherited} AS inherited
         FROM caller LEFT JOIN elements e ON e.id = $6::uuid`;
     }
