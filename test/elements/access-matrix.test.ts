@@ -328,6 +328,9 @@ describeBackends('access matrix', (h) => {
     expect((await h().request('GET', `/${e.g1}`, { token: other.token })).status).toBe(404);
     expect((await h().request('POST', `/${e.g1}`, { token: other.token, body: { type: 'Note' } })).status).toBe(404);
     expect((await h().request('POST', `/${e.g2}`, { token: u.outsider!.token, body: { type: 'Note' } })).status).toBe(404);
+    // An ordinary relation may start at a group the member is in (CREATE on the start, READ on the end).
+    expect((await relate(M.token, 'LINKS', e.g1!, e.f1!)).status).toBe(201);
+    expect((await relate(u.outsider!.token, 'LINKS', e.g1!, e.g1!)).status).toBe(404);
   });
 
   it('a user creates in its own node: POST /<own id> makes an element the user owns, as POST / does', async () => {
@@ -342,6 +345,7 @@ describeBackends('access matrix', (h) => {
     expect((await h().request('GET', `/${R.id}/children`, { token: R.token })).json.nodes.map((n: any) => n.id)).toContain(id);
     expect((await h().request('PATCH', `/${id}`, { token: R.token, body: { edited: true } })).status).toBe(204);
     expect((await permittedIds(h().db, R.id, 'CREATE', [R.id])).has(R.id)).toBe(true);
+    expect((await relate(R.token, 'LINKS', R.id, id)).status).toBe(201);
     // Nobody else creates in it.
     expect((await h().request('POST', `/${R.id}`, { token: u.outsider!.token, body: { type: 'Note' } })).status).toBe(404);
     expect((await h().request('POST', `/${R.id}`, { token: u.owner!.token, body: { type: 'Note' } })).status).toBe(404);
