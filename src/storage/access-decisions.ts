@@ -28,7 +28,9 @@ export const decisionKey = (credentials: Credentials, permission: DecisionKind, 
 
 /**
  * What is decided: a permission on the element, or READ_MEMBERS, READ on it that reaches every element it OWNS
- * (it comes from an OWNS path or a READ grant, which propagate down OWNS: the children page lists from it).
+ * (it comes from an OWNS path or a READ grant, which propagate down OWNS, or the element is the caller's own User
+ * node or one of its groups, whose OWNS make the caller an owner: the children page lists from it). Each is lost
+ * only by a deletion or a re-pointing, which moves the epoch.
  */
 export type DecisionKind = Permission | 'READ_MEMBERS';
 
