@@ -10,6 +10,59 @@ import type { PgliteWire } from './pglite-socket.js';
  */
 const SESSION_RESET = Buffer.concat([serialize.sync(), serialize.query('ROLLBACK; DEALLOCATE ALL')]);
 
+/** The SQLSTATE PostgreSQL gives a statement that exceeds its stack (statement_too_complex). */
+export const STATEMENT_TOO_COMPLEX = '54001';
+
+/** The error of an exchange that overflowed the JavaScript stack inside PGlite. */
+export class EmbeddedStackOverflow extends Error {
+  readonly code = STATEMENT_TOO_COMPLEX;
+  constructor(cause: unknown) {
+    super('stack depth limit exceeded in the embedded database', { cause });
+  }
+}
+
+/** The PGlite internals the guard wraps: its one-message step and Emscripten's stack pointer reset. */
+interface GuardedModule {
+  _PostgresMainLoopOnce: () => void;
+  stackRestore: (pointer: number) => void;
+}
+
+const guarded = new WeakSet<object>();
+
+/**
+ * PostgreSQL checks its own stack depth, but in PGlite a deep recursion can exhaust the JavaScript stack under the
+ * WebAssembly first. PGlite's protocol loop catches that RangeError and goes on with PostgreSQL half way through a
+ * statement: it answered nothing for the statement, then spun for ever on the next one, deaf to signals. Here the
+ * error escapes the loop instead (through the stack reset PGlite calls in its catch): the exchange fails, its
+ * connection is dropped, and the next connection begins with SESSION_RESET, which ends what the statement left open.
+ */
+function guardStack(pglite: PGlite): void {
+  const mod = (pglite as unknown as { mod: GuardedModule }).mod;
+  if (guarded.has(mod)) return;
+  guarded.add(mod);
+  const longJump = (pglite as unknown as { POSTGRES_MAIN_LONGJMP: number }).POSTGRES_MAIN_LONGJMP;
+  const step = mod._PostgresMainLoopOnce;
+  const restore = mod.stackRestore;
+  let overflow: unknown = null;
+  mod._PostgresMainLoopOnce = () => {
+    try {
+      step();
+    } catch (error) {
+      // PostgreSQL's own errors arrive as its longjmp and are handled by PGlite; anything else is not PostgreSQL's.
+      if ((error as { status?: unknown })?.status !== longJump) overflow = error;
+      throw error;
+    }
+  };
+  mod.stackRestore = (pointer) => {
+    restore(pointer);
+    if (overflow !== null) {
+      const cause = overflow;
+      overflow = null;
+      throw new EmbeddedStackOverflow(cause);
+    }
+  };
+}
+
 /** Runs `messages` on `pglite` and returns the reply bytes, copied out of PGlite's memory. */
 async function exchangeWith(pglite: PGlite, messages: Uint8Array): Promise<Uint8Array> {
   // PGlite's raw protocol call does not check this itself: it fails on the memory it has released.
@@ -25,6 +78,7 @@ async function exchangeWith(pglite: PGlite, messages: Uint8Array): Promise<Uint8
 }
 
 export function localWire(pglite: PGlite): PgliteWire {
+  guardStack(pglite);
   return {
     exchange: (messages) => exchangeWith(pglite, messages),
     async startup(startupPacket) {

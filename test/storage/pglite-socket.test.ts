@@ -101,6 +101,30 @@ describe('PGlite socket', () => {
     }
   });
 
+  it('fails a statement that overflows the JavaScript stack inside PGlite (54001), and answers the next ones', async () => {
+    const db = await pgliteDb(pglite, false);
+    try {
+      await db.query('CREATE TABLE socket_overflow (n int)');
+      // A chain PostgreSQL's parser recurses along: deeper than the JavaScript stack allows before PostgreSQL's own
+      // check (max_stack_depth) trips. PGlite's loop used to swallow the RangeError and hang on the next statement.
+      const deep = `SELECT ${Array(30_000).fill('1').join(' + ')} AS s`;
+      for (let round = 0; round < 2; round++) {
+        const started = Date.now();
+        await expect(db.query(deep)).rejects.toMatchObject({ code: '54001' });
+        expect(Date.now() - started).toBeLessThan(20_000);
+        expect((await db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      }
+      await db.transaction(async (tx) => {
+        await tx.query('INSERT INTO socket_overflow VALUES (1), (2)');
+      });
+      await expect(db.transaction((tx) => tx.query(deep))).rejects.toMatchObject({ code: '54001' });
+      // Nothing of the failed statement's session is left: no open transaction, and the earlier write is committed.
+      expect((await db.query('SELECT sum(n)::int AS s, now() = statement_timestamp() AS fresh FROM socket_overflow')).rows).toEqual([{ s: 3, fresh: true }]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('ending a pool (Terminate) leaves the database open for the next', async () => {
     const first = pglitePool(localWire(pglite));
     await first.query('CREATE TABLE socket_terminate (n int)');

@@ -386,11 +386,11 @@ class Compiler {
   ) {}
 
   /**
-   * Counts clauses towards MAX_CLAUSES (ES's max_clause_count): every query object, every term of a match beyond its
-   * first, every clause of a query_string. It bounds the size of the SQL a query compiles to.
+   * Counts clauses towards MAX_CLAUSES (ES's max_clause_count): every query object, every term of a match and every
+   * value of a terms or ids query beyond its first, every clause of a query_string. It bounds the size of the SQL a query compiles to.
    */
   countClauses(n: number, path: string): void {
-    if ((this.clauses += n) > MAX_CLAUSES) fail(path, `a query has at most ${MAX_CLAUSES} clauses (query objects, match terms, query_string clauses)`);
+    if ((this.clauses += n) > MAX_CLAUSES) fail(path, `a query has at most ${MAX_CLAUSES} clauses (query objects, match terms, terms and ids values, query_string clauses)`);
   }
 
   query(q: unknown, path: string, depth = 0): Clause {
@@ -705,16 +705,41 @@ class Compiler {
     const field = fields[0]!;
     const list = (body as Json)[field];
     if (!Array.isArray(list)) fail(`${path}.${field}`, `must be a list of values (terms lookups are not supported), not ${describe(list)}`);
+    // Every value beyond the first counts as a clause, as a match query's terms do: the work per row grows with them.
+    this.countClauses(Math.max(0, (list as unknown[]).length - 1), `${path}.${field}`);
     const boost = boostOf(body as Json, path);
     const target = fieldOf(field);
-    const values = (list as unknown[]).map((v, i) => scalar(v, `${path}.${field}[${i}]`));
-    if (target.kind === 'id') {
-      const ids = [...new Set(values.map((v) => String(v).toLowerCase()).filter((v) => UUID.test(v)))];
-      if (ids.length === 0) return { cond: FALSE, score: ZERO, narrow: NO_NARROW };
-      return { cond: { k: 'sql', sql: () => `e.id = ANY(${this.params.add(ids, 'uuid[]')})` }, score: constScore(boost), narrow: { ts: null, ids } };
+    const values = [...new Set((list as unknown[]).map((v, i) => scalar(v, `${path}.${field}[${i}]`)))];
+    const cond = this.termsCond(target, values, `${path}.${field}`);
+    if (cond.k === 'const' && !cond.value) return { cond, score: ZERO, narrow: NO_NARROW };
+    const ids = target.kind === 'id' && cond.k === 'sql' ? values.map((v) => String(v).toLowerCase()).filter((v) => UUID.test(v)) : null;
+    return { cond, score: constScore(boost), narrow: ids === null ? narrowOf(cond) : { ts: null, ids } };
+  }
+
+  /**
+   * Any of `values` on one field, as one condition whatever their number: an array parameter where the field is a
+   * column or a file property, one tsquery where it is indexed as lexemes (rendered as a balanced tree, tsText).
+   */
+  private termsCond(target: Field, values: (string | number | boolean)[], at: string): Cond {
+    switch (target.kind) {
+      case 'id': {
+        const ids = [...new Set(values.map((v) => String(v).toLowerCase()).filter((v) => UUID.test(v)))];
+        return ids.length === 0 ? FALSE : { k: 'sql', sql: () => `e.id = ANY(${this.params.add(ids, 'uuid[]')})` };
+      }
+      case 'date': {
+        const dates = values.map((v, i) => dateValue(v, `${at}[${i}]`));
+        return dates.length === 0 ? FALSE : { k: 'sql', sql: () => `${shownTimeSql(`e.${target.column}`)} = ANY(${this.params.add(dates, 'timestamptz[]')})` };
+      }
+      case 'file': {
+        const candidates = values.flatMap((v) => {
+          const exact = typeof v === 'string' ? exactValue(v) : null;
+          return [JSON.stringify(v), ...(exact === null ? [] : [exact])];
+        });
+        return candidates.length === 0 ? FALSE : { k: 'sql', sql: () => `${this.fileValue(target.keys)} = ANY(${this.params.add(candidates, 'jsonb[]')})` };
+      }
+      default:
+        return or(values.map((v, i) => this.termCond(target, v, `${at}[${i}]`, false)));
     }
-    const cond = or(values.map((v, i) => this.termCond(target, v, `${path}.${field}[${i}]`, false)));
-    return { cond, score: constScore(boost), narrow: narrowOf(cond) };
   }
 
   // -- prefix, wildcard -------------------------------------------------------------------------------------------
@@ -1140,7 +1165,8 @@ function tsText(q: Ts): string {
       return `'${q.lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'${q.prefix ? ':*' : ''}`;
     case 'and':
     case 'or':
-      return `(${q.items.map(tsText).join(q.op === 'and' ? ' & ' : ' | ')})`;
+      // A tsquery is parsed into a chain and evaluated recursively like SQL's operators (see balanced).
+      return balanced(q.items.map(tsText), q.op === 'and' ? '&' : '|');
     case 'not':
       return `!(${tsText(q.item)})`;
     case 'sql':
@@ -1240,9 +1266,9 @@ function renderScore(s: Score, params: SqlParams): string {
 }
 
 /**
- * `(a op b op c …)` as a balanced tree of parenthesised pairs. PostgreSQL parses `a + b + c + …` into a chain as
- * deep as it is long and recurses along it: a 1,000-term query_string exceeded the stack (PostgreSQL: a clean
- * error; PGlite: a broken connection and a corrupted session). Balanced, the depth is the logarithm of the length.
+ * `(a op b op c …)` as a balanced tree of parenthesised pairs. PostgreSQL parses `a + b + c + …` (and a tsquery's
+ * `a | b | c …`) into a chain as deep as it is long and recurses along it, which exceeds the stack of a server and
+ * overflows the embedded database's. Balanced, the depth is the logarithm of the length.
  */
 function balanced(parts: string[], op: string): string {
   if (parts.length === 1) return `(${parts[0]!})`;
