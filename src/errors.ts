@@ -40,6 +40,11 @@ export const PROBLEMS = {
     detail: 'The server failed to handle the request.',
   },
   'not-implemented': { status: 501, title: 'Not Implemented', detail: 'The operation is not implemented.' },
+  'service-unavailable': {
+    status: 503,
+    title: 'Service Unavailable',
+    detail: 'The service cannot take this request right now; retry after the number of seconds in Retry-After.',
+  },
 } as const satisfies Record<string, { status: number; title: string; detail: string }>;
 
 export type ProblemSlug = keyof typeof PROBLEMS;

@@ -34,6 +34,17 @@ export const SettingsSchema = Type.Object(
       uploadChunkDigitsLength: Type.Integer({ minimum: 1, maximum: 12, default: 4 }),
       uploadExpiresInSecondsAfterFirstRequest: seconds(10800, 1),
       expiredUploadCanBeDeletedAfterExpirationInSeconds: seconds(3600),
+      // Direct uploads and resumable appends streaming at once in this instance; beyond it 503 with Retry-After.
+      maxConcurrentUploads: int(64, 1),
+    }),
+    // Slow clients (http/body-watch.ts): connections beyond maxConnections are closed at once; a request body that
+    // sends nothing for bodyIdleTimeoutInSeconds, or less than bodyMinBytesPerSecond over bodyRateWindowInSeconds
+    // (0: no minimum), is cut off while the server waits for it.
+    server: obj({
+      maxConnections: int(1000, 1),
+      bodyIdleTimeoutInSeconds: seconds(30, 1),
+      bodyMinBytesPerSecond: int(4096),
+      bodyRateWindowInSeconds: seconds(30, 1),
     }),
     pageSize: obj({ min: int(5, 1), default: int(25, 1), max: int(100, 1) }),
     register: obj({

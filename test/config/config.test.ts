@@ -24,7 +24,9 @@ describe('configuration', () => {
       uploadChunkDigitsLength: 4,
       uploadExpiresInSecondsAfterFirstRequest: 10800,
       expiredUploadCanBeDeletedAfterExpirationInSeconds: 3600,
+      maxConcurrentUploads: 64,
     });
+    expect(s.server).toEqual({ maxConnections: 1000, bodyIdleTimeoutInSeconds: 30, bodyMinBytesPerSecond: 4096, bodyRateWindowInSeconds: 30 });
     expect(s.pageSize).toEqual({ min: 5, default: 25, max: 100 });
     expect(s.register).toEqual({ enabled: true, uniqueIdentifier: 'email', uniqueIdentifierRegex: false });
     expect(s.token).toEqual({ minLifetimeInSeconds: 1800, defaultLifetimeInSeconds: 10800, maxLifetimeInSeconds: 34214400, deleteExpiredTokensAutomaticallyInSeconds: 1209600 });
