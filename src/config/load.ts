@@ -64,6 +64,10 @@ export function validateSettings(input: unknown): Settings {
     throw new ConfigError('token.minLifetimeInSeconds', 'must not exceed token.maxLifetimeInSeconds');
   if (t.defaultLifetimeInSeconds < t.minLifetimeInSeconds || t.defaultLifetimeInSeconds > t.maxLifetimeInSeconds)
     throw new ConfigError('token.defaultLifetimeInSeconds', 'must lie between the minimum and maximum lifetime');
+  // A counter forgotten before its longest delay has passed would never let the delay grow to its maximum.
+  const lt = settings.login.throttle;
+  if (lt.forgetFailuresAfterSeconds < Math.max(lt.maxDelayPerIdentifierInSeconds, lt.maxDelayPerAddressInSeconds))
+    throw new ConfigError('login.throttle.forgetFailuresAfterSeconds', 'must not be shorter than the longest maximum delay');
   // The identifier is stored under this key in the User's data; a key the service sets itself would overwrite it (and
   // backups would lose it).
   if (BASE_RESERVED.includes(settings.register.uniqueIdentifier))

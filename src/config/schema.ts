@@ -51,6 +51,22 @@ export const SettingsSchema = Type.Object(
       enabled: Type.Boolean({ default: true }),
       uniqueIdentifier: Type.String({ pattern: '^[A-Za-z][A-Za-z0-9]{0,63}$', default: 'email' }),
       uniqueIdentifierRegex: Type.Union([Type.String({ minLength: 1 }), Type.Literal(false)], { default: false }),
+      // In characters; POST /register and POST /change-password refuse shorter passwords, user:create warns.
+      minPasswordLength: Type.Integer({ minimum: 1, maximum: 1024, default: 8 }),
+    }),
+    // Failed POST /token and POST /change-password attempts back off per identifier and per client address
+    // (domain/accounts/throttle.ts): free up to the given number of failures, then 1 s doubling up to the maximum.
+    // The identifier's maximum stays short so that an attacker cannot keep its real user out for long; the address
+    // carries the weight. A counter is forgotten after that long without a failure.
+    login: obj({
+      throttle: obj({
+        enabled: Type.Boolean({ default: true }),
+        freeFailuresPerIdentifier: int(5, 1),
+        maxDelayPerIdentifierInSeconds: seconds(60, 1),
+        freeFailuresPerAddress: int(10, 1),
+        maxDelayPerAddressInSeconds: seconds(300, 1),
+        forgetFailuresAfterSeconds: seconds(900, 1),
+      }),
     }),
     token: obj({
       minLifetimeInSeconds: seconds(1800, 1),

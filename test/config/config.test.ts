@@ -28,7 +28,15 @@ describe('configuration', () => {
     });
     expect(s.server).toEqual({ maxConnections: 1000, bodyIdleTimeoutInSeconds: 30, bodyMinBytesPerSecond: 4096, bodyRateWindowInSeconds: 30 });
     expect(s.pageSize).toEqual({ min: 5, default: 25, max: 100 });
-    expect(s.register).toEqual({ enabled: true, uniqueIdentifier: 'email', uniqueIdentifierRegex: false });
+    expect(s.register).toEqual({ enabled: true, uniqueIdentifier: 'email', uniqueIdentifierRegex: false, minPasswordLength: 8 });
+    expect(s.login.throttle).toEqual({
+      enabled: true,
+      freeFailuresPerIdentifier: 5,
+      maxDelayPerIdentifierInSeconds: 60,
+      freeFailuresPerAddress: 10,
+      maxDelayPerAddressInSeconds: 300,
+      forgetFailuresAfterSeconds: 900,
+    });
     expect(s.token).toEqual({ minLifetimeInSeconds: 1800, defaultLifetimeInSeconds: 10800, maxLifetimeInSeconds: 34214400, deleteExpiredTokensAutomaticallyInSeconds: 1209600 });
     expect(s.expression).toEqual({ enabled: true, maxLength: 10240 });
     expect(s.instanceConfiguration).toEqual({ enabled: true, showVersion: true });
@@ -62,6 +70,9 @@ describe('configuration', () => {
     expect(reason({ file: { maxFileSize: 1 } })).toMatch(/file\.maxFileSize: unknown key/);
     expect(keyOf({ register: { uniqueIdentifierRegex: '([' } })).toBe('register.uniqueIdentifierRegex');
     expect(keyOf({ securityTxt: '/does/not/exist' })).toBe('securityTxt');
+    expect(keyOf({ register: { minPasswordLength: 0 } })).toBe('register.minPasswordLength');
+    expect(keyOf({ login: { throttle: { forgetFailuresAfterSeconds: 120 } } })).toBe('login.throttle.forgetFailuresAfterSeconds');
+    expect(keyOf({ login: { throttle: { enabled: 'yes' } } })).toBe('login.throttle.enabled');
     expect(keyOf({ baseUrl: 'ftp://x' })).toBe('baseUrl');
     expect(keyOf({ file: { uploadMaxChunkSizeInBytes: 0 } })).toBe('file.uploadMaxChunkSizeInBytes');
     expect(keyOf({ database: { poolSize: 0 } })).toBe('database.poolSize');

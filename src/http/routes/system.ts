@@ -49,7 +49,12 @@ export default async function systemRoutes(app: App, { config, services }: Route
         JSON.stringify({
           version: settings.instanceConfiguration.showVersion ? INTERFACE_VERSION : null,
           pageSize: settings.pageSize,
-          register: settings.register,
+          // The reference's three keys (DESIGN.md section 3); the minimum password length shows in refusals.
+          register: {
+            enabled: settings.register.enabled,
+            uniqueIdentifier: settings.register.uniqueIdentifier,
+            uniqueIdentifierRegex: settings.register.uniqueIdentifierRegex,
+          },
           expression: settings.expression,
           file: {
             maxFileSizeInBytes: file.maxFileSizeInBytes,
