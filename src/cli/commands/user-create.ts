@@ -5,7 +5,7 @@ import { commandArgs, type DbCommand } from '../io.js';
 
 const USAGE = 'usage: trellis user:create <identifier> <password> [--id UUID] [--name NAME]';
 
-export const userCreate: DbCommand = async ({ services }, args, io) => {
+export const userCreate: DbCommand = async ({ config, services }, args, io) => {
   const parsed = commandArgs(args, { id: { type: 'string' }, name: { type: 'string' } }, USAGE, io);
   if (parsed === null) return 2;
   const { values, positionals } = parsed;
@@ -18,6 +18,9 @@ export const userCreate: DbCommand = async ({ services }, args, io) => {
     return 2;
   }
   const [identifier, password] = positionals as [string, string];
+  // The operator may mean it (a service account, a test instance): a warning, not a refusal as POST /register gives.
+  if (password.length > 0 && services.accounts.passwordTooShort(password))
+    io.err(`warning: the password is shorter than register.minPasswordLength (${config.settings.register.minPasswordLength} characters)`);
   try {
     const id = await services.accounts.createUser(identifier, password, values.name ? { name: values.name } : {}, values.id?.toLowerCase());
     io.out(id);

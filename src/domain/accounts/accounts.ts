@@ -11,6 +11,7 @@ import { checkProperties, reservedProperties } from '../properties.js';
 import { renderElement } from '../representation.js';
 import { isPlainObject, isUuid, isoTime, newId } from '../values.js';
 import { hashPassword, verifyPassword } from './passwords.js';
+import { CredentialThrottle } from './throttle.js';
 import { generateToken, hashToken, TOKEN_PATTERN } from './tokens.js';
 
 export type { Caller, Credentials };
@@ -67,7 +68,21 @@ export class Accounts {
     private readonly settings: Settings,
     private readonly clock: Clock,
     private readonly anonymousUserId: string | null,
-  ) {}
+  ) {
+    this.throttle = new CredentialThrottle(db, settings.login.throttle, clock);
+  }
+
+  private readonly throttle: CredentialThrottle;
+
+  /** Whether a password is shorter than register.minPasswordLength (counted in characters, not UTF-16 units). */
+  passwordTooShort(password: string): boolean {
+    return Array.from(password).length < this.settings.register.minPasswordLength;
+  }
+
+  private requirePasswordLength(property: string, password: string): void {
+    if (this.passwordTooShort(password))
+      throw new Problem('bad-content', `The property '${property}' must have at least ${this.settings.register.minPasswordLength} characters.`);
+  }
 
   /**
    * The credentials of an Authorization header, checked for form only (spec "Authentication" rule 3): no header
@@ -105,6 +120,7 @@ export class Accounts {
     const pattern = this.settings.register.uniqueIdentifierRegex;
     if (pattern !== false && !new RegExp(pattern, 'u').test(identifier))
       throw new Problem('bad-content', `The identifier does not match the pattern this instance requires.`);
+    this.requirePasswordLength('password', password);
     return this.createUser(identifier, password, data);
   }
 
@@ -132,7 +148,8 @@ export class Accounts {
     return id;
   }
 
-  async createToken(body: unknown): Promise<{ token: string; id: string }> {
+  /** POST /token; `address` is the client's, for the back-off of failed attempts (throttle.ts). */
+  async createToken(body: unknown, address?: string): Promise<{ token: string; id: string }> {
     const input = requireType(body, 'Token');
     const identifier = requireString(input, 'uniqueUserIdentifier');
     const password = requireString(input, 'password');
@@ -143,9 +160,13 @@ export class Accounts {
       if (!Number.isInteger(input.lifetimeInSeconds)) throw new Problem('bad-content', "'lifetimeInSeconds' must be an integer.");
       lifetime = Math.min(t.maxLifetimeInSeconds, Math.max(t.minLifetimeInSeconds, input.lifetimeInSeconds as number));
     }
+    const attempt = await this.throttle.check(identifier, address);
     const user = await sql.userByIdentifier(this.db, identifier);
-    if (!(await verifyPassword(user?.password_hash, password)) || !user)
+    if (!(await verifyPassword(user?.password_hash, password)) || !user) {
+      await this.throttle.failed(attempt);
       throw new Problem('unauthorized', 'The identifier or the password is wrong.');
+    }
+    await this.throttle.succeeded(attempt);
     const token = generateToken();
     const id = newId();
     const now = this.clock.now();
@@ -180,23 +201,31 @@ export class Accounts {
    * POST /change-password: like POST /token, the credentials are the body's, whatever Authorization says. The body
    * is checked first (each property named), then the user: unknown 401, the anonymous user 403, a wrong current
    * password 401. On success every token of the user is revoked in the same transaction: a password is changed
-   * mostly because it may be known to someone else, who may have used it to get a token.
+   * mostly because it may be known to someone else, who may have used it to get a token. Failed checks of the
+   * current password back off as failed log-ins do (throttle.ts).
    */
-  async changePassword(body: unknown): Promise<void> {
+  async changePassword(body: unknown, address?: string): Promise<void> {
     const input = requireType(body, 'ActionChangePassword');
     const identifier = requireString(input, 'uniqueUserIdentifier');
     const current = requireString(input, 'currentPassword');
     const next = requireString(input, 'newPassword');
     if (next === current) throw new Problem('bad-content', "The property 'newPassword' must differ from 'currentPassword'.");
+    this.requirePasswordLength('newPassword', next);
+    const attempt = await this.throttle.check(identifier, address);
     const user = await sql.userByIdentifier(this.db, identifier);
     const wrong = () => new Problem('unauthorized', 'The identifier or the current password is wrong.');
     if (!user) {
       await verifyPassword(null, current); // the same time as a wrong password: the answer does not tell which
+      await this.throttle.failed(attempt);
       throw wrong();
     }
     if (this.anonymousUserId !== null && user.id === this.anonymousUserId.toLowerCase())
       throw new Problem('forbidden', 'The anonymous user cannot change a password.');
-    if (!(await verifyPassword(user.password_hash, current))) throw wrong();
+    if (!(await verifyPassword(user.password_hash, current))) {
+      await this.throttle.failed(attempt);
+      throw wrong();
+    }
+    await this.throttle.succeeded(attempt);
     const hash = await hashPassword(next);
     await this.db.transaction(async (tx) => {
       // Only over the hash that was verified: of two concurrent changes from one password, the second finds it gone.
@@ -211,6 +240,11 @@ export class Accounts {
     if (body === null) throw new Problem('unauthorized', 'The user no longer exists.');
     const rendered = renderElement(body);
     return { ...rendered, notModified: checkReadPreconditions(conditions, rendered.etag) };
+  }
+
+  /** Background job: deletes the failed-credential counters that are forgotten anyway. */
+  async forgetOldCredentialFailures(): Promise<number> {
+    return this.throttle.forgetOld();
   }
 
   /** Background job: deletes tokens that expired longer ago than the configured grace. */

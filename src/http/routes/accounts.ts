@@ -18,7 +18,7 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
     POST: {
       options: credentialsInBody,
       handler: async (request, reply) => {
-        const { token, id } = await accounts.createToken(request.body);
+        const { token, id } = await accounts.createToken(request.body, request.ip);
         return reply.code(201).header('location', `/${id}`).type(JSON_TYPE).send(JSON.stringify({ type: '_TokenResponse', token }));
       },
     },
@@ -33,7 +33,7 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
     POST: {
       options: credentialsInBody,
       handler: async (request, reply) => {
-        await accounts.changePassword(request.body);
+        await accounts.changePassword(request.body, request.ip);
         return noContent(reply);
       },
     },

@@ -18,6 +18,7 @@ import accessEpoch from './016-access-epoch.js';
 import accessEpochNotify from './017-access-epoch-notify.js';
 import dropUploadFileMode from './018-drop-upload-file-mode.js';
 import groupMembers from './019-group-members.js';
+import credentialFailures from './020-credential-failures.js';
 
 export interface Migration {
   version: number;
@@ -45,4 +46,5 @@ export const migrations: Migration[] = [
   { version: 17, name: 'access-epoch-notify', sql: accessEpochNotify },
   { version: 18, name: 'drop-upload-file-mode', sql: dropUploadFileMode },
   { version: 19, name: 'group-members', sql: groupMembers },
+  { version: 20, name: 'credential-failures', sql: credentialFailures },
 ];

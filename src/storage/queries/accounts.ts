@@ -7,9 +7,15 @@ export interface Caller {
   tokenId: string | null;
 }
 
+/**
+ * The user an identifier names: the exact spelling, else, for an e-mail address (one with an '@'), the user whose
+ * address differs only in case (migration 020; a case_duplicate from before it logs in with its exact spelling only).
+ */
 export async function userByIdentifier(q: Queryable, identifier: string) {
   const { rows } = await q.query<{ id: string; password_hash: string | null }>(
-    'SELECT id, password_hash FROM users WHERE identifier = $1',
+    `SELECT id, password_hash FROM users
+     WHERE identifier = $1 OR (lower(identifier) = lower($1) AND strpos(identifier, '@') > 0 AND NOT case_duplicate)
+     ORDER BY identifier = $1 DESC LIMIT 1`,
     [identifier],
     'user_by_identifier',
   );

@@ -48,11 +48,21 @@ export async function insertElementRows(q: Queryable, rows: readonly BackupEleme
   );
 }
 
+/**
+ * A backup may hold two spellings of one e-mail address (it may come from before migration 020, or from the reference
+ * implementation): as that migration does, the first user (already stored, else the smallest id) keeps the address
+ * for every spelling and the others are case_duplicate, logging in with their exact spelling.
+ */
 export async function insertUserRows(q: Queryable, rows: readonly BackupUserRow[]): Promise<void> {
   if (rows.length === 0) return;
   await q.query(
-    `INSERT INTO users (id, identifier, password_hash)
-     SELECT id, identifier, password_hash FROM json_to_recordset($1::json) AS r(id uuid, identifier text, password_hash text)`,
+    `INSERT INTO users (id, identifier, password_hash, case_duplicate)
+     SELECT id, identifier, password_hash,
+            strpos(identifier, '@') > 0 AND (
+              row_number() OVER (PARTITION BY lower(identifier) ORDER BY id) > 1
+              OR EXISTS (SELECT 1 FROM users u WHERE lower(u.identifier) = lower(r.identifier)
+                           AND strpos(u.identifier, '@') > 0 AND NOT u.case_duplicate))
+     FROM json_to_recordset($1::json) AS r(id uuid, identifier text, password_hash text)`,
     [JSON.stringify(rows)],
     'backup_insert_users',
   );
