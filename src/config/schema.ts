@@ -77,6 +77,14 @@ export const SettingsSchema = Type.Object(
     expression: obj({ enabled: Type.Boolean({ default: true }), maxLength: int(10240, 1) }),
     instanceConfiguration: obj({ enabled: Type.Boolean({ default: true }), showVersion: Type.Boolean({ default: true }) }),
     cache: obj({ etagUpperLimitInCollectionEndpoints: int(100) }),
+    // What one element's data may hold (domain/data-limits.ts): each key, array item and word costs the write's
+    // search document, so these bound the work of one write (SECURITY.md).
+    element: obj({
+      maxDataSizeInBytes: Type.Integer({ minimum: 2, maximum: 64 * MiB, default: 64 * 1024 }),
+      maxNestingDepth: Type.Integer({ minimum: 1, maximum: 200, default: 32 }),
+      maxArrayLength: int(1000, 1),
+      maxValues: int(1000, 1),
+    }),
     // Connections of the PostgreSQL pool (DATABASE_URL; the embedded database has one). 'auto' sizes it to this
     // machine (storage/postgres.ts defaultPoolSize).
     database: obj({

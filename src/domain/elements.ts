@@ -12,6 +12,7 @@ import * as sql from '../storage/queries/elements.js';
 import type { AccessDecisions } from '../storage/access-decisions.js';
 import { checkReadPreconditions, checkWritePreconditions, hasConditions, NO_ETAG, type Conditions } from './conditions.js';
 import type { Collections } from './collections.js';
+import { checkDataLimits, dataLimitProblem, mergedLimitParams } from './data-limits.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
 import { etagOf, renderElement } from './representation.js';
 import { isPlainObject, isUuid, newId } from './values.js';
@@ -88,6 +89,7 @@ export class Elements {
       if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
       type = checkNewType(body.type);
       data = checkProperties(body.data, this.reserved(type));
+      checkDataLimits(data, this.settings.element);
       // The spec: an id is "Assigned once at creation. Cannot be set by clients." (DESIGN.md let a client choose it;
       // where the two disagree the spec wins.) A chosen id that was in use would also have told the caller that an
       // element it may not see exists.
@@ -209,14 +211,17 @@ export class Elements {
     if (!hasConditions(conditions) && !this.touchesReserved(body)) {
       const props = checkPropertiesOrNull(body);
       if (props) {
+        checkDataLimits(props, this.settings.element, 'body');
         const set: Record<string, unknown> = {};
         const remove: string[] = [];
         for (const [key, value] of Object.entries(props)) {
           if (value !== null) set[key] = value;
           else remove.push(key);
         }
-        const change = { id: id.toLowerCase(), mode, set, remove, keep: this.keptOnReplace };
-        const result = await retryingTransient(() => sql.updateDataAs(this.db, credentials, now, change, this.decisions));
+        const change = { id: id.toLowerCase(), mode, set, remove, keep: this.keptOnReplace, limits: mergedLimitParams(this.settings.element) };
+        const result = await retryingTransient(() => sql.updateDataAs(this.db, credentials, now, change, this.decisions)).catch((error: unknown) => {
+          throw dataLimitProblem(error, this.settings.element) ?? error;
+        });
         if (!result.authenticated) throw unauthorized(credentials);
         if (!result.updated) throw notFound();
         return;
@@ -229,6 +234,7 @@ export class Elements {
       // Rendered exactly when there are preconditions to compare with.
       if (row.body !== undefined) checkWritePreconditions(conditions, etagOf(row.body));
       const props = checkProperties(body, this.reserved(row.type), 'body');
+      checkDataLimits(props, this.settings.element, 'body');
       let data: Record<string, unknown>;
       if (mode === 'replace') {
         data = Object.fromEntries(Object.entries(props).filter(([, v]) => v !== null));
@@ -240,6 +246,7 @@ export class Elements {
           if (value === null) delete data[key];
           else data[key] = value;
         }
+        checkDataLimits(data, this.settings.element);
       }
       await sql.replaceData(tx, row.id, data, this.clock.now());
     });

@@ -7,6 +7,7 @@ import * as sql from '../../storage/queries/accounts.js';
 import type { Caller, Credentials } from '../../storage/queries/accounts.js';
 import { elementBodyById, insertElement } from '../../storage/queries/elements.js';
 import { checkReadPreconditions, type Conditions } from '../conditions.js';
+import { checkDataLimits } from '../data-limits.js';
 import { checkProperties, reservedProperties } from '../properties.js';
 import { renderElement } from '../representation.js';
 import { isPlainObject, isUuid, isoTime, newId } from '../values.js';
@@ -117,6 +118,7 @@ export class Accounts {
     const password = requireString(input, 'password');
     const key = this.settings.register.uniqueIdentifier;
     const data = checkProperties(input.data, reservedProperties('User', key));
+    checkDataLimits(data, this.settings.element);
     const pattern = this.settings.register.uniqueIdentifierRegex;
     if (pattern !== false && !new RegExp(pattern, 'u').test(identifier))
       throw new Problem('bad-content', `The identifier does not match the pattern this instance requires.`);
@@ -154,6 +156,7 @@ export class Accounts {
     const identifier = requireString(input, 'uniqueUserIdentifier');
     const password = requireString(input, 'password');
     const data = checkProperties(input.data, reservedProperties('Token', this.settings.register.uniqueIdentifier));
+    checkDataLimits(data, this.settings.element);
     const t = this.settings.token;
     let lifetime = t.defaultLifetimeInSeconds;
     if (input.lifetimeInSeconds !== undefined && input.lifetimeInSeconds !== null) {

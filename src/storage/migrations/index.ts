@@ -19,6 +19,7 @@ import accessEpochNotify from './017-access-epoch-notify.js';
 import dropUploadFileMode from './018-drop-upload-file-mode.js';
 import groupMembers from './019-group-members.js';
 import credentialFailures from './020-credential-failures.js';
+import elementDataLimits from './021-element-data-limits.js';
 
 export interface Migration {
   version: number;
@@ -47,4 +48,5 @@ export const migrations: Migration[] = [
   { version: 18, name: 'drop-upload-file-mode', sql: dropUploadFileMode },
   { version: 19, name: 'group-members', sql: groupMembers },
   { version: 20, name: 'credential-failures', sql: credentialFailures },
+  { version: 21, name: 'element-data-limits', sql: elementDataLimits },
 ];

@@ -252,14 +252,14 @@ export async function updateDataAs(
   q: Queryable,
   credentials: Credentials,
   now: Date,
-  change: { id: string; mode: 'replace' | 'merge'; set: Record<string, unknown>; remove: string[]; keep: Record<string, string[]> },
+  change: { id: string; mode: 'replace' | 'merge'; set: Record<string, unknown>; remove: string[]; keep: Record<string, string[]>; limits: [number, number] },
   decisions?: AccessDecisions,
 ): Promise<{ authenticated: boolean; updated: boolean }> {
-  const values = [change.mode, change.set, change.remove, change.keep];
+  const values = [change.mode, change.set, change.remove, change.keep, ...change.limits];
   const known = async (epoch: string) => {
     // The UPDATE alone, made only if the epoch is still the one the decision was made under.
     const { rows } = await q.query(
-      `UPDATE elements u SET data = ${newDataSql('$4', '$5', '$6', '$7')}, updated = $2::timestamptz
+      `UPDATE elements u SET data = ${newDataSql('$4', '$5', '$6', '$7', '$8', '$9')}, updated = $2::timestamptz
        WHERE u.id = $1::uuid AND ${EPOCH_SQL} = $3::text
        RETURNING u.id`,
       [change.id, now.toISOString(), epoch, ...values],
@@ -276,7 +276,7 @@ export async function updateDataAs(
          WHERE e.id = $4::uuid AND ${inlineCheck('caller.user_id', 'UPDATE')}
        ),
        upd AS (
-         UPDATE elements u SET data = ${newDataSql('$5', '$6', '$7', '$8')}, updated = $2::timestamptz
+         UPDATE elements u SET data = ${newDataSql('$5', '$6', '$7', '$8', '$9', '$10')}, updated = $2::timestamptz
          FROM target WHERE u.id = target.id
          RETURNING u.id
        )
@@ -291,8 +291,12 @@ export async function updateDataAs(
   return withDecision(decisions, decisionKey(credentials, 'UPDATE', change.id), now, known, decide);
 }
 
-/** The new `data` of row `u` for a PATCH (merge) or PUT (replace), from the parameters holding the change. */
-const newDataSql = (mode: string, set: string, remove: string, keep: string) => `CASE WHEN ${mode}::text = 'merge' THEN (u.data - ${remove}::text[]) || ${set}::jsonb
+/**
+ * The new `data` of row `u` for a PATCH (merge) or PUT (replace), from the parameters holding the change. A merge is
+ * checked against the element limits `maxBytes` and `maxValues` (migration 021): only here is its result known.
+ */
+const newDataSql = (mode: string, set: string, remove: string, keep: string, maxBytes: string, maxValues: string) => `CASE WHEN ${mode}::text = 'merge'
+         THEN trellis_checked_data((u.data - ${remove}::text[]) || ${set}::jsonb, ${maxBytes}::int, ${maxValues}::int)
          ELSE ${set}::jsonb || COALESCE((
            SELECT jsonb_object_agg(kv.key, kv.value) FROM jsonb_each(u.data) kv
            WHERE kv.key IN (SELECT jsonb_array_elements_text(COALESCE(${keep}::jsonb -> u.type, ${keep}::jsonb -> '*')))), '{}'::jsonb)
