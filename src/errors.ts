@@ -87,3 +87,7 @@ export function problemBody(baseUrl: string, slug: ProblemSlug, detail?: string,
 /** Shorthands for the problems thrown most often. */
 export const notFound = () => new Problem('not-found');
 export const badContent = (detail: string, extensions?: ProblemExtensions) => new Problem('bad-content', detail, extensions);
+/** Seconds a client is asked to wait (Retry-After) when the service is short of a resource for the moment. */
+export const RETRY_AFTER_SECONDS = 5;
+export const serviceUnavailable = (detail: string) =>
+  new Problem('service-unavailable', detail, {}, { 'retry-after': String(RETRY_AFTER_SECONDS) });

@@ -22,6 +22,7 @@ import { checkIfMatch, checkWritePreconditions, ifNoneMatchHits, type Conditions
 import type { Elements } from './elements.js';
 import { extensionFromDisposition, parseSha256Digest, parseUploadComplete, parseUploadLength } from './file-headers.js';
 import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
+import { UploadSlots } from './upload-slots.js';
 import { isUuid } from './values.js';
 
 /**
@@ -106,13 +107,18 @@ const isClientAbort = (error: unknown) => {
 };
 
 export class Files {
+  /** Shared with Uploads: direct uploads and resumable ones count against the same cap. */
+  readonly uploadSlots: UploadSlots;
+
   constructor(
     private readonly db: Db,
     private readonly settings: Settings,
     private readonly clock: Clock,
     private readonly blobs: BlobStore,
     private readonly elements: Elements,
-  ) {}
+  ) {
+    this.uploadSlots = new UploadSlots(settings.file.maxConcurrentUploads);
+  }
 
   /**
    * POST (`create`: 409 when a file exists) or PUT (`replace`) of `/<id>/file`. `body` is the request body, read
@@ -140,6 +146,22 @@ export class Files {
     if (announced !== undefined && announced > max) throw tooLarge(max);
     checkFileTarget(await this.elements.require(this.db, caller, id, 'UPDATE'), mode, conditions);
 
+    const release = this.uploadSlots.take();
+    try {
+      await this.store(caller, id, mode, body, conditions, { announced, expected, extension, max });
+    } finally {
+      release();
+    }
+  }
+
+  private async store(
+    caller: Caller,
+    id: string,
+    mode: FileWriteMode,
+    body: AsyncIterable<Uint8Array>,
+    conditions: Conditions,
+    { announced, expected, extension, max }: { announced: number | undefined; expected: Buffer | undefined; extension: string; max: number },
+  ): Promise<void> {
     const temp = await this.receive(body, announced ?? max, max);
     try {
       if (announced !== undefined && temp.size !== announced)

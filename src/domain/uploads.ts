@@ -38,8 +38,6 @@ import { isUuid, newId } from './values.js';
 const LEASE_SECONDS = 60;
 /** How often a running request renews its lease (real time). */
 const RENEW_MS = 15_000;
-/** A body that sends nothing for this long is ended (its bytes kept), so a hanging connection never keeps the lease. */
-const IDLE_MS = 30_000;
 /** Rows per statement in the cleanup job. */
 const CLEANUP_BATCH = 200;
 
@@ -137,14 +135,32 @@ export class Uploads {
       throw new Problem('bad-content', `The first chunk (${contentLength} bytes) is longer than the Upload-Length (${length}).`);
     const target = await this.elements.require(this.db, caller, elementId, 'UPDATE');
     checkFileTarget(target, mode, conditions);
+    // Before the upload exists: a refused start leaves nothing behind.
+    const release = this.files.uploadSlots.take();
+    try {
+      return await this.startTaken(caller, target.id, body, { length, expected, extension }, conditions, control, announce);
+    } finally {
+      release();
+    }
+  }
 
+  private async startTaken(
+    caller: Caller,
+    elementId: string,
+    body: AsyncIterable<Uint8Array>,
+    { length, expected, extension }: { length: number | null; expected: Buffer | null; extension: string },
+    conditions: Conditions,
+    control: RequestControl,
+    announce?: (state: UploadState) => boolean,
+  ): Promise<UploadState> {
+    const limits = this.settings.file;
     const now = this.clock.now();
     const lease = newId();
     let upload;
     try {
       upload = await sql.insertUpload(this.db, {
         id: newId(),
-        elementId: target.id,
+        elementId,
         userId: caller.userId,
         length,
         extension,
@@ -229,29 +245,48 @@ export class Uploads {
     try {
       if (preempted) upload = await this.usable(caller, id, true);
       if (provided !== upload.offset) throw offsetMismatch(upload, provided, this.stateOf(upload));
-      const lease = newId();
-      const leased = await sql.takeLease(this.db, upload.id, caller.userId, provided, lease, this.clock.now(), this.leaseUntil());
-      if (!leased) {
-        const current = await this.usable(caller, id, true);
-        if (current.offset !== provided) throw offsetMismatch(current, provided, this.stateOf(current));
-        throw inProgress(
-          new Problem('conflict', 'Another request is appending to this upload right now; ask for the offset (HEAD) and go on from there.', {
-            'expected-offset': current.offset,
-            'provided-offset': provided,
-          }),
-          this.stateOf(current),
-        );
-      }
-      const renewal = this.keepLease(leased.id, lease, control);
+      // After a stalled request to this upload was ended (enter), so that its slot is free again.
+      const release = this.files.uploadSlots.take();
       try {
-        await this.checkStored(caller, leased, lease);
-        return await this.appendLeased(caller, leased, lease, body, { complete, requestLength, contentLength, expected }, control, renewal);
+        return await this.appendEntered(caller, id, upload, provided, body, { complete, requestLength, contentLength, expected }, control);
       } finally {
-        renewal.stop();
-        await sql.releaseLease(this.db, leased.id, lease); // a no-op once committed, completed or reset
+        release();
       }
     } finally {
       leave();
+    }
+  }
+
+  /** The append, once this request is the one at work on the upload here and holds an upload slot. */
+  private async appendEntered(
+    caller: Caller,
+    id: string,
+    upload: sql.UploadAccess,
+    provided: number,
+    body: AsyncIterable<Uint8Array>,
+    request: { complete: boolean; requestLength: number | null; contentLength: number | undefined; expected: Buffer | null },
+    control: RequestControl,
+  ): Promise<AppendResult> {
+    const lease = newId();
+    const leased = await sql.takeLease(this.db, upload.id, caller.userId, provided, lease, this.clock.now(), this.leaseUntil());
+    if (!leased) {
+      const current = await this.usable(caller, id, true);
+      if (current.offset !== provided) throw offsetMismatch(current, provided, this.stateOf(current));
+      throw inProgress(
+        new Problem('conflict', 'Another request is appending to this upload right now; ask for the offset (HEAD) and go on from there.', {
+          'expected-offset': current.offset,
+          'provided-offset': provided,
+        }),
+        this.stateOf(current),
+      );
+    }
+    const renewal = this.keepLease(leased.id, lease, control);
+    try {
+      await this.checkStored(caller, leased, lease);
+      return await this.appendLeased(caller, leased, lease, body, request, control, renewal);
+    } finally {
+      renewal.stop();
+      await sql.releaseLease(this.db, leased.id, lease); // a no-op once committed, completed or reset
     }
   }
 
@@ -474,22 +509,15 @@ export class Uploads {
     control: RequestControl,
     check?: (size: number) => void,
   ): Promise<number> {
-    const idle = setTimeout(control.abort, IDLE_MS);
-    idle.unref();
-    try {
-      const appended = await this.blobs.append(upload.id, upload.offset, body, {
-        maxBytes,
-        keepPartial: true,
-        check,
-        observe: (chunk) => {
-          idle.refresh();
-          hash.update(chunk);
-        },
-      });
-      return appended.size;
-    } finally {
-      clearTimeout(idle);
-    }
+    // A body that stalls or crawls is cut off by the HTTP layer (body-watch.ts), and its bytes are kept like those
+    // of any body that breaks off: a hanging connection never keeps the lease for long.
+    const appended = await this.blobs.append(upload.id, upload.offset, body, {
+      maxBytes,
+      keepPartial: true,
+      check,
+      observe: (chunk) => hash.update(chunk),
+    });
+    return appended.size;
   }
 
   /** The hash of the first `offset` stored bytes, read back once (this instance had no live hash for them). */

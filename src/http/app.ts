@@ -6,6 +6,7 @@ import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
 import type { Services } from '../services.js';
 import { COMMON_HEADERS } from './headers.js';
+import { guardConnections } from './body-watch.js';
 import { installJsonBodyParser } from './json-body.js';
 import { requestLogger } from './request-logger.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
@@ -34,6 +35,9 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
     exposeHeadRoutes: true,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    // No limit on the whole request: it would cut a large upload that moves steadily. Slow bodies are cut by
+    // body-watch.ts instead; headers still have Node's headersTimeout (60 s), idle keep-alive Fastify's 72 s.
+    requestTimeout: 0,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     // Errors Fastify raises before any route or hook runs: problem details with the common headers too.
     frameworkErrors: (error, request, reply) => {
@@ -47,6 +51,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(TypeBoxValidatorCompiler);
   answerConnect(app);
+  guardConnections(app, config.settings.server);
   // Routed so that an element can answer them 501 (resource.ts); Node's parser knows them. Bodyless: Fastify never
   // parses a body of theirs (they are refused before any would be wanted).
   for (const method of WEBDAV_METHODS) app.addHttpMethod(method);
@@ -67,6 +72,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   app.setErrorHandler(async (error, request, reply) => {
     const { problem, unexpected } = toProblem(error);
     if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'unexpected error');
+    else if (problem.status === 503) request.log.warn({ err: error, method: request.method, url: request.url }, 'service unavailable');
     // A body Fastify could not parse fails before the handler authenticates; bad credentials still answer 401
     // first (spec "Authentication" 3), so only this error path pays for the lookup.
     if (!unexpected && !(error instanceof Problem) && request.routeOptions.config.authorization !== 'ignored') {

@@ -1,6 +1,6 @@
 // The one error handler: renders every failure as application/problem+json from the catalogue in src/errors.ts.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { Problem, problemBody, type ProblemSlug } from '../errors.js';
+import { Problem, problemBody, serviceUnavailable, type ProblemSlug } from '../errors.js';
 import type { Socket } from 'node:net';
 import { baseUrlOf, COMMON_HEADERS } from './headers.js';
 
@@ -9,6 +9,9 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 /** Maps framework errors (body parsing, schema validation) to the catalogue; everything unknown is a 500. */
 export function toProblem(error: unknown): { problem: Problem; unexpected: boolean } {
   if (error instanceof Problem) return { problem: error, unexpected: false };
+  // The process ran out of file descriptors (or the system did): the request may well succeed a little later.
+  if (outOfDescriptors(error))
+    return { problem: serviceUnavailable('The server has too many open files right now; nothing was changed.'), unexpected: false };
   const e = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (e && e.validation) return { problem: new Problem('bad-content', `Invalid ${e.validationContext ?? 'request'}: ${e.message}`), unexpected: false };
   const code = typeof e?.code === 'string' ? e.code : '';
@@ -25,6 +28,15 @@ export function toProblem(error: unknown): { problem: Problem; unexpected: boole
     return { problem: new Problem(slug, e.message), unexpected: false };
   }
   return { problem: new Problem('internal-server-error'), unexpected: true };
+}
+
+/** EMFILE/ENFILE, also as the cause of another error (a stream that failed to open its file). */
+function outOfDescriptors(error: unknown): boolean {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EMFILE' || code === 'ENFILE') return true;
+  }
+  return false;
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem, baseUrl: string | null): FastifyReply {
