@@ -1,0 +1,135 @@
+// Descriptor exhaustion (issue 30 item 4): a service process that has run out of file descriptors answers file
+// requests with 503 and Retry-After instead of 500, leaves nothing behind, and serves them again once descriptors are
+// free. The exhaustion is real: a child server process under a lowered descriptor limit opens descriptors until
+// EMFILE (test/helpers/fd-server.ts).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { backendsUnderTest } from '../helpers/harness.js';
+import { noise } from './fixtures.js';
+
+const ENTRY = fileURLToPath(new URL('../helpers/fd-server.ts', import.meta.url));
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p));
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+for (const backend of backendsUnderTest()) {
+  describe(`descriptor exhaustion [${backend}]`, () => {
+    let child: ChildProcess;
+    let lines: AsyncIterator<string>;
+    let url = '';
+    let dataDir = '';
+    let dropDb: () => Promise<void> = async () => {};
+    // One connection, opened before the descriptors run out and reused after: a new one could not be accepted then.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+    const next = async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+    const send = (method: string, path: string, headers: Record<string, string> = {}, body?: Buffer) =>
+      new Promise<Answer>((resolve, reject) => {
+        const req = http.request(`${url}${path}`, { method, agent, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } });
+        req.on('response', (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const json = (path: string, body: unknown, token?: string) =>
+      send('POST', path, { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, Buffer.from(JSON.stringify(body)));
+
+    beforeAll(async () => {
+      dataDir = await mkdtemp(join(tmpdir(), 'trellis-fd-'));
+      const env: Record<string, string> = {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        DATA_DIR: dataDir,
+        TRELLIS_TEST_SETTINGS: JSON.stringify({ database: { poolSize: 2 } }),
+      };
+      if (backend === 'postgres') {
+        const adminUrl = inject('pgUrl') as string;
+        const name = `trellis_fd_${randomBytes(6).toString('hex')}`;
+        const admin = new pg.Client({ connectionString: adminUrl });
+        await admin.connect();
+        await admin.query(`CREATE DATABASE ${name}`);
+        await admin.end();
+        const dbUrl = new URL(adminUrl);
+        dbUrl.pathname = `/${name}`;
+        env.DATABASE_URL = dbUrl.toString();
+        dropDb = async () => {
+          const c = new pg.Client({ connectionString: adminUrl });
+          await c.connect();
+          await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+          await c.end();
+        };
+      }
+      const node = [process.execPath, '--import', TSX, ENTRY];
+      const [command, ...args] = PRLIMIT ? [PRLIMIT, '--nofile=4096:4096', ...node] : node;
+      child = spawn(command!, args, { env, stdio: ['pipe', 'pipe', 'inherit'] });
+      lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+      url = (await next()).url as string;
+    }, 120_000);
+
+    afterAll(async () => {
+      agent.destroy();
+      if (child && child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.stdin!.end();
+        child.kill('SIGTERM');
+        await exited;
+      }
+      await dropDb();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+
+    it('file requests answer 503 with Retry-After while no descriptor is left, and succeed once there are', async () => {
+      const identifier = 'alice@fd.dev';
+      const password = 'correct horse battery staple';
+      expect((await json('/register', { type: 'User', uniqueUserIdentifier: identifier, password })).status).toBe(201);
+      const token = JSON.parse((await json('/token', { type: 'Token', uniqueUserIdentifier: identifier, password })).body).token as string;
+      const auth = { authorization: `Bearer ${token}` };
+      const created = await json('/', { type: 'Doc' }, token);
+      const id = created.headers.location!.slice(1);
+      const other = (await json('/', { type: 'Doc' }, token)).headers.location!.slice(1);
+      const bytes = noise(4096, 81);
+      expect((await send('PUT', `/${id}/file`, { ...auth, 'upload-complete': '?1' }, bytes)).status).toBe(201);
+      // Warm up: the download path (and the embedded database's files) once before the descriptors run out.
+      expect((await send('GET', `/${id}/file`, auth)).status).toBe(200);
+
+      child.stdin!.write('exhaust\n');
+      expect((await next()).exhausted).toBeGreaterThan(0);
+
+      const download = await send('GET', `/${id}/file`, auth);
+      expect(download.status).toBe(503);
+      expect(download.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
+      expect(JSON.parse(download.body)).toMatchObject({ type: `${url}/error/503/service-unavailable`, status: 503 });
+
+      const upload = await send('PUT', `/${other}/file`, { ...auth, 'upload-complete': '?1' }, noise(1024, 82));
+      expect(upload.status).toBe(503);
+      expect(upload.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
+
+      child.stdin!.write('release\n');
+      expect((await next()).released).toBe(true);
+      expect(readdirSync(join(dataDir, 'files', 'tmp'))).toEqual([]);
+      const again = await send('GET', `/${id}/file`, auth);
+      expect(again.status).toBe(200);
+      expect(Buffer.from(again.body, 'latin1').length).toBeGreaterThan(0);
+      expect((await send('GET', `/${other}/file`, auth)).status).toBe(404);
+    });
+  });
+}
