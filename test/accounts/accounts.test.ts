@@ -43,19 +43,19 @@ describeBackends('accounts', (h) => {
   it('rejects bad registrations precisely and stores nothing', async () => {
     const before = (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
     const cases: [unknown, number, string][] = [
-      [{ type: 'User', password: 'x' }, 400, 'missing-property'],
+      [{ type: 'User', password: 'long enough' }, 400, 'missing-property'],
       [{ type: 'User', uniqueUserIdentifier: 'b@x.dev' }, 400, 'missing-property'],
-      [{ uniqueUserIdentifier: 'b@x.dev', password: 'x' }, 400, 'missing-property'],
-      [{ type: 'Token', uniqueUserIdentifier: 'b@x.dev', password: 'x' }, 400, 'bad-content'],
-      [{ type: 'User', uniqueUserIdentifier: 42, password: 'x' }, 400, 'bad-content'],
-      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'x', data: { email: 'other@x.dev' } }, 400, 'forbidden-property'],
-      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'x', data: { _passwordHash: 'x' } }, 400, 'forbidden-property'],
-      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'x', data: { created: 'x' } }, 400, 'forbidden-property'],
+      [{ uniqueUserIdentifier: 'b@x.dev', password: 'long enough' }, 400, 'missing-property'],
+      [{ type: 'Token', uniqueUserIdentifier: 'b@x.dev', password: 'long enough' }, 400, 'bad-content'],
+      [{ type: 'User', uniqueUserIdentifier: 42, password: 'long enough' }, 400, 'bad-content'],
+      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'long enough', data: { email: 'other@x.dev' } }, 400, 'forbidden-property'],
+      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'long enough', data: { _passwordHash: 'x' } }, 400, 'forbidden-property'],
+      [{ type: 'User', uniqueUserIdentifier: 'b@x.dev', password: 'long enough', data: { created: 'x' } }, 400, 'forbidden-property'],
       [[1, 2], 400, 'bad-content'],
       // Longer than an identifier may be (PostgreSQL's unique index takes about 2,700 bytes).
       // (random, since PostgreSQL compresses a repetitive one enough to fit)
-      [{ type: 'User', uniqueUserIdentifier: randomBytes(3000).toString('base64'), password: 'x' }, 400, 'bad-content'],
-      [{ type: 'User', uniqueUserIdentifier: 'é'.repeat(513), password: 'x' }, 400, 'bad-content'],
+      [{ type: 'User', uniqueUserIdentifier: randomBytes(3000).toString('base64'), password: 'long enough' }, 400, 'bad-content'],
+      [{ type: 'User', uniqueUserIdentifier: 'é'.repeat(513), password: 'long enough' }, 400, 'bad-content'],
     ];
     for (const [body, status, slug] of cases) {
       const res = await register(h(), body);
@@ -71,7 +71,7 @@ describeBackends('accounts', (h) => {
   });
 
   it('gives one 201 and one reserved-identifier for two concurrent registrations of one identifier', async () => {
-    const body = { type: 'User', uniqueUserIdentifier: 'race@example.dev', password: 'pw' };
+    const body = { type: 'User', uniqueUserIdentifier: 'race@example.dev', password: 'pw-long-enough' };
     const results = await Promise.all([register(h(), body), register(h(), body), register(h(), body)]);
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 400, 400]);
@@ -80,8 +80,46 @@ describeBackends('accounts', (h) => {
     expect(rows[0]!.n).toBe(1);
   });
 
+  it('treats e-mail identifiers without regard to case: one account per address, stored as registered', async () => {
+    const first = await register(h(), { type: 'User', uniqueUserIdentifier: 'Mixed.Case@Example.dev', password: 'mixed-secret' });
+    expect(first.status).toBe(201);
+    for (const spelling of ['mixed.case@example.dev', 'MIXED.CASE@EXAMPLE.DEV']) {
+      const again = await register(h(), { type: 'User', uniqueUserIdentifier: spelling, password: 'other-secret' });
+      expect(again.status, spelling).toBe(400);
+      expect(again.json.type).toBe(`${h().url}/error/400/reserved-identifier`);
+    }
+    for (const spelling of ['Mixed.Case@Example.dev', 'mixed.case@example.dev', 'MIXED.CASE@example.DEV']) {
+      const tok = await login(h(), spelling, 'mixed-secret');
+      expect(tok.status, spelling).toBe(201);
+      const me = await h().request('GET', '/me', { token: tok.json.token });
+      expect(me.json).toMatchObject({ id: first.headers.get('location')!.slice(1), data: { email: 'Mixed.Case@Example.dev' } });
+    }
+    expect((await h().request('POST', '/change-password', { body: changeBody('mixed.case@EXAMPLE.dev', 'mixed-secret', 'mixed-secret-2') })).status).toBe(204);
+    expect((await login(h(), 'Mixed.Case@Example.dev', 'mixed-secret-2')).status).toBe(201);
+    // Identifiers that are not e-mail addresses keep their case.
+    await h().services.accounts.createUser('Operator', 'operator-secret');
+    await h().services.accounts.createUser('operator', 'operator-secret-2');
+    expect((await login(h(), 'OPERATOR', 'operator-secret')).status).toBe(401);
+    expect((await login(h(), 'operator', 'operator-secret-2')).status).toBe(201);
+  });
+
+  it('refuses passwords shorter than register.minPasswordLength (8 characters) at register and change-password', async () => {
+    const short = await register(h(), { type: 'User', uniqueUserIdentifier: 'short@example.dev', password: 'seven77' });
+    expect(short.status).toBe(400);
+    expect(short.json.type).toBe(`${h().url}/error/400/bad-content`);
+    expect(short.json.detail).toContain("'password'");
+    // Characters, not UTF-16 units: seven emoji are fourteen units but too short; eight are enough.
+    expect((await register(h(), { type: 'User', uniqueUserIdentifier: 'short@example.dev', password: '😀'.repeat(7) })).status).toBe(400);
+    expect((await register(h(), { type: 'User', uniqueUserIdentifier: 'short@example.dev', password: '😀'.repeat(8) })).status).toBe(201);
+    const change = await h().request('POST', '/change-password', { body: changeBody('short@example.dev', '😀'.repeat(8), 'seven77') });
+    expect(change.status).toBe(400);
+    expect(change.json.type).toBe(`${h().url}/error/400/bad-content`);
+    expect(change.json.detail).toContain("'newPassword'");
+    expect((await login(h(), 'short@example.dev', '😀'.repeat(8))).status).toBe(201);
+  });
+
   it('answers 401 for a wrong password and for an unknown user, with the same body', async () => {
-    await userWithToken(h(), 'bob@example.dev', 'pw-bob');
+    await userWithToken(h(), 'bob@example.dev', 'pw-bob-secret');
     const wrong = await login(h(), 'bob@example.dev', 'nope');
     const unknown = await login(h(), 'nobody@example.dev', 'nope');
     expect(wrong.status).toBe(401);
@@ -90,8 +128,8 @@ describeBackends('accounts', (h) => {
   });
 
   it('clamps the token lifetime and expires tokens by the clock', async () => {
-    const { token } = await userWithToken(h(), 'carol@example.dev', 'pw');
-    const short = await login(h(), 'carol@example.dev', 'pw', { lifetimeInSeconds: 1 });
+    const { token } = await userWithToken(h(), 'carol@example.dev', 'pw-long-enough');
+    const short = await login(h(), 'carol@example.dev', 'pw-long-enough', { lifetimeInSeconds: 1 });
     const info = await h().request('GET', '/token', { token: short.json.token });
     expect(info.status).toBe(200);
     expect(info.json.type).toBe('Token');
@@ -158,38 +196,38 @@ describeBackends('accounts', (h) => {
   });
 
   it('changes passwords from the body alone: 204, no token needed, one sent is ignored, even an invalid one', async () => {
-    const { identifier } = await userWithToken(h(), 'erin@example.dev', 'old-pw');
-    const ok = await h().request('POST', '/change-password', { body: changeBody(identifier, 'old-pw', 'new-pw') });
+    const { identifier } = await userWithToken(h(), 'erin@example.dev', 'old-password');
+    const ok = await h().request('POST', '/change-password', { body: changeBody(identifier, 'old-password', 'new-password') });
     expect(ok.status).toBe(204);
     expect(ok.text).toBe('');
-    expect((await login(h(), identifier, 'old-pw')).status).toBe(401);
-    expect((await login(h(), identifier, 'new-pw')).status).toBe(201);
+    expect((await login(h(), identifier, 'old-password')).status).toBe(401);
+    expect((await login(h(), identifier, 'new-password')).status).toBe(201);
     for (const authorization of ['Bearer garbage', 'Bearer secret-token:1234567890ABCDEFabcdef', 'Basic abc']) {
-      const again = await h().request('POST', '/change-password', { headers: { authorization }, body: changeBody(identifier, 'new-pw', 'newer-pw') });
+      const again = await h().request('POST', '/change-password', { headers: { authorization }, body: changeBody(identifier, 'new-password', 'newer-password') });
       expect(again.status, authorization).toBe(204);
-      expect((await h().request('POST', '/change-password', { body: changeBody(identifier, 'newer-pw', 'new-pw') })).status).toBe(204);
+      expect((await h().request('POST', '/change-password', { body: changeBody(identifier, 'newer-password', 'new-password') })).status).toBe(204);
     }
     // Another user's valid token changes nothing about whose password is changed: the body names the user.
-    const other = await userWithToken(h(), 'erin-other@example.dev', 'other-pw');
-    const withOther = await h().request('POST', '/change-password', { token: other.token, body: changeBody(identifier, 'new-pw', 'third-pw') });
+    const other = await userWithToken(h(), 'erin-other@example.dev', 'other-password');
+    const withOther = await h().request('POST', '/change-password', { token: other.token, body: changeBody(identifier, 'new-password', 'third-password') });
     expect(withOther.status).toBe(204);
-    expect((await login(h(), identifier, 'third-pw')).status).toBe(201);
-    expect((await login(h(), other.identifier, 'other-pw')).status).toBe(201);
+    expect((await login(h(), identifier, 'third-password')).status).toBe(201);
+    expect((await login(h(), other.identifier, 'other-password')).status).toBe(201);
   });
 
   it('checks the body first (each property named), then the identifier (401), then the current password (401)', async () => {
-    const { identifier } = await userWithToken(h(), 'order@example.dev', 'old-pw');
+    const { identifier } = await userWithToken(h(), 'order@example.dev', 'old-password');
     const refuse = async (body: unknown, status: number, slug: string, names?: string, headers: Record<string, string> = {}) => {
       const res = await h().request('POST', '/change-password', { body, headers });
       expect(res.status, JSON.stringify(body)).toBe(status);
       expect(res.json.type, JSON.stringify(body)).toMatch(new RegExp(`/error/${status}/${slug}$`));
       if (names) expect(res.json.detail, JSON.stringify(body)).toContain(`'${names}'`);
     };
-    const valid = changeBody(identifier, 'old-pw', 'new-pw');
+    const valid = changeBody(identifier, 'old-password', 'new-password');
     await refuse([valid], 400, 'bad-content');
     // type: missing (as everywhere, missing-property) or wrong (bad-content); it comes first.
     await refuse({ ...valid, type: undefined, uniqueUserIdentifier: undefined }, 400, 'missing-property', 'type');
-    await refuse({ ...valid, type: 'Token', newPassword: 'old-pw' }, 400, 'bad-content', 'type');
+    await refuse({ ...valid, type: 'Token', newPassword: 'old-password' }, 400, 'bad-content', 'type');
     // Then each of the three strings, in order, whatever the identifier names.
     for (const [key, later] of [['uniqueUserIdentifier', 'currentPassword'], ['currentPassword', 'newPassword'], ['newPassword', null]] as const) {
       const laterBroken = later ? { [later]: 7 } : {};
@@ -200,32 +238,32 @@ describeBackends('accounts', (h) => {
       await refuse({ ...valid, [key]: ['x'], ...laterBroken }, 400, 'bad-content', key);
     }
     // A new password equal to the current one, before the user is looked up (also for an unknown identifier).
-    await refuse(changeBody(identifier, 'old-pw', 'old-pw'), 400, 'bad-content', 'newPassword');
+    await refuse(changeBody(identifier, 'old-password', 'old-password'), 400, 'bad-content', 'newPassword');
     await refuse(changeBody('nobody@example.dev', 'x', 'x'), 400, 'bad-content', 'newPassword');
     // A body error with an invalid token is still the body's 400: the header plays no part.
-    await refuse(changeBody(identifier, 'old-pw', 'old-pw'), 400, 'bad-content', 'newPassword', { authorization: 'Bearer garbage' });
+    await refuse(changeBody(identifier, 'old-password', 'old-password'), 400, 'bad-content', 'newPassword', { authorization: 'Bearer garbage' });
     const malformed = await h().request('POST', '/change-password', {
       raw: '{"type":', headers: { 'content-type': 'application/json', authorization: 'Bearer garbage' },
     });
     expect(malformed.status).toBe(400);
     // Unknown identifier and wrong password: the same 401, same body.
-    const unknown = await h().request('POST', '/change-password', { body: changeBody('nobody@example.dev', 'old-pw', 'new-pw') });
-    const wrong = await h().request('POST', '/change-password', { body: changeBody(identifier, 'nope', 'new-pw') });
+    const unknown = await h().request('POST', '/change-password', { body: changeBody('nobody@example.dev', 'old-password', 'new-password') });
+    const wrong = await h().request('POST', '/change-password', { body: changeBody(identifier, 'nope', 'new-password') });
     expect(unknown.status).toBe(401);
     expect(wrong.status).toBe(401);
     expect(unknown.json).toEqual(wrong.json);
-    expect((await login(h(), identifier, 'old-pw')).status).toBe(201);
+    expect((await login(h(), identifier, 'old-password')).status).toBe(201);
   });
 
   it("revokes every token of the user on a password change, and no one else's", async () => {
-    const erin = await userWithToken(h(), 'revoke@example.dev', 'old-pw');
-    const second = (await login(h(), erin.identifier, 'old-pw')).json.token as string;
+    const erin = await userWithToken(h(), 'revoke@example.dev', 'old-password');
+    const second = (await login(h(), erin.identifier, 'old-password')).json.token as string;
     const bystander = await userWithToken(h(), 'bystander@example.dev');
     const doc = await createElement(h(), erin.token, { type: 'Doc' });
     // Read once, so that the decision is remembered (access-decisions.ts) and must be forgotten.
     expect((await h().request('GET', `/${doc}`, { token: erin.token })).status).toBe(200);
     expect((await h().request('GET', `/${doc}`, { token: second })).status).toBe(200);
-    expect((await h().request('POST', '/change-password', { body: changeBody(erin.identifier, 'old-pw', 'new-pw') })).status).toBe(204);
+    expect((await h().request('POST', '/change-password', { body: changeBody(erin.identifier, 'old-password', 'new-password') })).status).toBe(204);
     for (const token of [erin.token, second]) {
       expect((await h().request('GET', `/${doc}`, { token })).status).toBe(401);
       expect((await h().request('GET', '/me', { token })).status).toBe(401);
@@ -237,7 +275,7 @@ describeBackends('accounts', (h) => {
     expect(rows.map((r) => r.state)).toEqual(['REVOKED', 'REVOKED']);
     expect(await activeTokens(h().db, { userIds: [erin.id], now: h().clock.now() })).toEqual([]);
     // A token obtained with the new password works.
-    const fresh = (await login(h(), erin.identifier, 'new-pw')).json.token as string;
+    const fresh = (await login(h(), erin.identifier, 'new-password')).json.token as string;
     expect((await h().request('GET', `/${doc}`, { token: fresh })).status).toBe(200);
   });
 
@@ -293,14 +331,14 @@ describeBackends('anonymous user', (h) => {
     // or the header; a body error still comes first.
     for (const [currentPassword, authorization] of [['pw', undefined], ['wrong', undefined], ['pw', 'Bearer garbage']] as const) {
       const change = await h().request('POST', '/change-password', {
-        body: changeBody('anonymous@localhost.dev', currentPassword, 'x'),
+        body: changeBody('anonymous@localhost.dev', currentPassword, 'x-long-enough'),
         headers: authorization ? { authorization } : {},
       });
       expect(change.status).toBe(403);
       expect(change.json.type).toMatch(/\/error\/403\/forbidden$/);
     }
     expect((await h().request('POST', '/change-password', { body: changeBody('anonymous@localhost.dev', 'pw', 'pw') })).status).toBe(400);
-    expect((await h().request('POST', '/change-password', { body: changeBody('nobody@localhost.dev', 'pw', 'x') })).status).toBe(401);
+    expect((await h().request('POST', '/change-password', { body: changeBody('nobody@localhost.dev', 'pw', 'x-long-enough') })).status).toBe(401);
     expect((await login(h(), 'anonymous@localhost.dev', 'pw')).status).toBe(201);
     // The anonymous user can create data.
     const created = await h().request('POST', '/', { body: { type: 'Note', data: { text: 'public' } } });
@@ -318,23 +356,26 @@ describeBackends('anonymous user', (h) => {
 
 describeBackends('registration settings', (h) => {
   it('validates identifiers with the configured pattern and stores them under the configured key', async () => {
-    const bad = await register(h(), { type: 'User', uniqueUserIdentifier: 'Not Valid', password: 'x' });
+    const bad = await register(h(), { type: 'User', uniqueUserIdentifier: 'Not Valid', password: 'long enough' });
     expect(bad.status).toBe(400);
     expect(bad.json.type).toMatch(/bad-content$/);
-    const ok = await register(h(), { type: 'User', uniqueUserIdentifier: 'valid_name', password: 'x' });
+    const ok = await register(h(), { type: 'User', uniqueUserIdentifier: 'valid_name', password: 'long enough' });
+    // register.minPasswordLength is configurable (3 here).
+    expect((await register(h(), { type: 'User', uniqueUserIdentifier: 'tiny_pw', password: 'abc' })).status).toBe(201);
+    expect((await register(h(), { type: 'User', uniqueUserIdentifier: 'tinier_pw', password: 'ab' })).status).toBe(400);
     expect(ok.status).toBe(201);
-    const { token } = (await login(h(), 'valid_name', 'x')).json;
+    const { token } = (await login(h(), 'valid_name', 'long enough')).json;
     const me = await h().request('GET', '/me', { token });
     expect(me.json.data.username).toBe('valid_name');
-    const forbidden = await register(h(), { type: 'User', uniqueUserIdentifier: 'other_name', password: 'x', data: { username: 'z' } });
+    const forbidden = await register(h(), { type: 'User', uniqueUserIdentifier: 'other_name', password: 'long enough', data: { username: 'z' } });
     expect(forbidden.status).toBe(400);
     expect(forbidden.json.type).toMatch(/forbidden-property$/);
   });
-}, { settings: { register: { uniqueIdentifier: 'username', uniqueIdentifierRegex: '^[a-z_]+$' } } });
+}, { settings: { register: { uniqueIdentifier: 'username', uniqueIdentifierRegex: '^[a-z_]+$', minPasswordLength: 3 } } });
 
 describeBackends('registration disabled', (h) => {
   it('answers 403', async () => {
-    const res = await register(h(), { type: 'User', uniqueUserIdentifier: 'x@y.z', password: 'x' });
+    const res = await register(h(), { type: 'User', uniqueUserIdentifier: 'x@y.z', password: 'long enough' });
     expect(res.status).toBe(403);
     expect(res.json.type).toMatch(/\/error\/403\/forbidden$/);
   });
