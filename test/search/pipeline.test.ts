@@ -300,4 +300,7 @@ describeBackends('search pipeline', (h) => {
       expect((await h().request('GET', `/${lily}`, { token: t })).status).toBe(200);
     });
   });
-});
+},
+// Huge elements (more than the default element limits allow, as a backup or raised limits may bring) are part of
+// what the search must handle.
+{ settings: { element: { maxDataSizeInBytes: 8 * 1024 * 1024, maxValues: 100_000 } } });

@@ -756,4 +756,7 @@ describeBackends('search engine', (h) => {
       expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
     });
   });
-});
+},
+// Huge elements (more than the default element limits allow, as a backup or raised limits may bring) are part of
+// what the search must handle.
+{ settings: { element: { maxDataSizeInBytes: 8 * 1024 * 1024, maxValues: 100_000 } } });

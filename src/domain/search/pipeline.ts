@@ -5,7 +5,10 @@
 import { performance } from 'node:perf_hooks';
 import type { Settings } from '../../config/schema.js';
 import { badContent } from '../../errors.js';
-import type { Db } from '../../storage/db.js';
+import type { Db, Queryable } from '../../storage/db.js';
+
+/** The SQLSTATE of a statement cancelled by statement_timeout. */
+const QUERY_CANCELED = '57014';
 import { runCypherPaths } from '../../storage/queries/cypher.js';
 import { readableElements } from '../../storage/queries/hydration.js';
 import { runSearchEngine } from '../../storage/queries/search-engine.js';
@@ -83,6 +86,24 @@ export class Search {
   /** Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`. */
   async run(userId: string, body: unknown): Promise<string> {
     const request = parseRequest(body);
+    if (this.db.kind !== 'postgres') return this.runSteps(this.db, userId, request);
+    // On a server every statement of the search runs under the search's time budget (statement_timeout, local to
+    // this transaction), so that no query a client can write holds a connection and its CPU for long. The embedded
+    // database has no timers to cancel a statement with (SECURITY.md).
+    const budget = this.settings.search.statementTimeoutInSeconds;
+    try {
+      return await this.db.transaction(async (tx) => {
+        await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [`${budget}s`], 'search_budget');
+        return this.runSteps(tx, userId, request);
+      });
+    } catch (error) {
+      if ((error as { code?: string })?.code === QUERY_CANCELED)
+        throw badContent(`The search ran longer than its budget of ${budget} s per statement (search.statementTimeoutInSeconds); narrow it down.`);
+      throw error;
+    }
+  }
+
+  private async runSteps(q: Queryable, userId: string, request: SearchRequest): Promise<string> {
     const outputs: StepOutput[] = [];
     const debug: DebugEntry[] = [];
     let results: Hydrated = new Hydrated([], []);
@@ -96,7 +117,7 @@ export class Search {
     for (const step of steps) {
       const parameters: JsonObject = { ...request.parameters, ...step.parameters, stepResults: outputs.map(stepResult) };
       const start = nowSeconds();
-      const { output, fields } = await this.runStep(userId, step, parameters, outputs.at(-1) ?? null);
+      const { output, fields } = await this.runStep(q, userId, step, parameters, outputs.at(-1) ?? null);
       const end = nowSeconds();
       outputs.push(output);
       if (output.kind === 'hydration') results = output.value;
@@ -118,27 +139,27 @@ export class Search {
     return this.settings.expression;
   }
 
-  private async runStep(userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<StepRun> {
+  private async runStep(q: Queryable, userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<StepRun> {
     switch (step.kind) {
       case 'search-engine': {
         const query = resolveExpressions(step.query, parameters, this.expressions);
         if (!isObject(query))
           throw badContent(`steps[${step.index}].query must be a query DSL object (or an expression yielding one).`);
-        const { output, combinedQuery } = await runSearchEngine(this.db, userId, query, engineOptions(step, parameters));
+        const { output, combinedQuery } = await runSearchEngine(q, userId, query, engineOptions(step, parameters));
         return { output: { kind: 'search-engine', value: output }, fields: { indices: '*', combinedQuery } };
       }
       case 'cypher': {
         if (typeof step.query !== 'string' || step.query.trim() === '')
           throw badContent(`steps[${step.index}].query must be a Cypher query string.`);
-        const paths = await runCypherPaths(this.db, userId, step.query, parameters);
+        const paths = await runCypherPaths(q, userId, step.query, parameters);
         return { output: { kind: 'cypher', value: paths }, fields: {} };
       }
       case 'hydration':
-        return this.hydrate(userId, step, parameters, previous);
+        return this.hydrate(q, userId, step, parameters, previous);
     }
   }
 
-  private async hydrate(userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<StepRun> {
+  private async hydrate(q: Queryable, userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<StepRun> {
     const requested =
       step.query === null || step.query === undefined ? idsOf(step, previous) : explicitIds(step, parameters, this.expressions);
     // Duplicates are dropped, keeping the first occurrence (and so the requested order).
@@ -146,7 +167,7 @@ export class Search {
     const redundant = requested.length - ids.length;
     if (ids.length > MAX_HYDRATED)
       throw badContent(`steps[${step.index}] would hydrate ${ids.length} elements; at most ${MAX_HYDRATED} are allowed.`);
-    const rows = await readableElements(this.db, userId, ids);
+    const rows = await readableElements(q, userId, ids);
     const byId = new Map(rows.map((row) => [row.id, row.body]));
     const found = ids.filter((id) => byId.has(id));
     const elements = new Hydrated(found, found.map((id) => byId.get(id)!));
@@ -165,7 +186,13 @@ const nowSeconds = () => Math.round((performance.timeOrigin + performance.now())
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function parseRequest(body: unknown): { steps: Step[]; debug: boolean; parameters: JsonObject } {
+interface SearchRequest {
+  steps: Step[];
+  debug: boolean;
+  parameters: JsonObject;
+}
+
+function parseRequest(body: unknown): SearchRequest {
   if (!isObject(body)) throw badContent('The request body must be a JSON object with `steps`.');
   for (const key of Object.keys(body))
     if (!['steps', 'debug', 'parameters'].includes(key)) throw badContent(`Unknown property '${key}' in the search request.`);
