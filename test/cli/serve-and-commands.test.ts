@@ -68,21 +68,25 @@ describe('trellis serve (embedded PGlite)', () => {
   });
 
   it('user:create and token:revoke run through the running server', async () => {
-    const created = await runCli(['user:create', 'cli@example.dev', 'pw-cli', '--name', 'CLI User'], { DATA_DIR: dataDir });
+    const created = await runCli(['user:create', 'cli@example.dev', 'pw-cli-secret', '--name', 'CLI User'], { DATA_DIR: dataDir });
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
     const id = created.stdout.trim();
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
-    const t = await token(url, 'cli@example.dev', 'pw-cli');
+    const t = await token(url, 'cli@example.dev', 'pw-cli-secret');
     const me = await fetch(`${url}/me`, { headers: { authorization: `Bearer ${t}` } });
     expect(((await me.json()) as { id: string; data: { name: string } })).toMatchObject({ id, data: { name: 'CLI User' } });
     const dup = await runCli(['user:create', 'cli@example.dev', 'x'], { DATA_DIR: dataDir });
     expect(dup.code).toBe(1);
+    // A password shorter than register.minPasswordLength: a warning, and the user is created all the same.
+    const short = await runCli(['user:create', 'cli-short@example.dev', 'short'], { DATA_DIR: dataDir });
+    expect([short.code, short.stderr]).toEqual([0, expect.stringMatching(/^warning: the password is shorter than register\.minPasswordLength \(8 characters\)\n$/)]);
+    expect(short.stdout.trim()).toMatch(/^[0-9a-f-]{36}$/);
     for (const [identifier, password] of [['', 'pw'], ['empty-password@example.dev', '']]) {
       const empty = await runCli(['user:create', identifier, password], { DATA_DIR: dataDir });
       expect([identifier, empty.code, empty.stderr]).toEqual([identifier, 1, expect.stringMatching(/must be a non-empty string/)]);
     }
-    const users = await fetch(`${url}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'User', uniqueUserIdentifier: 'empty-password@example.dev', password: 'now set' }) });
+    const users = await fetch(`${url}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'User', uniqueUserIdentifier: 'empty-password@example.dev', password: 'now set right' }) });
     expect(users.status).toBe(201); // the refused user:create left nothing behind
 
     const dry = await runCli(['token:revoke', '--dry-run', '--user', 'cli@example.dev'], { DATA_DIR: dataDir });
