@@ -125,6 +125,19 @@ describe('PGlite socket', () => {
     }
   });
 
+  it('answers the next statement after PGlite runs out of memory for one (53200)', async () => {
+    const db = await pgliteDb(pglite, false);
+    try {
+      // A value past PostgreSQL's 1 GiB limit for one allocation.
+      await expect(db.query(`SELECT length(string_agg(repeat('x', 1000000), '')) AS n FROM generate_series(1, 1100)`)).rejects.toMatchObject({
+        code: '53200',
+      });
+      expect((await db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('ending a pool (Terminate) leaves the database open for the next', async () => {
     const first = pglitePool(localWire(pglite));
     await first.query('CREATE TABLE socket_terminate (n int)');
