@@ -86,6 +86,9 @@ export async function startAdminSocket(config: Config, services: Services, logge
   };
 }
 
+/** The server went away while it ran a command for the CLI (it stopped, or was killed). */
+export class ServerGoneError extends Error {}
+
 /** Runs a command inside the server that owns DATA_DIR. Resolves with the exit code. */
 export function runViaServer(dataDir: string, command: string, args: string[], io: CommandIO): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -108,7 +111,7 @@ export function runViaServer(dataDir: string, command: string, args: string[], i
       }
     });
     socket.on('close', () => {
-      if (!exited) reject(new Error('the server closed the admin connection before the command finished'));
+      if (!exited) reject(new ServerGoneError('the server closed the admin connection before the command finished (did it stop?); run the command again once it is up'));
     });
   });
 }

@@ -6,7 +6,7 @@ import { startServer } from '../server.js';
 import { createServices } from '../services.js';
 import { acquireDataDirLock, DataDirBusyError, lockHolder } from '../storage/datadir-lock.js';
 import { openDatabase } from '../storage/open.js';
-import { runViaServer } from './admin-socket.js';
+import { runViaServer, ServerGoneError } from './admin-socket.js';
 import { dbCommands } from './commands/index.js';
 import { processIO, type CommandIO } from './io.js';
 
@@ -96,7 +96,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO
       io.err(`trellis: ${error.message}`);
       return 75; // EX_TEMPFAIL
     }
-    if (operatorError(error)) {
+    if (operatorError(error) || error instanceof ServerGoneError) {
       io.err(`trellis: ${error.message}`);
       return 1;
     }

@@ -1,8 +1,8 @@
 // The operating contract: `trellis serve`, config errors, the DATA_DIR lock, graceful shutdown, and the database
 // commands beside a running embedded server (through its admin socket) and on PostgreSQL directly.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -299,6 +299,48 @@ describe('CLI on PostgreSQL (DATABASE_URL)', () => {
       expect((await fetch(`${base}/me`, { headers: { authorization: `Bearer ${ta}` } })).status).toBe(401);
     } finally {
       server.kill('SIGTERM');
+      await server.done;
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a database command through a server that dies', () => {
+  it('ends with one line on stderr and exit 1, not a stack trace', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'trellis-gone-'));
+    const backup = join(dataDir, 'backup');
+    const port = await freePort();
+    const server = spawnCli(['serve'], { DATA_DIR: join(dataDir, 'data'), PORT: String(port) });
+    try {
+      // A backup large enough that loading it is still going when the server is killed.
+      const nodes = 40_000;
+      await mkdir(join(backup, 'node'), { recursive: true });
+      await writeFile(
+        join(backup, 'summary.json'),
+        JSON.stringify({ backupCreated: new Date().toISOString(), nodeCount: nodes, relationCount: 0, fileCount: 0, hostname: 'test', version: 'dev', backupVersion: '0.0.28' }),
+      );
+      for (let i = 0; i < nodes; i += 1000)
+        await Promise.all(
+          Array.from({ length: 1000 }, (_, k) => {
+            const id = randomUUID();
+            return writeFile(join(backup, 'node', `${id}.json`), JSON.stringify({ type: 'Thing', id, data: { n: i + k } }));
+          }),
+        );
+      await waitForHttp(`http://127.0.0.1:${port}/error/404/not-found`);
+      const load = spawnCli(['backup:load', backup], { DATA_DIR: join(dataDir, 'data') });
+      // Killed once the server has taken the command (its first output reached the CLI).
+      await new Promise<void>((resolve) => {
+        const seen = () => resolve();
+        load.stdout!.once('data', seen);
+        load.stderr!.once('data', seen);
+      });
+      server.kill('SIGKILL');
+      const res = await load.done;
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(/trellis: the server closed the admin connection before the command finished/);
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      if (server.exitCode === null) server.kill('SIGKILL');
       await server.done;
       await rm(dataDir, { recursive: true, force: true });
     }
