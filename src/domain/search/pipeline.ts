@@ -7,8 +7,9 @@ import type { Settings } from '../../config/schema.js';
 import { badContent } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
 
-/** The SQLSTATE of a statement cancelled by statement_timeout. */
+/** The SQLSTATEs of a statement cancelled by statement_timeout, and of one that exceeded the stack. */
 const QUERY_CANCELED = '57014';
+const STATEMENT_TOO_COMPLEX = '54001';
 import { runCypherPaths } from '../../storage/queries/cypher.js';
 import { readableElements } from '../../storage/queries/hydration.js';
 import { runSearchEngine } from '../../storage/queries/search-engine.js';
@@ -86,19 +87,22 @@ export class Search {
   /** Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`. */
   async run(userId: string, body: unknown): Promise<string> {
     const request = parseRequest(body);
-    if (this.db.kind !== 'postgres') return this.runSteps(this.db, userId, request);
-    // On a server every statement of the search runs under the search's time budget (statement_timeout, local to
-    // this transaction), so that no query a client can write holds a connection and its CPU for long. The embedded
-    // database has no timers to cancel a statement with (SECURITY.md).
     const budget = this.settings.search.statementTimeoutInSeconds;
     try {
+      if (this.db.kind !== 'postgres') return await this.runSteps(this.db, userId, request);
+      // On a server every statement of the search runs under the search's time budget (statement_timeout, local to
+      // this transaction), so that no query a client can write holds a connection and its CPU for long. The
+      // embedded database has no timers to cancel a statement with (SECURITY.md).
       return await this.db.transaction(async (tx) => {
         await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [`${budget}s`], 'search_budget');
         return this.runSteps(tx, userId, request);
       });
     } catch (error) {
-      if ((error as { code?: string })?.code === QUERY_CANCELED)
+      const code = (error as { code?: string })?.code;
+      if (code === QUERY_CANCELED)
         throw badContent(`The search ran longer than its budget of ${budget} s per statement (search.statementTimeoutInSeconds); narrow it down.`);
+      // The statement nested deeper than the database's stack allows (pglite-wire.ts raises the same on the embedded one).
+      if (code === STATEMENT_TOO_COMPLEX) throw badContent('The search is too complex for the database to run; simplify it.');
       throw error;
     }
   }
