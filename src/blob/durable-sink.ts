@@ -2,14 +2,9 @@
 // `flush: true`), and that writes behind as it goes: every `flushEvery` bytes it starts an fdatasync of what it has
 // written so far, without waiting for it (at most one in flight).
 //
-// Why: Linux starts writing dirty pages back only past dirty_background_ratio (10% of RAM, 2.4 GB here), so a
-// 1 GiB upload stayed wholly in the page cache and the one fsync at the end flushed all of it while the client
-// waited: on the slow day of 2026-11-23 that doubled the upload's time (B3 376 MiB/s, B3 with one fsync 185 MiB/s,
-// the direct upload 0.51 x B3). Flushing as the bytes arrive lets the disk write while the network delivers, so an
-// upload takes about as long as the slower of the two instead of their sum, and the final fsync only has the last
-// part left. 1 GiB paced at 300 MiB/s like an upload (bench/write-behind.ts, 2026-11-24): 296-298 MiB/s with a tail
-// of 8-9 ms after the last byte, against 276 MiB/s and 272-298 ms with one fsync at the end, and 299-300 MiB/s with
-// no fsync at all. What is durable when the sink finishes is unchanged.
+// Why: Linux starts writing dirty pages back only past dirty_background_ratio, so a large upload stays in the page
+// cache and one fsync at the end would flush all of it while the client waits. Flushing as the bytes arrive lets the
+// disk write while the network delivers (docs/decisions/015-write-behind.md).
 import { open, type FileHandle } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 

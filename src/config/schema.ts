@@ -1,12 +1,12 @@
 // The operator configuration (TRELLIS_CONFIG YAML file): one TypeBox schema that validates it, fills its
-// defaults and gives its type. Key names follow the spec and DESIGN.md section 2.
+// defaults and gives its type. Key names follow the spec and the reference implementation.
 import Type, { type Static } from 'typebox';
 
 export const MiB = 1024 * 1024;
 export const GiB = 1024 * MiB;
 /**
- * Bounds of the embedded database's page cache in MiB. PGlite's WebAssembly memory holds it, and PGlite did not start
- * with 2 GiB of it on this machine's Node 20 (1.8 GiB did); PostgreSQL's own default, 128 MiB, is the floor 'auto'
+ * Bounds of the embedded database's page cache in MiB. PGlite's WebAssembly memory holds it, and PGlite does not start
+ * with 2 GiB of it (docs/decisions/017-embedded-cache-size.md); PostgreSQL's own default, 128 MiB, is the floor 'auto'
  * never goes below.
  */
 export const EMBEDDED_CACHE_MIB = { min: 16, max: 1024, default: 128 } as const;
@@ -105,7 +105,7 @@ export const SettingsSchema = Type.Object(
 
 export type Settings = Static<typeof SettingsSchema>;
 
-/** Process-level settings from the environment (DESIGN.md section 2). */
+/** Process-level settings from the environment (config/load.ts). */
 export interface Runtime {
   port: number;
   host: string;

@@ -2,18 +2,9 @@
 // parser) writes the frontend messages of the PostgreSQL wire protocol into it, and reads the backend's replies
 // from it, exactly as over TCP.
 //
-// Why not PGlite's node-postgres adapter (@electric-sql/pglite/node-postgres), which Trellis used before: it hands
-// every message to PGlite on its own (Parse, Bind, Describe, Execute and Sync of one statement are five calls), and
-// PGlite's JavaScript parser copies every reply field into objects for it, on the one thread that also runs the
-// database and the HTTP server. Here the messages `pg` writes in one tick go to PGlite as one batch, and the reply
-// bytes go to pg-protocol's parser, the one `pg` uses for a server. Measured with the benchmark's 100k nodes
-// (2026-11-24, one run each, same hour): GET /<id> 3,573 -> 4,432 requests/s, the text match with 8 clients
-// 281 -> 366 searches/s (p50 26.8 -> 20.0 ms).
-//
-// Tried, not kept: PGlite on a worker thread of its own, behind this same socket (only bytes cross). It was slower
-// on the 2-core machine: GET /<id> 3,233 requests/s and the text match 292 searches/s. The worker was busy about
-// 2.9 ms per search and the main thread 0.7 ms, so the database's own work bounds the text match, and each
-// statement's two thread hops cost more than the overlap gained.
+// The messages `pg` writes in one tick go to PGlite as one batch, and the reply bytes go to pg-protocol's parser,
+// rather than one call per message and PGlite's own parser (docs/decisions/001-pglite-socket.md). PGlite stays on
+// this thread (docs/decisions/002-pglite-not-on-a-worker.md).
 import { Duplex } from 'node:stream';
 
 /** Where the wire protocol's bytes go (pglite-wire.ts). */

@@ -27,12 +27,8 @@ export async function createPglite(dataDir?: string, cacheMiB?: number): Promise
  * steps of 64 MiB, at least PostgreSQL's default (128 MiB), at most an eighth of the memory this process may use
  * and EMBEDDED_CACHE_MIB.max.
  *
- * Why. PGlite is one WebAssembly thread whose cache misses are file reads through Emscripten's file system, and
- * the benchmark's 100k-node database is 413 MiB (the elements heap alone 230 MiB). After the benchmark's POSTs and
- * PATCHes, the text match served 240-267 searches/s with 8 clients with the 576 MiB this chooses, against 230-231
- * with 128 MiB (interleaved runs, 2026-11-24); with no writes before it the two were within the noise (275-302
- * against 267-297). The cost is memory, taken at start: PGlite's RSS was 514 MiB with 128 MiB of cache, 955 MiB with
- * 512 MiB and 1,449 MiB with 1 GiB (scratch/pglite-rss.ts), hence the eighth of memory as the ceiling.
+ * Why: PGlite's cache misses are file reads through Emscripten's file system. The cost is memory, taken at start,
+ * hence the eighth of memory as the ceiling (docs/decisions/017-embedded-cache-size.md).
  */
 export function embeddedCacheMiB(databaseBytes: number, memoryBytes: number): number {
   const step = 64;

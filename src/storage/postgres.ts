@@ -7,11 +7,8 @@ import { defaultReadLanes, ReadLanes } from './read-lanes.js';
 /**
  * Connections for `database.poolSize: auto`: four per core of this machine, at least 4 and at most 10 (pg's own
  * default). The pool serves everything but short reads (read-lanes.ts): writes, pages, searches. A write waits for
- * its commit to reach the disk, and more connections let PostgreSQL flush several commits at once: on the 2-core
- * benchmark machine (bench --quick, 10k nodes, 2026-11-26, two runs each) PATCH /<id> ran 6.7-6.9k requests/s through
- * 4 connections, 8.6k through 6 and 8.9-10.4k through 8; POST / 3.3-3.8k, 4.1k and 4.0-4.4k; the children page 3.2-3.3k,
- * 4.1k and 3.5-4.0k. (Through 4 connections GET /<id> had been faster than through 10, 11.1-14.7k against 8.6-10.8k
- * requests/s, when it still used the pool.) Transactions stay short (no body streams inside one), so a small pool
+ * its commit to reach the disk, and more connections let PostgreSQL flush several commits at once
+ * (docs/decisions/004-pool-size-auto.md). Transactions stay short (no body streams inside one), so a small pool
  * does not queue requests behind uploads.
  */
 export function defaultPoolSize(cores = availableParallelism()): number {
@@ -21,8 +18,8 @@ export function defaultPoolSize(cores = availableParallelism()): number {
 /**
  * The options of a pool (Trellis' and the benchmark's baselines'): `size` connections, each starting with
  * SESSION_SETTINGS, never closed for being idle. pg-pool's default closes a connection idle for 10 s, which arms and
- * clears a timer at every check-in (0.3 us of each GET /<id> in a CPU profile), and a connection opened again has to
- * prepare every statement again; a pool of at most 10 connections is small enough to keep open.
+ * clears a timer at every check-in, and a connection opened again has to prepare every statement again; a pool of
+ * at most 10 connections is small enough to keep open.
  */
 export const poolOptions = (url: string, size: number): pg.PoolConfig => ({ connectionString: url, max: size, idleTimeoutMillis: 0, options: sessionOptions() });
 

@@ -3,10 +3,8 @@
 // connection to come back. Each statement ends with its own Sync, so it is its own implicit transaction and an
 // error in one does not touch the others.
 //
-// Why: GET /<id> is one short statement, and through the pool of 4 connections (storage/postgres.ts) with 32
-// requests in flight it was bound by the round trips, not by any process' CPU: Trellis at 0.82-0.88 cores,
-// PostgreSQL at 0.5, wrk at 0.2 of the 2 cores (bench --quick, 10k nodes, 2026-11-26). Through one pipelined
-// connection the same requests ran 17.6-18.2k -> 27.8-32.0k per second (B1, the bare lookup, 21.6-22.4k -> 27.8-30.3k).
+// Why: through the pool, GET /<id>'s one short statement was bound by round trips rather than by any process's CPU
+// (docs/decisions/003-read-lanes.md).
 //
 // Only short reads belong here: a statement that reads a bounded number of rows by index and takes no locks. A
 // connection answers in order, so a slow statement would hold up every statement written behind it; searches,
@@ -20,7 +18,7 @@ import pg from 'pg';
  */
 export const SHORT_READ_TIMEOUT_MS = 10_000;
 
-/** Pipelined connections for `cores` cores: one per two (measured on 2 cores: 1 lane 32.0k GETs/s, 2 lanes 27.8k, 4 lanes 25.2k). */
+/** Pipelined connections for `cores` cores: one per two (docs/decisions/003-read-lanes.md). */
 export const defaultReadLanes = (cores: number): number => Math.max(1, Math.floor(cores / 2));
 
 export class ReadLanes {
