@@ -10,17 +10,16 @@
 // JSON.parse made infinite (1e400), which would have been stored as null, and is only taken when the text has an
 // exponent of three digits or a mantissa of 309.
 //
-// Nesting is limited to MAX_JSON_DEPTH levels. A body nested 5,000 deep overflowed the stack while its data was
-// serialised for the database: a 500, and (until storage/db.ts serialised parameters itself) a named statement the
-// driver believed prepared, so that every later request using it failed until a restart. Counted on the text
-// (strings skipped), and only for bodies long enough to be that deep.
+// Nesting is limited to MAX_JSON_DEPTH levels: a body nested thousands deep overflows the stack while its data is
+// serialised for the database. Counted on the text (strings skipped), and only for bodies long enough to be that
+// deep.
 import type { FastifyInstance } from 'fastify';
 import { Problem } from '../errors.js';
 import { unstorableAt } from '../domain/values.js';
 
 const SUSPECT_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
-/** Whether the body may hold what unstorableAt looks for (cheap tests first: a 3 KB body takes about 3 us). */
+/** Whether the body may hold what unstorableAt looks for (cheap tests first, so an ordinary body costs little). */
 const suspect = (text: string) => (text.includes('\\u') && SUSPECT_ESCAPE.test(text)) || HUGE_NUMBER.test(text);
 
 /** Levels of arrays and objects a JSON body may nest. */
@@ -28,9 +27,8 @@ export const MAX_JSON_DEPTH = 256;
 
 /** Does the JSON text nest arrays and objects more than `max` levels deep? (Brackets inside strings do not count.) */
 export function nestsDeeperThan(text: string, max: number): boolean {
-  // Nesting deeper than `max` needs more than `max` opening brackets: counted with indexOf (native), the character
-  // loop below runs only for the rare body that has that many. All checks of a 3 KB body: 19 us with the loop
-  // always run, 3.5 us now (JSON.parse itself 9 us; scratch/json-body-cost.ts).
+  // Nesting deeper than `max` needs more than `max` opening brackets: counted with indexOf (native), so the character
+  // loop below, several times the cost of JSON.parse itself, runs only for the rare body that has that many.
   if (text.length <= 2 * max || !moreOpeningBracketsThan(text, max)) return false;
   let depth = 0;
   for (let i = 0; i < text.length; i++) {

@@ -1,7 +1,6 @@
 // Fastify gives every request a child of the service's logger, bound to the request id. pino makes a child by
-// redacting and serialising its bindings at once (REDACT applies to bindings too): about 1.4 us of every request in
-// the profile of GET /<id> on PostgreSQL (1.4% of the process' CPU, which is what bounds that scenario), while
-// nearly every request writes nothing at the service's level. The request's logger here makes the child only when
+// redacting and serialising its bindings at once (REDACT applies to bindings too), visible in CPU profiles of
+// GET /<id>, while nearly every request writes nothing at the service's level. The request's logger here makes the child only when
 // a line is written at an enabled level, so what is written is the same.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Bindings, ChildLoggerOptions, Level, Logger } from 'pino';

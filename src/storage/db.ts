@@ -11,15 +11,13 @@ export type Row = object;
 /**
  * Settings of every database session of ours (both backends).
  * - plan_cache_mode: every statement of ours is a named prepared statement written for one shape of data (lookups
- *   by id, index probes), so its generic plan is the plan we want. Left to choose (auto), PostgreSQL kept
- *   re-planning GET /<id>'s statement on every execution because custom plans are estimated cheaper: 0.6 ms of
- *   planning per request, measured as 3.6k instead of 7.8k requests/s in the benchmark.
+ *   by id, index probes), so its generic plan is the plan we want; left to choose, PostgreSQL re-planned on every
+ *   execution.
  * - random_page_cost: the working set is in memory (or on SSD); with the default of 4 the planner prefers a
- *   sequential scan of a small tokens table over its unique index in every authenticated statement (measured:
- *   GET /<id> 7.9k -> 9.0k requests/s, POST / 4.6k -> 5.0k).
- * - jit: our statements run for micro- to milliseconds; JIT compilation costs tens of milliseconds. The generic plan
- *   of a Cypher path query starting from a label scan is estimated above jit_above_cost, and PostgreSQL spent about
- *   24 ms compiling a statement that executes in 0.6 ms (measured). PGlite has no JIT; the setting is harmless there.
+ *   sequential scan of a small tokens table over its unique index in every authenticated statement.
+ * - jit: our statements run for micro- to milliseconds; JIT compilation costs tens of milliseconds. PGlite has no
+ *   JIT; the setting is harmless there.
+ * docs/decisions/009-session-settings.md holds the measurements.
  */
 export const SESSION_SETTINGS: Record<string, string> = { plan_cache_mode: 'force_generic_plan', random_page_cost: '1.1', jit: 'off' };
 
@@ -53,8 +51,8 @@ type PgRunner = Pick<pg.PoolClient, 'query'>;
 /**
  * One statement on `client`, answered to `done` (its parameters serialised first). The statement is handed to the
  * driver as a `pg.Query` made from the text (a name set afterwards) rather than as a config object, because `pg`
- * copies a config object property by property (`cloneQueryConfig`: 2.1 us of the 52 us GET /<id> costs this process,
- * measured in a CPU profile of the benchmark) and wraps its own promise in a second one; a text it takes as it is.
+ * copies a config object property by property (`cloneQueryConfig`, visible in CPU profiles of GET /<id>) and wraps
+ * its own promise in a second one; a text it takes as it is.
  */
 function statementOn<R extends Row>(client: PgRunner, text: string, values: readonly unknown[], name: string | undefined, done: (error: Error | null, result: QueryResult<R> | null) => void): void {
   let params: unknown[];
@@ -124,10 +122,8 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<v
      * One statement on a connection that goes back to the pool whether the statement succeeded or not. pg-pool's
      * own `query` drops the connection when the statement fails, even for an error of the database's (a division by
      * zero, a value that is not a uuid), after which the connection is fine (`pg` ends every statement with Sync).
-     * The next statements then paid a new connection (on PostgreSQL a new server process) and prepared every
-     * statement again: on PGlite a failed statement cost the ten statements after it 1.4 ms more
-     * (scratch/error-reconnect.ts). A connection that did break is not queryable any more, and pg-pool drops it on
-     * release.
+     * The next statements would pay for a new connection (on PostgreSQL a new server process) and prepare every
+     * statement again. A connection that did break is not queryable any more, and pg-pool drops it on release.
      */
     query<R extends Row>(text: string, values: readonly unknown[] = [], name?: string) {
       // Callbacks inside one promise: the checkout, the statement and the check-in cost one promise and no async layers.

@@ -8,10 +8,9 @@
 // The decisions are autovacuum's own, with the server's settings (autovacuum_vacuum_threshold and _scale_factor,
 // the insert and analyze ones, autovacuum_freeze_max_age), read from the statistics PostgreSQL keeps per table.
 // PGlite collects them but flushes them only when asked (pg_stat_force_next_flush), so every round asks first.
-// Measured on PGlite with the bench's 100k nodes after 10,000 PATCHes and 5,000 POSTs (scratch/pglite-maint-cost.ts):
-// VACUUM of the database 438 ms (36 ms with nothing to do), ANALYZE 620-640 ms, so each table is only vacuumed or
-// analysed when its own counters say so, as autovacuum does. PGlite runs one statement at a time, so requests wait
-// while a VACUUM runs: that is the price of a database that stays the same size and speed.
+// A VACUUM or ANALYZE of the whole database takes long enough to be felt, so each table is only handled when its own
+// counters say so, as autovacuum does. PGlite runs one statement at a time, so requests wait while a round runs:
+// the price of a database that stays the same size and speed (docs/decisions/016-maintenance-analyze-target.md).
 import type { Db } from './db.js';
 
 export interface MaintenanceRound {
@@ -25,11 +24,8 @@ export interface MaintenanceRound {
 
 /**
  * The statistics target of the job's ANALYZEs (PostgreSQL's default is 100). ANALYZE samples 300 rows per unit of
- * target, and on PGlite every request waits while it runs: on the bench's 100k nodes ANALYZE of `elements` took
- * 425 ms at 100, 120 ms at 30 and 41 ms at 10 (scratch/pglite-analyze-target.ts), and it was the 338-475 ms p99 of
- * PGlite's PATCH scenario. At 30, of the 9 prepared statements the bench's requests use, one generic plan changed
- * (the children page joins its 25 rows and 25 relations by hash instead of a nested loop; scratch/analyze-target-
- * plans.ts; the same comparison at 100 against 100 changed none). 10 was not tried against the plans.
+ * target, and on PGlite every request waits while it runs; 30 cuts that to about a quarter and left the benchmark's
+ * plans as good (docs/decisions/016-maintenance-analyze-target.md).
  */
 export const ANALYZE_STATISTICS_TARGET = 30;
 

@@ -70,9 +70,8 @@ async function exchangeWith(pglite: PGlite, messages: Uint8Array): Promise<Uint8
   const chunks: Uint8Array[] = [];
   // syncToFs: false. PGlite's sync copies an in-memory file system to a persistent one (browsers); the two Trellis
   // uses, NodeFS for DATA_DIR (its writes reach the files as PostgreSQL makes them) and the in-memory one for tests,
-  // have nothing to copy, yet the call takes a mutex and awaits it: 12-15 us of every statement, in-process on the
-  // benchmark's data (B1's statement 67-72 -> 53-55 us, GET's 96-100 -> 80-82 us). test/storage/pglite-socket.test.ts
-  // checks that the sync is still the base class's no-op for both.
+  // have nothing to copy, yet the call takes a mutex and awaits it (docs/decisions/001-pglite-socket.md).
+  // test/storage/pglite-socket.test.ts checks that the sync is still the base class's no-op for both.
   await pglite.execProtocolRawStream(messages, { syncToFs: false, onRawData: (chunk) => chunks.push(chunk.slice()) });
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }

@@ -50,8 +50,8 @@ export type Credentials = { tokenHash: string; anonymousUserId?: undefined } | {
  * null), $2 (now) and $3 (anonymous user id or null): an active, unexpired token by its hash (one indexed lookup), or the
  * anonymous user if it exists. Statements embed it so that authentication costs no extra round trip. There is one
  * variant per kind of credentials rather than a UNION ALL of both, so that each plan holds only the lookup it needs
- * (measured, bench/statement-cost.ts: 35-37k against 32k statements/s for token + element); a statement that
- * embeds it is prepared once per variant, told apart by `suffix`.
+ * (bench/statement-cost.ts measures it); a statement that embeds it is prepared once per variant, told apart by
+ * `suffix`.
  */
 export function callerSql(credentials: Credentials): { sql: string; suffix: string } {
   return credentials.tokenHash !== undefined ? TOKEN_CALLER : ANONYMOUS_CALLER;

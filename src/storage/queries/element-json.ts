@@ -1,13 +1,9 @@
 // An element's wire representation, rendered by the database: the one renderer of every element response (GET /<id>,
 // the collections, search hydration, /me, GET /token), so the same element has the same bytes, and ETag, everywhere.
 //
-// Why the database: parsing the rows in the driver (timestamps through postgres-date, jsonb through JSON.parse),
-// rebuilding every element and serialising it again cost the Trellis process more than the rendering costs
-// PostgreSQL. A collection page of 25 children is 51 rows of 13 columns: 395-438 us of this process' CPU per page
-// (PostgreSQL 15, the bench data set, 8 in flight; scratch/render-cost.ts), which made it the bottleneck of
-// GET /<id>/children (94% of a core at 2,191 req/s); as two text columns built here, 93-96 us, and the statement
-// stays as fast (wall time per page 0.50 -> 0.27 ms). GET /<id> went from 0.62-0.69 to 0.66-0.80 x B1 on PostgreSQL
-// and from 0.59-0.63 to 0.66-0.68 x B1 on PGlite when it moved here too (bench --quick, four pairs of 5 s runs).
+// Why the database: parsing the rows in the driver (timestamps, jsonb), rebuilding every element and serialising it
+// again cost the Trellis process more than the rendering costs PostgreSQL
+// (docs/decisions/010-json-rendered-by-the-database.md).
 //
 // Key order: type, id, start, end, data (the stored properties in jsonb's order, then created, updated, hasFile,
 // file), file. The stored properties are PostgreSQL's own jsonb text, so inside `data` the separators are ", " and

@@ -94,9 +94,7 @@ const readableElementSql = new Map<string, string>();
 /**
  * GET /<id> in one statement: resolves the credentials, reads the element, checks READ and renders it.
  * `authenticated` is false when the credentials name no user (401); `body` is null when the element is missing or
- * not readable. The database renders the body: parsing the row's timestamps and jsonb in the driver and writing
- * them out again cost this process more than the rendering costs PostgreSQL (bench --quick, four pairs of 5 s runs,
- * alternating: GET /<id> 0.62-0.69 -> 0.66-0.80 x B1 on PostgreSQL, 0.59-0.63 -> 0.66-0.68 x B1 on PGlite).
+ * not readable. The database renders the body (docs/decisions/010-json-rendered-by-the-database.md).
  *
  * With `decisions`, a READ these credentials were allowed before is not decided again while the access epoch is
  * the one it was allowed under and the token has not expired (access-decisions.ts, migration 016): the statement is

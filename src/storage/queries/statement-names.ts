@@ -1,9 +1,9 @@
 // Names for statements whose SQL text is generated from the structure of a client's query (the search engine's
 // query DSL, Cypher paths). The text depends only on that structure (values are bind parameters), so a client that
-// repeats a query reuses a prepared statement instead of having it planned again: the search engine's text match
-// went from 368 to 548 searches/s with 8 clients, the benchmark's Cypher walk from 10.5-10.7 to 8.4-8.5 ms (a slow
-// day of the 2-core machine). Bounded, because every name is a prepared statement on every connection of the pool
-// for good, and clients can invent structures without end: the shapes beyond the first MAX_PREPARED go unnamed.
+// repeats a query reuses a prepared statement instead of having it planned again
+// (docs/decisions/018-prepared-search-statements.md). Bounded, because every name is a prepared statement on every
+// connection of the pool for good, and clients can invent structures without end: the shapes beyond the first
+// MAX_PREPARED go unnamed.
 import { createHash } from 'node:crypto';
 
 const MAX_PREPARED = 64;
