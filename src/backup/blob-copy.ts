@@ -70,9 +70,8 @@ export async function copyIntoBlobStore(
 }
 
 /**
- * How many fsyncs run at once: concurrent ones share the file system's journal commits. 3,000 freshly written 4 KiB
- * files on this machine's ext4 (2026-11-24): 82-97 us per file 32 at once, 260-266 us one after another; 1 MiB
- * files 0.55 ms each, the disk's own rate.
+ * How many fsyncs run at once: concurrent ones share the file system's journal commits, several times faster for
+ * small files than one after another (docs/decisions/015-write-behind.md).
  */
 const SYNC_CONCURRENCY = 32;
 

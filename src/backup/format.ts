@@ -91,7 +91,7 @@ export function serializeElement(element: BackupElement): string {
   return `${JSON.stringify(ordered, null, 2)}\n`;
 }
 
-/** "2023-05-06 12:00:00 UTC", as the reference writes `backupCreated`. */
+/** "YYYY-MM-DD HH:MM:SS UTC", as the reference writes `backupCreated`. */
 export function summaryTime(date: Date): string {
   return date.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
 }

@@ -14,12 +14,8 @@
 //     the file bytes already copied into the blob store are removed again.
 // One transaction rather than resumable batches: a load either happens completely or not at all, so a failed load
 // never leaves a half-filled database that the emptiness check would then refuse. Memory holds an index of ids
-// (and the users' password hashes until their rows are written), not the data.
-//
-// Until 2026-11-23 the load made two passes, checking everything before writing anything; the database sat idle
-// while 1M files were checked (45 of 205 s) and then every file was read and parsed a second time. Writing as it
-// checks took a 100k-element load from 17.1-18.1 to 14.1-14.6 s on PostgreSQL (bench/backup-load.ts, alternating
-// runs) and the benchmark's 1M from 205 to 158 s; the database is now what the load waits for.
+// (and the users' password hashes until their rows are written), not the data. Checking and writing in one pass
+// keeps the database busy while the files are read (docs/decisions/019-backup-load-one-pass.md).
 import { readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -85,8 +81,8 @@ const KIND_USER = 1;
 const KIND_TOKEN = 2;
 const KIND_RELATION = 3;
 
-// Element files are small and usually in the page cache: reading them synchronously is about six times faster
-// than through fs.promises (no thread-pool hop and promise per file), measured 130k vs 21k files/s here. The
+// Element files are small and usually in the page cache: reading them synchronously is several times faster than
+// through fs.promises (no thread-pool hop and promise per file; docs/decisions/019-backup-load-one-pass.md). The
 // event loop is given back after every batch, so a server running the load keeps answering.
 const READ_BATCH = 500;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));

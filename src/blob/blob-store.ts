@@ -205,7 +205,7 @@ export class FsBlobStore implements BlobStore {
 
   /**
    * Takes `path` out of the store at once (a rename) and unlinks it in the background: freeing the blocks of a
-   * large file takes long (measured: 120 ms for 256 MiB), and nobody needs to wait for it. A crash before the
+   * large file takes a noticeable time, and nobody needs to wait for it. A crash before the
    * unlink leaves the file in the trash, which the startup sweep empties. Missing paths are fine.
    */
   private async drop(path: string): Promise<void> {

@@ -12,7 +12,8 @@ function parseDate(value: string): Date | null {
   if (!m) return null;
   const [year, month, day, hour, minute] = [+m[1]!, +m[2]!, +m[3]!, +(m[4] ?? 0), +(m[5] ?? 0)];
   const date = new Date(Date.UTC(year, month - 1, day, hour, minute));
-  // Date.UTC rolls 2019-13-45 99:99 over into 2020; a date nobody typed must not decide what is revoked.
+  // Date.UTC rolls a 13th month, a 45th day or 99:99 over into a later date; a date nobody typed must not decide
+  // what is revoked.
   const exact =
     date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day && date.getUTCHours() === hour && date.getUTCMinutes() === minute;
   return exact ? date : null;

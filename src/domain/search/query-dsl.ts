@@ -587,12 +587,9 @@ class Compiler {
    * fuzzystrmatch's levenshtein_less_equal where installed, else PL/pgSQL, see 013). Only what the caller may search: the
    * tokens of other elements would take expansion slots from the caller's own and, with max_expansions, tell which
    * words exist where the caller cannot look. So a fuzzy match costs a scan of the field's elements, not an index
-   * lookup. On the benchmark's 100k nodes (PostgreSQL 15, scratch/time-fuzzy.ts), for a user who may search 5,355 of
-   * the 98,430 nodes with a title: 160-175 ms with fuzziness AUTO where the exact match takes 9 ms (reading and
-   * access-checking the field's rows about 110 ms, unnesting the caller's 5,355 documents about 60 ms), and 1.2 s
-   * for a `word~` of every field. Driving the scan from a superset of the caller's ids (the nodes its grants reach,
-   * and the relations starting at it or ending in them) was slower, 210 ms: the relations triple the rows to visit.
-   * A prefix_length narrows the scan to the tokens with that prefix. An adjacent transposition counts
+   * lookup: on the benchmark's data, tens of times the exact match's time, and a `word~` over every field more still.
+   * Driving the scan from a superset of the caller's ids (the nodes its grants reach, and the relations at them) is
+   * slower: the relations triple the rows to visit. A prefix_length narrows the scan to the tokens with that prefix. An adjacent transposition counts
    * as one edit unless fuzzy_transpositions is false, as in ES (trellis_search_fuzzy_distance, migration 013).
    */
   private fuzzyTerm(
@@ -1038,7 +1035,7 @@ function dateValue(value: unknown, path: string): string {
       const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m;
       const iso = `${y}-${mo}-${d}T${h}:${mi}:${s}${frac ? `.${frac.slice(0, 3).padEnd(3, '0')}` : ''}${zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone}`;
       const date = new Date(iso);
-      // Date accepts 2024-02-30 (as March 1st); ES does not.
+      // Date accepts February 30th (as March 1st); ES does not.
       const plain = new Date(`${y}-${mo}-${d}T00:00:00Z`);
       if (!Number.isNaN(date.getTime()) && plain.toISOString().slice(0, 10) === `${y}-${mo}-${d}` && Number(h) < 24 && Number(mi) < 60 && Number(s) < 60)
         return timestamptzBound(date.getTime());
