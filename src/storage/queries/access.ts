@@ -25,9 +25,8 @@ const GRANT_TYPES: Record<Permission, string[]> = {
  * index for a grant whose start is one of the caller's principals (for READ and SEARCH, on the element itself also
  * its creator: one probe for both, so that the planner cannot pick the (start_id, type) index and scan everything
  * the user created), and for READ, SEARCH and CREATE whether the element is one of the caller's principals (one
- * probe of group_memberships). Plain subqueries rather than CTEs: measured on PostgreSQL 15 with 32 statements in
- * flight, 24k statements/s against 18k for the same probes written as CTEs (executor set-up per CTE and InitPlan
- * dominates at this size). Relations, whose rules look at both ends, go through trellis_allows. `user` is a SQL
+ * probe of group_memberships). Plain subqueries rather than CTEs: executor set-up per CTE dominates at this size
+ * (docs/decisions/011-access-index.md). Relations, whose rules look at both ends, go through trellis_allows. `user` is a SQL
  * expression for the caller's id, `e` the element row (NULL columns when missing). The access-matrix tests check
  * this and the functions against one table.
  */
@@ -68,16 +67,13 @@ const PRINCIPAL_PERMISSIONS: ReadonlySet<Permission> = new Set(['READ', 'SEARCH'
 
 /**
  * SEARCH, decided for thousands of candidates at once. The per-row check of the access module (inlineCheck) costs a
- * candidate the caller may NOT search all of its probes (its owners, each with an index probe for a grant): with a
- * word in 2% of the benchmark's 100k nodes (1,983 candidates, of which the caller may search 91) it took 31 ms per
- * search (PostgreSQL 15, one client; 8 clients: p50 35 ms, 222 searches/s). Here the node rule of access.ts
- * (DESIGN.md "Access model") is restated set-wise: the caller may search a node when it is the caller, when the
+ * candidate the caller may NOT search all of its probes (its owners, each with an index probe for a grant), which
+ * dominates a search with many candidates. Here the node rule of access.ts (docs/architecture.md "Access model") is
+ * restated set-wise: the caller may search a node when it is the caller, when the
  * caller CREATED it, or when the node or one of its owners (element_owners) is the end of an OWNS, HAS_SEARCH_ACCESS
  * or HAS_READ_ACCESS relation from the caller or one of its groups (`grants` of accessSetsCtes and what those
- * own, computed once per statement; PostgreSQL then probes hash tables per candidate): 3.5 ms per
- * search, 8 clients p50 21 ms, 368 searches/s (14 ms and 548/s with the prepared statement below). What remains is
- * about 1.7 ms to read the candidates' rows and 1.1 ms to hash what the caller's grants own (scratch/search-parts.ts).
- * When the grants are too many to hash for every search, the check goes per candidate (see ACCESS_SET_CAPS).
+ * own, computed once per statement; PostgreSQL then probes hash tables per candidate;
+ * docs/decisions/013-set-wise-access.md). When the grants are too many to hash for every search, the check goes per candidate (see ACCESS_SET_CAPS).
  *
  * For nodes this IS the rule, for many rows at once (used by the search-engine step, whose statement must define
  * accessSetsCtes('SEARCH')); test/search/search-engine.test.ts compares it with permittedIds on a graph with every
@@ -141,8 +137,7 @@ export function readableSetwise(user: string): string {
  * every key found in access_keys is an owner or the caller, and the row decides; `direct` says so (one index probe
  * per key). Otherwise, or when the keys are too many to compare row by row (each row compares with each key), the
  * set-wise rule decides. What it saves: the hash of everything the caller's grants own and a probe of element_owners
- * per row. On PGlite, 100k nodes, in-process (scratch/engine-variants.ts): the text match's statement 1.67 ->
- * 1.18-1.30 ms.
+ * per row (docs/decisions/013-set-wise-access.md).
  */
 const nodeFromRow = `(e.access_keys && (SELECT keys FROM caller_keys) OR e.id = ANY((SELECT keys FROM caller_keys)::uuid[]))`;
 
@@ -155,9 +150,7 @@ const DIRECT_KEYS_CAP = 64;
  * (the ends of the grants other than OWNS from the caller and its groups) and `direct` (nodeFromRow may decide).
  * OFFSET 0 keeps each part a subquery of its own: flattened, PostgreSQL computed the caller's groups and grants
  * once per use (four times). The caller is taken out of the CREATED probe rather than filtered after it, which
- * read every CREATED of the caller (1,024 for a user of the benchmark). Together: 0.42 -> 0.14 ms of the text
- * match's statement on PGlite (EXPLAIN ANALYZE), the statement 1.44-1.47 -> 1.07-1.14 ms and hydration's 0.51-0.53
- * -> 0.34-0.37 ms (scratch/pglite-search-parts.ts).
+ * read every CREATED of the caller (docs/decisions/013-set-wise-access.md).
  */
 const callerKeysCte = (permission: 'READ' | 'SEARCH') => `caller_keys AS MATERIALIZED (
     SELECT k.keys, k.grant_ends,
@@ -181,11 +174,8 @@ const callerKeysCte = (permission: 'READ' | 'SEARCH') => `caller_keys AS MATERIA
  *
  * `IS TRUE` around the owners' IN keeps PostgreSQL from turning it into a semi join: as a join it scanned all of
  * `grants` against a hash of the candidate's few owners, once per candidate; as an expression it becomes one hash
- * of `grants` per statement, probed by each owner. Same result (ids are never NULL). On PGlite, 100k nodes, the
- * text match's statement went from 2.8-3.0 to 1.8-1.9 ms and hydration's from 1.0-1.1 to 0.7
- * (scratch/setwise-variants.ts); over HTTP with 8 clients from 189-224 to 267-297 searches/s (p50 33.5-39.3 ->
- * 23.7-27.4 ms), and the Cypher paths' hydration from 59-65 to 66-87 requests/s. PostgreSQL's own speed hid the
- * difference there (695-784 against 737-795 searches/s).
+ * of `grants` per statement, probed by each owner. Same result (ids are never NULL);
+ * docs/decisions/013-set-wise-access.md.
  */
 function reachableSetwise(user: string, x: string, permission: 'READ' | 'SEARCH'): string {
   // The caller's groups as a hashed subplan: computed once per statement, probed per candidate.
@@ -200,10 +190,10 @@ function reachableSetwise(user: string, x: string, permission: 'READ' | 'SEARCH'
 
 /**
  * Up to how many grants (relations granting the permission from the caller or its groups) the set-wise checks hash
- * them (accessSetsCtes). Hashing costs every statement about 0.3 us per grant whatever the number of candidates;
- * deciding per candidate about 21 us per candidate whatever the grants. A user who directly owns 173k elements (an
- * element POSTed without a parent is owned by its creator) made the benchmark's text match take 307 ms instead of
- * 4 ms, nearly all of it hashing those grants and probing what each of them owns; past the cap it takes 58-95 ms.
+ * them (accessSetsCtes). Hashing costs every statement a little per grant whatever the number of candidates;
+ * deciding per candidate costs per candidate whatever the grants. A user who directly owns a very large number of
+ * elements (an element POSTed without a parent is owned by its creator) would otherwise pay for hashing them all in
+ * every search (docs/decisions/013-set-wise-access.md).
  */
 export const ACCESS_SET_CAPS = { grants: 10_000 };
 

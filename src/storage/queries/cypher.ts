@@ -37,9 +37,7 @@
 //   it return an arbitrary subset), so they are all found and ordered, but only SKIP + LIMIT come back: up to
 //   MAX_EXPLORED matches are allowed then;
 // - at most MAX_UNWIND (10,000) UNWIND items; queries up to 16,384 characters (parser).
-// Measured (scratch/cypher-explain.ts, 327k elements, PostgreSQL 15): the benchmark's depth-3 walk from one
-// folder, 126 paths, executed in about 4 ms when every relation had its own READ check (a PL/pgSQL call each, most
-// of the time); see step() for why a relation needs none.
+// Relations in a walk get no READ check of their own; see step() and docs/decisions/020-cypher-relations-unchecked.md.
 import type { PathsOutput } from '../../domain/search/types.js';
 import {
   cypherError,
@@ -846,8 +844,7 @@ WHERE ${and(where)}`;
           // No check of the relation itself: its ends are w.node (checked when it was added) and n (checked just
           // above), and the relation rule makes any relation readable with READ on both ends (trellis_allows,
           // migration 004; asserted by test/elements/access-matrix.test.ts). Its own check, a PL/pgSQL call per
-          // relation, was most of the statement: without it the benchmark's Cypher request (quick runs, back to
-          // back, p50) went from 15.4-15.5 to 10.0-12.5 ms on PostgreSQL and from 20.4-24.9 to 13.8-14.5 ms on PGlite.
+          // relation, would be most of the statement (docs/decisions/020-cypher-relations-unchecked.md).
         ];
         branches.push(`SELECT x.seg, x.hops, ${n}.id AS node, ${r}.id AS rel, x.pos
   FROM elements ${r} JOIN elements ${n} ON ${n}.id = ${r}.${there}
