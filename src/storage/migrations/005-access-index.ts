@@ -1,7 +1,6 @@
 // The access index: the two transitive closures that the access walks of migration 004 recomputed on every check,
 // kept up to date by triggers in the transaction that changes the graph. A check becomes a handful of index probes
-// instead of two recursive walks (measured on PostgreSQL 15, GET /<id> statement execution 0.11-0.14 ms ->
-// 0.04 ms; see README "Performance"). The rules themselves are unchanged: the functions of migration 004 keep their
+// instead of two recursive walks (docs/decisions/011-access-index.md). The rules themselves are unchanged: the functions of migration 004 keep their
 // signatures and meaning and now read the closures.
 //
 //   element_owners(element_id, owner_id)    every element with an OWNS path to element_id (the element itself is

@@ -26,12 +26,9 @@
 // GIN prefix lookup `'t<token>S':*`; a lookup within one field is an exact lexeme. <value> and <field> are escaped
 // (U+001E -> U+001E '1', U+001F -> U+001E '2', U+001D -> U+001E '3').
 //
-// Cost (PostgreSQL 15, 2 cores, an element with 4 short strings: scratch/search-write-cost.ts, search-post-cost.ts,
-// search-bulk-cost.ts): building the document takes about 40 us; a single-row INSERT went from 60-77 us to 120-147 us
-// with the column and its GIN index (fastupdate on, the default, whose pending list keeps the index insert at about
-// 10 us; fastupdate off cost another 60-90 us), 8 parallel writers from 17-21k to 9k rows/s, a PATCH-like UPDATE
-// from 51 to 135 us; POST /'s statement (node, OWNS, CREATED) from 194-291 us to 292-339 us, 32 in flight from 6.4k
-// to 4.5k statements/s; the benchmark's 100k data set from 8.7 s to 16.3 s and from 106 MB to 215 MB.
+// Cost: about twice the time of a bare single-row write, taken on purpose so that the index is never behind
+// (docs/decisions/006-search-index-in-the-write.md). The GIN index keeps fastupdate on: its pending list keeps the
+// index insert cheap.
 //
 // Limits, so that no element write can ever fail because of the index: a tsvector lexeme has at most 2047 bytes
 // (longer ones are left out: a 5,000-character string keeps its text tokens but has no keyword, like ES's
@@ -121,8 +118,8 @@ export const LEAVES = `
 
 // The lexemes of one value (a row of LEAVES) as one string, U+001D between them: string functions over the whole
 // value instead of a row per token (regexp_replace turns every run of separators into "end of this lexeme, start of
-// the next one"). Measured on PostgreSQL 15: 40 us per typical element against 56 us with a set-returning
-// tokenizer and 110 us with one UNION branch per lexeme kind. `fieldInReplacement` is how the field name enters
+// the next one"), which is cheaper than a set-returning tokenizer or one UNION branch per lexeme kind.
+// `fieldInReplacement` is how the field name enters
 // regexp_replace's replacement text, where a backslash is an escape: 006 wrote `f` as it is, so a field name holding
 // `\\`, `\&` or `\1`-`\9` came out mangled in every token lexeme but the last (migration 009 fixes it).
 export const leafLexemes = (fieldInReplacement: string) => `

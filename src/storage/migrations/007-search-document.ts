@@ -2,16 +2,13 @@
 // stored `search` column stays valid, nothing is recomputed), which test/search/search-document.test.ts checks
 // against 006's function on both backends.
 //
-// Measured on PostgreSQL 15 (2 cores, a slow day; the bench's `Document` nodes: 9 properties, 5 of them strings),
-// 006's function took 119-130 us per element:
+// Where 006's function spent its time:
 //   - its leaf query had two branches over jsonb_each (top-level scalars, then objects and arrays through
 //     trellis_search_nested), each a scan of every property. Now one scan yields the top-level scalars and tells
 //     whether any value nests; only then does the second query run.
-//   - every string entered PL/pgSQL for trellis_search_fold (1.6 us); ASCII text, the common case, is lowered
+//   - every string entered PL/pgSQL for trellis_search_fold; ASCII text, the common case, is lowered
 //     inline (for ASCII text the function returns exactly lower(... COLLATE "C")).
-// The tokenizer stays as it was: the regular expression that splits a string costs 9 us for a 70-character string
-// (PostgreSQL's regex engine, whatever the character class), but a regexp_split_to_array with array_remove instead
-// of both expressions measured slower (11.6 against 10.4 us).
+// The tokenizer stays as it was: a regexp_split_to_array with array_remove instead of both expressions is slower.
 // The over-budget path (documents of more than 1 MB of lexemes) is rare and keeps 006's query. CREATE OR REPLACE
 // keeps the function's identity, which the generated column refers to.
 import { documentOfText, LEAF_LEXEMES, SEARCH_LIMITS, SEP } from './006-search-index.js';

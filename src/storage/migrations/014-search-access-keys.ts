@@ -4,10 +4,8 @@
 // of the caller's keys" and reads only those rows (the reference implementation does the same with a
 // `_searchableBy` field in its Elasticsearch documents).
 //
-// Why. A text match for a word in 2% of the benchmark's 100k nodes found 1,983 candidates in the index, of which the
-// caller may search 91: PostgreSQL read all 1,983 rows (2,378 buffers) and hashed the 5,334 elements the caller's
-// grants own to decide which to keep, about 7 ms per statement, 411-521 statements/s with 8 in flight. Filed under
-// access keys, the index yields the 91 (425 buffers, 1.2 ms, 1,387-1,712 statements/s); scratch/search-explain.ts.
+// Why: without them PostgreSQL reads every row the index finds for a word and only then filters by access, which
+// for a common word keeps a small fraction (docs/decisions/012-access-keys-in-the-search-index.md).
 //
 // The keys are an index, not the rule: a search still applies the access module's exact check (access.ts) to every
 // row the index yields, so keys only need to be a superset of who may search the node. For a caller, the query
@@ -29,8 +27,7 @@
 // POST / and POST /<parent> write the new node's keys in its INSERT, so the trigger finds nothing to do for them
 // (an UPDATE of the fresh row would write it, and its search document's index entries, twice). Bulk loads defer
 // the triggers and call trellis_rebuild_access_index(), which now also rebuilds the keys.
-//
-// Costs, measured on PostgreSQL 15 (2 cores): see bench/RESULTS.md, 2026-11-24 (third session of the day).
+// Their cost on writes: docs/decisions/012-access-keys-in-the-search-index.md.
 
 /** The key under which every relation is filed in the search index (no node has it: ids are random v4 uuids). */
 export const RELATION_SEARCH_KEY = '00000000-0000-0000-0000-000000000000';

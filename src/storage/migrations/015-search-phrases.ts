@@ -7,11 +7,9 @@
 // field), and then each candidate's own value is checked here: the strings at the field are tokenized exactly as
 // the index tokenizes them (same fold, same separators, same 100,000-character limit as 006/007) and the phrase's
 // tokens are looked for in them. The check runs only on rows the index has already found, so its cost is per
-// candidate, not per element. On the bench's 100k nodes (PostgreSQL 15, scratch/phrase-cost.ts, 8 in flight), two
-// title words: 1,309-1,743 searches/s as match_phrase against 1,704-1,891 as a match with operator and. Per
-// candidate, the check costs about what building that value's search document cost its write (scratch/
-// phrase-big.ts, one call with its round trip): 0.6 ms for a short value, 1.2 ms at 5,800 characters, 11 ms at
-// 92,000; so a phrase over many very long values that all hold its words is slow, as a fuzzy match is.
+// candidate, not per element: a two-word phrase costs little more than a match of both words with operator and.
+// Per candidate, the check costs about what building that value's search document cost its write, so a phrase over
+// many very long values that all hold its words is slow, as a fuzzy match is.
 //
 // Slop, as Lucene's sloppy phrase: the words may be out of place by at most `slop` positions in total, measured as
 // the spread of (position in the value - position in the phrase) over the phrase's words; slop 0 is the exact

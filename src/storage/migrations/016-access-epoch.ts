@@ -2,7 +2,7 @@
 // invalidate a token, so that an access decision made under one value of it still holds under any snapshot that
 // reads the same value.
 //
-// Why. Every access rule (DESIGN.md "Access model") is monotone: it asks whether some relation exists (an OWNS
+// Why. Every access rule (docs/architecture.md "Access model") is monotone: it asks whether some relation exists (an OWNS
 // path, a group membership, a HAS_*_ACCESS grant, a CREATED relation, READ on a relation's ends). Adding elements or
 // relations, and changing `data`, can only add permissions. Permissions are taken away only by deleting an element
 // (its relations go with it), by changing a relation's type or ends, or by emptying the table (and a rebuild of the
@@ -12,8 +12,8 @@
 // while the epoch is unchanged their statement is the element and the epoch alone, without the token lookup and the
 // access check. A token stops working when it is revoked or changed (an UPDATE of tokens), deleted, or its user
 // deleted: those bump the epoch too; its expiry needs no commit and is checked by the process. This is how
-// Zanzibar-style systems cache decisions: a decision is tied to a snapshot of the data it was made from.
-// Measurements: bench/RESULTS.md.
+// Zanzibar-style systems cache decisions: a decision is tied to a snapshot of the data it was made from
+// (docs/decisions/014-remembered-decisions.md).
 //
 // Deleting any element bumps, not only relations that grant access: a relation deleted and created again with the
 // same id (clients may choose ids) between different ends must not inherit a decision made for the old one.
