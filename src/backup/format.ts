@@ -1,4 +1,4 @@
-// The backup folder format of the reference implementation (DESIGN.md "Backups"), shared by backup:create and
+// The backup folder format of the reference implementation (the design notes' "Backups"), shared by backup:create and
 // backup:load:
 //
 //   summary.json                 {"backupCreated","nodeCount","relationCount","fileCount","hostname","version":"dev",

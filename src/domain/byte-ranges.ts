@@ -1,5 +1,5 @@
 // The `Range` and `If-Range` request headers of file downloads (RFC 9110 section 14, narrowed by the spec and
-// DESIGN.md "Ranges": one range per request).
+// the design notes' "Ranges": one range per request).
 import { Problem } from '../errors.js';
 import type { ByteRange } from '../blob/blob-store.js';
 

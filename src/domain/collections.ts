@@ -25,7 +25,7 @@ export class Collections {
 
   /**
    * `page` from 1 and `pageSize` clamped to the configured range; non-integers are 400 bad-content. An integer of
-   * any length is clamped (DESIGN: "integers out of range are clamped"): the page to one whose offset is still an
+   * any length is clamped (the design notes: "integers out of range are clamped"): the page to one whose offset is still an
    * exact number, far beyond any collection.
    */
   pagination(query: PageRequest): { page: number; pageSize: number } {

@@ -1,4 +1,4 @@
-// Element CRUD (spec "Element endpoints"; DESIGN.md section 3). Every operation checks the permission it needs
+// Element CRUD (spec "Element endpoints"; the design notes' section 3). Every operation checks the permission it needs
 // through the access module; denied and missing are the same 404.
 import type { Clock } from '../clock.js';
 import type { Settings } from '../config/schema.js';
@@ -90,7 +90,7 @@ export class Elements {
       type = checkNewType(body.type);
       data = checkProperties(body.data, this.reserved(type));
       checkDataLimits(data, this.settings.element);
-      // The spec: an id is "Assigned once at creation. Cannot be set by clients." (DESIGN.md let a client choose it;
+      // The spec: an id is "Assigned once at creation. Cannot be set by clients." (the design notes let a client choose it;
       // where the two disagree the spec wins.) A chosen id that was in use would also have told the caller that an
       // element it may not see exists.
       if (body.id !== undefined && body.id !== null)
@@ -171,7 +171,7 @@ export class Elements {
   }
 
   /**
-   * Relation rules of DESIGN.md: an access-granting relation needs ownership of its end, and its start must be a
+   * Relation rules of the design notes: an access-granting relation needs ownership of its end, and its start must be a
    * User or Group (sharing by id) or an element the caller owns (moving within its own tree). Nobody can grant
    * what they do not own. Any other relation needs CREATE on its start and READ on its end, both nodes.
    */

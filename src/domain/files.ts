@@ -1,4 +1,4 @@
-// Element files (spec "File metadata", "Element file", "File and upload endpoints"; DESIGN.md "Collections and
+// Element files (spec "File metadata", "Element file", "File and upload endpoints"; the design notes' "Collections and
 // files, exact"): direct upload, download with one range, removal. Files have no access rules of their own: every
 // operation asks the element (READ to download, UPDATE to write or remove).
 //

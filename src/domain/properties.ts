@@ -1,4 +1,4 @@
-// Rules for element types and properties (spec "Properties inside data", "Node"; DESIGN.md section 3).
+// Rules for element types and properties (spec "Properties inside data", "Node"; the design notes' section 3).
 import { Problem } from '../errors.js';
 import { isPlainObject } from './values.js';
 

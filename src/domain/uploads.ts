@@ -1,5 +1,5 @@
 // Resumable uploads (spec "Upload", the "Resumable upload" state table, "File and upload endpoints", "Limits";
-// DESIGN.md "Collections and files, exact"; draft-ietf-httpbis-resumable-upload).
+// the design notes' "Collections and files, exact"; draft-ietf-httpbis-resumable-upload).
 //
 // An upload is a row (the truth about it: offset, declared length, expiry, creator, target) and a blob under the
 // upload id. Appends stream into the blob; the offset advances by exactly what was made durable, in the step
@@ -441,7 +441,7 @@ export class Uploads {
   }
 
   /**
-   * The background job (every instance, DESIGN.md section 1): removes uploads that expired more than the grace
+   * The background job (every instance, the design notes' section 1): removes uploads that expired more than the grace
    * period ago and uploads whose target was deleted or whose creator lost UPDATE on it, with their bytes. Rows are
    * deleted by statements that skip rows another instance is deleting, so each upload is removed once.
    */
@@ -542,7 +542,7 @@ export class Uploads {
 
   /**
    * A completion whose digest did not match: the stored bytes are discarded (which of them are wrong cannot be
-   * told) and the upload stays in progress at offset 0 (spec, DESIGN.md), so the client can send it again.
+   * told) and the upload stays in progress at offset 0 (the spec and its design notes), so the client can send it again.
    * Returns the problem to answer with.
    */
   private async discard(upload: sql.UploadRow, lease: string, problem: Problem): Promise<Problem> {

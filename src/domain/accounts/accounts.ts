@@ -1,4 +1,4 @@
-// Registration, tokens and passwords (spec "User endpoints", "Authentication"; DESIGN.md section 3).
+// Registration, tokens and passwords (spec "User endpoints", "Authentication"; the design notes' section 3).
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { Problem } from '../../errors.js';

@@ -94,7 +94,7 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
       return sendProgress(reply, state, 204, uploadPath(state.id));
     }
     // Spec: a direct upload answers "201 with a Location header", whether it created the file or replaced one (as a
-    // completing resumable upload does). DESIGN.md had 204 for a replacement; the spec wins.
+    // completing resumable upload does). The design notes had 204 for a replacement; the spec wins.
     await files.upload(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r));
     return created(reply, `/${r.params.id.toLowerCase()}/file`);
   };

@@ -49,7 +49,7 @@ export default async function systemRoutes(app: App, { config, services }: Route
         JSON.stringify({
           version: settings.instanceConfiguration.showVersion ? INTERFACE_VERSION : null,
           pageSize: settings.pageSize,
-          // The reference's three keys (DESIGN.md section 3); the minimum password length shows in refusals.
+          // The reference's three keys (the design notes' section 3); the minimum password length shows in refusals.
           register: {
             enabled: settings.register.enabled,
             uniqueIdentifier: settings.register.uniqueIdentifier,

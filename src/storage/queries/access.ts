@@ -218,7 +218,7 @@ export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_
  * SQL boolean: does a relation granting `permission` (GRANT_TYPES) lead from one of `principals` (a uuid[]
  * expression) to `target` or to an element owning it? trellis_granted(principals, target,
  * trellis_grant_types(permission)) of migration 005, inlined: a PL/pgSQL call costs more than its index probes.
- * Such a READ propagates down OWNS (DESIGN.md access model), so a collection whose anchor passes it for READ lists
+ * Such a READ propagates down OWNS (docs/architecture.md "Access model"), so a collection whose anchor passes it for READ lists
  * its children without checking each.
  */
 export const grantedSql = (principals: string, target: string, permission: Permission): string => `EXISTS (

@@ -11,7 +11,7 @@ export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
 
 // Which relations connect the anchor (`p.anchor_id`) to the members, and which end of each is the member.
 // `inherits`: every member and relation is readable when the caller's READ on the anchor comes from an OWNS path
-// or a READ grant, because those propagate down OWNS (DESIGN.md access model), or when the anchor is one of the
+// or a READ grant, because those propagate down OWNS (docs/architecture.md "Access model"), or when the anchor is one of the
 // caller's principals (its User node or one of its groups), whose OWNS make the caller an owner; the per-row check
 // is then skipped.
 // `nodesOnly`: the page lists its nodes and no relations (the index, as in the reference implementation, whose
