@@ -13,12 +13,12 @@ import type { Queryable } from '../../src/storage/db.js';
 import type { Harness } from '../helpers/harness.js';
 
 /**
- * The reference dataset: TRELLIS_REFERENCE_DATASET when set, else the copy beside the repository
- * (../shared/fixtures), else the one vendored in test/fixtures/reference-dataset.tar.gz (release 0.0.28, MIT),
- * unpacked once per test process: a clean clone in CI may not sit beside ../shared.
+ * The reference dataset: TRELLIS_REFERENCE_DATASET when set, else an unpacked copy next to the repository when one
+ * is there, else the one vendored in test/fixtures/reference-dataset.tar.gz (release 0.0.28, MIT), unpacked once
+ * per test process.
  */
-// Every folder made here, removed when the test file that imported this module is done (they used to pile up in
-// /tmp: 37 per test run).
+// Every folder made here, removed when the test file that imported this module is done, so that none pile up in
+// /tmp.
 const created: string[] = [];
 afterAll(() => Promise.all(created.splice(0).map((dir) => rm(dir, { recursive: true, force: true }))));
 
