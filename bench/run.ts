@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --large]`: the performance benchmark of issue 8.
+// `npm run bench [-- --quick] [-- --large]`: the performance benchmark (bench/README.md).
 //
 // Generates the data set, starts Trellis on a throw-away PostgreSQL server and on embedded PGlite, loads it with
 // wrk (or autocannon) from a separate process, and compares every scenario with a baseline measured in the same
@@ -7,8 +7,7 @@
 //
 // Options:
 //   --quick              10k-node data set, 2 s per measurement, 128 MiB files, best of 2 transfers instead of 3
-//                        (a smoke run of under 3 minutes, also on a slow day of the 2-core machine: 3 s and 256 MiB
-//                        took 3 min 31 s there on 2026-11-23)
+//                        (a smoke run of under 3 minutes, also on a slow day of the 2-core machine)
 //   --large              also GET /<id> latency on a 1M-node data set vs a 10k-node one (PostgreSQL, one client)
 //   --backends a,b       postgres,pglite (default both)
 //   --only REGEX         run only the scenarios whose name matches (baselines they need still run)
