@@ -1,6 +1,6 @@
 // Helpers of the backup tests: the reference dataset as data, small hand-made backups, and what is stored.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -13,9 +13,8 @@ import type { Queryable } from '../../src/storage/db.js';
 import type { Harness } from '../helpers/harness.js';
 
 /**
- * The reference dataset: TRELLIS_REFERENCE_DATASET when set, else an unpacked copy next to the repository when one
- * is there, else the one vendored in test/fixtures/reference-dataset.tar.gz (release 0.0.28, MIT), unpacked once
- * per test process.
+ * The reference dataset: TRELLIS_REFERENCE_DATASET when set, else the one vendored in
+ * test/fixtures/reference-dataset.tar.gz (release 0.0.28, MIT), unpacked once per test process.
  */
 // Every folder made here, removed when the test file that imported this module is done, so that none pile up in
 // /tmp.
@@ -24,8 +23,6 @@ afterAll(() => Promise.all(created.splice(0).map((dir) => rm(dir, { recursive: t
 
 function referenceDataset(): string {
   if (process.env.TRELLIS_REFERENCE_DATASET) return process.env.TRELLIS_REFERENCE_DATASET;
-  const beside = fileURLToPath(new URL('../../../shared/fixtures/reference-dataset', import.meta.url));
-  if (existsSync(join(beside, 'summary.json'))) return beside;
   const target = mkdtempSync(join(tmpdir(), 'trellis-reference-'));
   created.push(target);
   execFileSync('tar', ['-xzf', fileURLToPath(new URL('../fixtures/reference-dataset.tar.gz', import.meta.url)), '-C', target]);

@@ -1041,7 +1041,7 @@ function dateValue(value: unknown, path: string): string {
         return timestamptzBound(date.getTime());
     }
   }
-  return fail(path, `must be an ISO-8601 date (e.g. "2024-05-01" or "2024-05-01T12:00:00Z") or epoch milliseconds, not ${describe(value)}`);
+  return fail(path, `must be an ISO-8601 date ("YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ") or epoch milliseconds, not ${describe(value)}`);
 }
 
 /** The key paths a dotted field name can stand for ("a.b": a -> b, or the key "a.b"), as ES treats both alike. */
