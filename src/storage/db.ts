@@ -41,8 +41,12 @@ export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /** The access epoch as this process sees it, on a database only this process uses (PGlite; access-decisions.ts). */
   readonly sessionEpoch?: SessionAccessEpoch;
-  /** Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. A
+   * `statementTimeoutMs` cancels any of its statements that runs longer (SQLSTATE 57014), set with the BEGIN in one
+   * round trip; the embedded database accepts and ignores it (it has no timers).
+   */
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -149,11 +153,14 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<v
       }
       return run<R>(client, text, values, name);
     },
-    async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    async transaction<T>(work: (tx: Queryable) => Promise<T>, options: { statementTimeoutMs?: number } = {}): Promise<T> {
+      const timeout = options.statementTimeoutMs;
+      if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout > 0)) throw new Error(`invalid statement timeout ${timeout}`);
       const client = await checkOut(pool);
       let broken = false;
       try {
-        await client.query('BEGIN');
+        // SET takes no bind parameters; the value is a checked integer.
+        await client.query(timeout === undefined ? 'BEGIN' : `BEGIN; SET LOCAL statement_timeout = ${timeout}`);
         const result = await work(runner(client));
         await client.query('COMMIT');
         return result;

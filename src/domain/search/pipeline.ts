@@ -93,10 +93,7 @@ export class Search {
       // On a server every statement of the search runs under the search's time budget (statement_timeout, local to
       // this transaction), so that no query a client can write holds a connection and its CPU for long. The
       // embedded database has no timers to cancel a statement with (SECURITY.md).
-      return await this.db.transaction(async (tx) => {
-        await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [`${budget}s`], 'search_budget');
-        return this.runSteps(tx, userId, request);
-      });
+      return await this.db.transaction((tx) => this.runSteps(tx, userId, request), { statementTimeoutMs: budget * 1000 });
     } catch (error) {
       const code = (error as { code?: string })?.code;
       if (code === QUERY_CANCELED)
