@@ -83,7 +83,7 @@ export const SettingsSchema = Type.Object(
     // search document, so these bound the work of one write (SECURITY.md).
     element: obj({
       maxDataSizeInBytes: Type.Integer({ minimum: 2, maximum: 64 * MiB, default: 64 * 1024 }),
-      maxNestingDepth: Type.Integer({ minimum: 1, maximum: 200, default: 32 }),
+      maxNestingDepth: Type.Integer({ minimum: 1, maximum: 256, default: 32 }),
       maxArrayLength: int(1000, 1),
       maxValues: int(1000, 1),
     }),

@@ -102,6 +102,6 @@ describe('element limit settings', () => {
     const { validateSettings } = await import('../../src/config/load.js');
     expect(validateSettings({}).element).toEqual({ maxDataSizeInBytes: 65536, maxNestingDepth: 32, maxArrayLength: 1000, maxValues: 1000 });
     expect(() => validateSettings({ element: { maxValues: 0 } })).toThrow(/maxValues/);
-    expect(() => validateSettings({ element: { maxNestingDepth: 500 } })).toThrow(/maxNestingDepth/);
+    expect(() => validateSettings({ element: { maxNestingDepth: 257 } })).toThrow(/maxNestingDepth/);
   });
 });
