@@ -40,6 +40,10 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (line === 'exhaust') {
     grab();
     topUp = setInterval(grab, 2);
+    // A descriptor the previous request closes asynchronously (its file stream) may be freed just after the first
+    // grab; waiting a little before reporting lets the top-up take it, so the request under test cannot.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    grab();
     console.log(JSON.stringify({ exhausted: held.length }));
   } else if (line === 'release') {
     if (topUp) clearInterval(topUp);
