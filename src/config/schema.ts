@@ -75,8 +75,8 @@ export const SettingsSchema = Type.Object(
       deleteExpiredTokensAutomaticallyInSeconds: seconds(1209600),
     }),
     expression: obj({ enabled: Type.Boolean({ default: true }), maxLength: int(10240, 1) }),
-    // The time every statement of a search may take on a PostgreSQL server (domain/search/pipeline.ts).
-    search: obj({ statementTimeoutInSeconds: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }) }),
+    // The time every statement of a search may take; the default depends on the backend (domain/search/pipeline.ts).
+    search: obj({ statementTimeoutInSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })) }),
     instanceConfiguration: obj({ enabled: Type.Boolean({ default: true }), showVersion: Type.Boolean({ default: true }) }),
     cache: obj({ etagUpperLimitInCollectionEndpoints: int(100) }),
     // What one element's data may hold (domain/data-limits.ts): each key, array item and word costs the write's

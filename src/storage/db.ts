@@ -43,8 +43,8 @@ export interface Db extends Queryable {
   readonly sessionEpoch?: SessionAccessEpoch;
   /**
    * Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. A
-   * `statementTimeoutMs` cancels any of its statements that runs longer (SQLSTATE 57014), set with the BEGIN in one
-   * round trip; the embedded database accepts and ignores it (it has no timers).
+   * `statementTimeoutMs` cancels any of its statements that runs longer (SQLSTATE 57014), on both backends
+   * (StatementBudget).
    */
   transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
   close(): Promise<void>;
@@ -118,8 +118,27 @@ function checkIn(client: pg.PoolClient, broken = false): void {
   client.release(broken);
 }
 
-/** `lanes`: pipelined connections for short reads (read-lanes.ts); without them short reads use the pool. */
-export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<void> = async () => {}, lanes?: ReadLanes): Db {
+/** How a backend bounds the time of each statement of a transaction. */
+export interface StatementBudget {
+  /** The statements that open a transaction whose statements may each run `ms` milliseconds. */
+  begin(ms: number): string;
+  /** Called once the transaction is open, and when it has ended. */
+  arm?(ms: number): void;
+  disarm?(): void;
+}
+
+/** A PostgreSQL server's own: statement_timeout, local to the transaction. SET takes no bind parameters; `ms` is a checked integer. */
+export const serverBudget: StatementBudget = { begin: (ms) => `BEGIN; SET LOCAL statement_timeout = ${ms}` };
+
+export interface PoolDbOptions {
+  onClose?: () => Promise<void>;
+  /** Pipelined connections for short reads (read-lanes.ts); without them short reads use the pool. */
+  lanes?: ReadLanes;
+  budget?: StatementBudget;
+}
+
+export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions = {}): Db {
+  const { onClose = async () => {}, lanes, budget = serverBudget } = options;
   const db: Db = {
     kind,
     /**
@@ -159,12 +178,14 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, onClose: () => Promise<v
       const client = await checkOut(pool);
       let broken = false;
       try {
-        // SET takes no bind parameters; the value is a checked integer.
-        await client.query(timeout === undefined ? 'BEGIN' : `BEGIN; SET LOCAL statement_timeout = ${timeout}`);
+        await client.query(timeout === undefined ? 'BEGIN' : budget.begin(timeout));
+        if (timeout !== undefined) budget.arm?.(timeout);
         const result = await work(runner(client));
+        budget.disarm?.();
         await client.query('COMMIT');
         return result;
       } catch (error) {
+        budget.disarm?.();
         try {
           await client.query('ROLLBACK');
         } catch {

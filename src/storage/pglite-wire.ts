@@ -21,32 +21,116 @@ export class EmbeddedStackOverflow extends Error {
   }
 }
 
-/** The PGlite internals the guard wraps: its one-message step and Emscripten's stack pointer reset. */
+/** The PGlite internals the guards use: its one-message step, Emscripten's stack reset and PostgreSQL's interrupt flags. */
 interface GuardedModule {
   _PostgresMainLoopOnce: () => void;
   stackRestore: (pointer: number) => void;
+  setValue: (pointer: number, value: number, type: 'i32') => void;
+  /** Addresses of PostgreSQL's `QueryCancelPending` and `InterruptPending` (sig_atomic_t, 32 bits here). */
+  _QueryCancelPending: number;
+  _InterruptPending: number;
 }
 
-const guarded = new WeakSet<object>();
+/**
+ * PostgreSQL's statement_timeout by other means. On a server a timer signal cancels the statement; PGlite's timers
+ * are JavaScript timeouts, which cannot fire while the WebAssembly runs a statement. While a budget is armed, each
+ * exchange gets a deadline, and the transaction has PostgreSQL time every plan node (auto_explain, see
+ * EMBEDDED_BUDGET_SETTINGS): its clock reads come out to JavaScript, and the first one past the deadline raises the
+ * cancel flags a server's timer would, so the statement fails at its next interrupt check with 57014.
+ */
+export class EmbeddedBudget {
+  private budgetMs: number | null = null;
+  private deadline = Infinity;
+  private fired = false;
+
+  constructor(private readonly mod: GuardedModule) {}
+
+  /** Every statement from now until `disarm` may run `ms`. */
+  arm(ms: number): void {
+    this.budgetMs = ms;
+  }
+
+  disarm(): void {
+    this.budgetMs = null;
+  }
+
+  /** Runs one synchronous step of PostgreSQL under the deadline of the current exchange, if one is armed. */
+  watch(step: () => void): void {
+    if (this.deadline === Infinity) return step();
+    const original = Object.getOwnPropertyDescriptor(performance, 'now');
+    const read = performance.now.bind(performance);
+    // Only PostgreSQL's clock reads run while the step does (it is synchronous), so nothing else sees this clock.
+    Object.defineProperty(performance, 'now', { value: () => this.check(read()), configurable: true, writable: true });
+    try {
+      step();
+    } finally {
+      if (original) Object.defineProperty(performance, 'now', original);
+      else delete (performance as { now?: unknown }).now;
+      // A deadline that passed after the statement's last interrupt check must not cancel the next statement.
+      if (this.fired) this.raise(0);
+    }
+  }
+
+  /** Starts an exchange's deadline (each exchange is one statement: `pg` sends the next after ReadyForQuery). */
+  begin(): void {
+    this.deadline = this.budgetMs === null ? Infinity : performance.now() + this.budgetMs;
+    this.fired = false;
+  }
+
+  end(): void {
+    this.deadline = Infinity;
+  }
+
+  private check(now: number): number {
+    if (now > this.deadline && !this.fired) {
+      this.fired = true;
+      this.raise(1);
+    }
+    return now;
+  }
+
+  private raise(flag: 0 | 1): void {
+    try {
+      this.mod.setValue(this.mod._QueryCancelPending, flag, 'i32');
+      this.mod.setValue(this.mod._InterruptPending, flag, 'i32');
+    } catch {
+      // Called from inside the WebAssembly: an exception here would leave PostgreSQL half way through a statement.
+    }
+  }
+}
 
 /**
- * PostgreSQL checks its own stack depth, but in PGlite a deep recursion can exhaust the JavaScript stack under the
- * WebAssembly first. PGlite's protocol loop catches that RangeError and goes on with PostgreSQL half way through a
- * statement: it answered nothing for the statement, then spun for ever on the next one, deaf to signals. Here the
- * error escapes the loop instead (through the stack reset PGlite calls in its catch): the exchange fails, its
- * connection is dropped, and the next connection begins with SESSION_RESET, which ends what the statement left open.
+ * What a budgeted transaction sets on the embedded database: auto_explain times every node of every statement
+ * (nested ones too) without ever logging, so that a running statement reads the clock.
  */
-function guardStack(pglite: PGlite): void {
+export const EMBEDDED_BUDGET_SETTINGS =
+  'SET LOCAL auto_explain.log_min_duration = 2147483647; SET LOCAL auto_explain.log_analyze = on; ' +
+  'SET LOCAL auto_explain.log_timing = on; SET LOCAL auto_explain.log_nested_statements = on';
+
+const guards = new WeakMap<object, EmbeddedBudget>();
+
+/**
+ * Installs the guards on a PGlite instance, once, and returns its statement budget.
+ *
+ * The stack guard: PostgreSQL checks its own stack depth, but in PGlite a deep recursion can exhaust the JavaScript
+ * stack under the WebAssembly first. PGlite's protocol loop catches that RangeError and goes on with PostgreSQL half
+ * way through a statement: it answered nothing for the statement, then spun for ever on the next one, deaf to
+ * signals. Here the error escapes the loop instead (through the stack reset PGlite calls in its catch): the exchange
+ * fails, its connection is dropped, and the next connection begins with SESSION_RESET.
+ */
+function guard(pglite: PGlite): EmbeddedBudget {
   const mod = (pglite as unknown as { mod: GuardedModule }).mod;
-  if (guarded.has(mod)) return;
-  guarded.add(mod);
+  const existing = guards.get(mod);
+  if (existing) return existing;
+  const budget = new EmbeddedBudget(mod);
+  guards.set(mod, budget);
   const longJump = (pglite as unknown as { POSTGRES_MAIN_LONGJMP: number }).POSTGRES_MAIN_LONGJMP;
   const step = mod._PostgresMainLoopOnce;
   const restore = mod.stackRestore;
   let overflow: unknown = null;
   mod._PostgresMainLoopOnce = () => {
     try {
-      step();
+      budget.watch(step);
     } catch (error) {
       // PostgreSQL's own errors arrive as its longjmp and are handled by PGlite; anything else is not PostgreSQL's.
       if ((error as { status?: unknown })?.status !== longJump) overflow = error;
@@ -61,29 +145,37 @@ function guardStack(pglite: PGlite): void {
       throw new EmbeddedStackOverflow(cause);
     }
   };
+  return budget;
 }
 
 /** Runs `messages` on `pglite` and returns the reply bytes, copied out of PGlite's memory. */
-async function exchangeWith(pglite: PGlite, messages: Uint8Array): Promise<Uint8Array> {
+async function exchangeWith(pglite: PGlite, messages: Uint8Array, budget: EmbeddedBudget): Promise<Uint8Array> {
   // PGlite's raw protocol call does not check this itself: it fails on the memory it has released.
   if (pglite.closed) throw new Error('the embedded database is closed');
   const chunks: Uint8Array[] = [];
+  budget.begin();
   // syncToFs: false. PGlite's sync copies an in-memory file system to a persistent one (browsers); the two Trellis
   // uses, NodeFS for DATA_DIR (its writes reach the files as PostgreSQL makes them) and the in-memory one for tests,
   // have nothing to copy, yet the call takes a mutex and awaits it (docs/decisions/001-pglite-socket.md).
   // test/storage/pglite-socket.test.ts checks that the sync is still the base class's no-op for both.
-  await pglite.execProtocolRawStream(messages, { syncToFs: false, onRawData: (chunk) => chunks.push(chunk.slice()) });
+  try {
+    await pglite.execProtocolRawStream(messages, { syncToFs: false, onRawData: (chunk) => chunks.push(chunk.slice()) });
+  } finally {
+    budget.end();
+  }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
-export function localWire(pglite: PGlite): PgliteWire {
-  guardStack(pglite);
+/** The wire to a PGlite instance, with the instance's statement budget. */
+export function localWire(pglite: PGlite): PgliteWire & { budget: EmbeddedBudget } {
+  const budget = guard(pglite);
   return {
-    exchange: (messages) => exchangeWith(pglite, messages),
+    budget,
+    exchange: (messages) => exchangeWith(pglite, messages, budget),
     async startup(startupPacket) {
       // In this order: PGlite's backend exits on a query before its first startup packet.
-      const reply = await exchangeWith(pglite, startupPacket);
-      await exchangeWith(pglite, SESSION_RESET);
+      const reply = await exchangeWith(pglite, startupPacket, budget);
+      await exchangeWith(pglite, SESSION_RESET, budget);
       return reply;
     },
   };

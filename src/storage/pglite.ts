@@ -3,15 +3,17 @@ import { readdir, stat } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { auto_explain } from '@electric-sql/pglite/contrib/auto_explain';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import { EMBEDDED_CACHE_MIB, MiB } from '../config/schema.js';
 import { ACCESS_EPOCH_CHANNEL, SessionAccessEpoch } from './access-decisions.js';
-import { poolDb, SESSION_SETTINGS, type Db } from './db.js';
+import { poolDb, SESSION_SETTINGS, type Db, type StatementBudget } from './db.js';
 import { PgliteSocket, type PgliteWire } from './pglite-socket.js';
-import { localWire } from './pglite-wire.js';
+import { EMBEDDED_BUDGET_SETTINGS, localWire, type EmbeddedBudget } from './pglite-wire.js';
 
-export const pgliteExtensions = { pg_trgm };
+// auto_explain times the statements of a budgeted transaction (pglite-wire.ts, EmbeddedBudget).
+export const pgliteExtensions = { pg_trgm, auto_explain };
 
 /**
  * Opens (creating when absent) a PGlite database in `dataDir`, or in memory when `dataDir` is undefined, with a page
@@ -72,6 +74,7 @@ export async function resolveEmbeddedCacheMiB(dataDir: string, setting: number |
 
 /** Session settings: PGlite is one session, so setting them once covers every statement of every connection. */
 export async function prepareSession(instance: PGlite): Promise<void> {
+  await instance.exec(`LOAD 'auto_explain'`);
   for (const [key, value] of Object.entries(SESSION_SETTINGS)) await instance.exec(`SET ${key} = '${value}'`);
 }
 
@@ -115,12 +118,23 @@ export async function followAccessEpoch(client: pg.ClientBase, epoch: SessionAcc
 export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
   await prepareSession(instance);
   const sessionEpoch = new SessionAccessEpoch();
-  const pool = pglitePool(localWire(instance), (client) => followAccessEpoch(client, sessionEpoch));
-  const db = poolDb('pglite', pool, async () => {
-    if (owned) await instance.close();
+  const wire = localWire(instance);
+  const pool = pglitePool(wire, (client) => followAccessEpoch(client, sessionEpoch));
+  const db = poolDb('pglite', pool, {
+    onClose: async () => {
+      if (owned) await instance.close();
+    },
+    budget: embeddedBudget(wire.budget),
   });
   return { ...db, sessionEpoch };
 }
+
+/** The statement budget on PGlite: statement_timeout would be ignored (pglite-wire.ts, EmbeddedBudget). */
+export const embeddedBudget = (budget: EmbeddedBudget): StatementBudget => ({
+  begin: () => `BEGIN; ${EMBEDDED_BUDGET_SETTINGS}`,
+  arm: (ms) => budget.arm(ms),
+  disarm: () => budget.disarm(),
+});
 
 /** Opens (creating when absent) the embedded database in `dataDir`. */
 export async function openPglite(dataDir: string, cache: number | 'auto' = 'auto'): Promise<Db> {

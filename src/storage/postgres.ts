@@ -33,5 +33,5 @@ export async function openPostgres(url: string, poolSize = defaultPoolSize(), re
   pool.on('error', () => {});
   const client = await pool.connect();
   client.release();
-  return poolDb('postgres', pool, undefined, new ReadLanes(poolOptions(url, 1), readLanes));
+  return poolDb('postgres', pool, { lanes: new ReadLanes(poolOptions(url, 1), readLanes) });
 }

@@ -1,8 +1,56 @@
-// The search's time budget on a PostgreSQL server (search.statementTimeoutInSeconds): a statement of a search that
-// runs past it is cancelled and the search answers a 400 that says so, never a 500 or a wait without end. The
-// embedded database cannot cancel a statement (no timers in its WebAssembly), so this runs on PostgreSQL only.
+// The search's time budget (search.statementTimeoutInSeconds): a statement of a search that runs past it is
+// cancelled and the search answers a 400 that says so, never a 500 or a wait without end. On a server a statement
+// held up by a lock shows it; on the embedded database, which cancels by other means (src/storage/pglite-wire.ts),
+// a statement that really computes that long.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateSettings } from '../../src/config/load.js';
+import { searchBudgetSeconds } from '../../src/domain/search/pipeline.js';
 import { backendsUnderTest, createElement, startHarness, userWithToken, type Harness } from '../helpers/harness.js';
+
+describe('search time budget: defaults', () => {
+  it('is 10 s per statement on PostgreSQL and 3 s on the embedded database unless set', () => {
+    expect(searchBudgetSeconds(validateSettings({}), 'postgres')).toBe(10);
+    expect(searchBudgetSeconds(validateSettings({}), 'pglite')).toBe(3);
+    const set = validateSettings({ search: { statementTimeoutInSeconds: 0.5 } });
+    expect([searchBudgetSeconds(set, 'postgres'), searchBudgetSeconds(set, 'pglite')]).toEqual([0.5, 0.5]);
+    expect(() => validateSettings({ search: { statementTimeoutInSeconds: 0 } })).toThrow(/statementTimeoutInSeconds/);
+  });
+});
+
+describe.skipIf(!backendsUnderTest().includes('pglite'))('search time budget [pglite]', () => {
+  let h: Harness & { stop(): Promise<void> };
+  let token: string;
+  const search = (query: unknown) => h.request('POST', '/search', { token, body: { steps: [{ type: 'searchengine-query-dsl-mixin', query }] } });
+  // A thousand infix wildcards over long values: seconds of work on the embedded database.
+  const expensive = { bool: { should: Array.from({ length: 1000 }, (_, i) => ({ wildcard: { code: `*zq${i}*` } })) } };
+
+  beforeAll(async () => {
+    h = await startHarness('pglite', { settings: { search: { statementTimeoutInSeconds: 0.5 } } });
+    token = (await userWithToken(h, 'alice@budget.dev')).token;
+    for (let i = 0; i < 10; i++) await createElement(h, token, { type: 'Thing', data: { name: `budget ${i}`, code: 'ab'.repeat(10_000) + i } });
+  });
+  afterAll(() => h.stop());
+
+  it('cancels the statement at the budget with a 400 naming it; a request meanwhile waits no longer; the next search answers', async () => {
+    const started = Date.now();
+    const pending = search(expensive);
+    // Sent while the search runs: the embedded database runs one statement at a time, so it waits for the budget.
+    const probe = await h.request('GET', '/me', { token });
+    const probed = Date.now() - started;
+    const res = await pending;
+    const took = Date.now() - started;
+    expect(res.status).toBe(400);
+    expect(res.json.type).toMatch(/\/error\/400\/bad-content$/);
+    expect(res.json.detail).toMatch(/budget of 0.5 s/);
+    expect(took).toBeGreaterThanOrEqual(450);
+    expect(took).toBeLessThan(3_000);
+    expect(probe.status).toBe(200);
+    expect(probed).toBeLessThan(3_000);
+    const after = await search({ match: { name: 'budget' } });
+    expect(after.status).toBe(200);
+    expect(after.json.results).toHaveLength(10);
+  });
+});
 
 describe.skipIf(!backendsUnderTest().includes('postgres'))('search time budget [postgres]', () => {
   let h: Harness & { stop(): Promise<void> };

@@ -102,7 +102,7 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('the access epoch on a 
     const instance = await createPglite();
     const epoch = new SessionAccessEpoch();
     const pool = pglitePool(localWire(instance), (client) => followAccessEpoch(client, epoch));
-    const db = poolDb('pglite', pool, () => instance.close());
+    const db = poolDb('pglite', pool, { onClose: () => instance.close() });
     try {
       await migrate(db);
       await db.query('SELECT trellis_bump_access_epoch()');

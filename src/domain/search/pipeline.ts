@@ -78,6 +78,13 @@ interface DebugEntry extends JsonObject {
   duration: number;
 }
 
+/**
+ * The time each statement of a search may take: the setting, or by default 10 s on a PostgreSQL server and 3 s on
+ * the embedded database, which runs one statement at a time for the whole process.
+ */
+export const searchBudgetSeconds = (settings: Settings, kind: Db['kind']): number =>
+  settings.search.statementTimeoutInSeconds ?? (kind === 'postgres' ? 10 : 3);
+
 export class Search {
   constructor(
     private readonly db: Db,
@@ -87,13 +94,11 @@ export class Search {
   /** Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`. */
   async run(userId: string, body: unknown): Promise<string> {
     const request = parseRequest(body);
-    const budget = this.settings.search.statementTimeoutInSeconds;
+    const budget = searchBudgetSeconds(this.settings, this.db.kind);
     try {
-      if (this.db.kind !== 'postgres') return await this.runSteps(this.db, userId, request);
-      // On a server every statement of the search runs under the search's time budget (statement_timeout, local to
-      // this transaction), so that no query a client can write holds a connection and its CPU for long. The
-      // embedded database has no timers to cancel a statement with (SECURITY.md).
-      return await this.db.transaction((tx) => this.runSteps(tx, userId, request), { statementTimeoutMs: budget * 1000 });
+      // Every statement of the search runs under the search's time budget, local to this transaction, so that no
+      // query a client can write holds a connection and its CPU for long (on PGlite, the whole process: SECURITY.md).
+      return await this.db.transaction((tx) => this.runSteps(tx, userId, request), { statementTimeoutMs: Math.round(budget * 1000) });
     } catch (error) {
       const code = (error as { code?: string })?.code;
       if (code === QUERY_CANCELED)
