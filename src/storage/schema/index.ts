@@ -1,0 +1,17 @@
+// The schema: the baseline (version 1) and the migrations after it, applied in order, each once (storage/migrate.ts).
+// A change to a released schema is a new entry here (version 2, 3, ...) with its own SQL, never an edit of an
+// applied one: a database records the versions it has and is not given them again.
+import { ACCESS_EPOCH, ACCESS_INDEX, ACCESS_KEYS, ACCESS_RULES } from './access.js';
+import { SEARCH_FUNCTIONS, SEARCH_INDEX } from './search.js';
+import { DATA_LIMITS, EXTENSIONS, TABLES } from './tables.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Everything, in dependency order: the search document's functions before the table whose column calls them. */
+export const BASELINE = [EXTENSIONS, SEARCH_FUNCTIONS, DATA_LIMITS, TABLES, ACCESS_INDEX, ACCESS_RULES, ACCESS_KEYS, ACCESS_EPOCH, SEARCH_INDEX].join('');
+
+export const migrations: Migration[] = [{ version: 1, name: 'baseline', sql: BASELINE }];
