@@ -5,6 +5,7 @@ import type { Config } from '../config/schema.js';
 import { startServer } from '../server.js';
 import { createServices } from '../services.js';
 import { acquireDataDirLock, DataDirBusyError, lockHolder } from '../storage/datadir-lock.js';
+import { IncompatibleSchemaError } from '../storage/migrate.js';
 import { openDatabase } from '../storage/open.js';
 import { runViaServer, ServerGoneError } from './admin-socket.js';
 import { dbCommands } from './commands/index.js';
@@ -95,6 +96,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO
     if (error instanceof DataDirBusyError) {
       io.err(`trellis: ${error.message}`);
       return 75; // EX_TEMPFAIL
+    }
+    if (error instanceof IncompatibleSchemaError) {
+      io.err(`trellis: ${error.message}`);
+      return 65; // EX_DATAERR
     }
     if (operatorError(error) || error instanceof ServerGoneError) {
       io.err(`trellis: ${error.message}`);

@@ -1,4 +1,4 @@
-// The edit distances of fuzzy matching (migrations 006, 010, 013) against plain implementations: Levenshtein, and
+// The edit distances of fuzzy matching (src/storage/schema/search.ts) against plain implementations: Levenshtein, and
 // the optimal string alignment distance (Levenshtein plus adjacent transpositions) that ES's default
 // fuzzy_transpositions counts. Both backends: PostgreSQL answers through fuzzystrmatch's C Levenshtein (with the
 // PL/pgSQL functions behind it), PGlite through PL/pgSQL alone.

@@ -35,7 +35,7 @@
 import { LuceneSyntaxError, parseLucene, type LuceneNode, type LuceneQuery } from './lucene.js';
 import { badContent } from '../../errors.js';
 import { timestamptzBound, unstorableParameter } from '../values.js';
-import { CASE_TABLES, LENGTH_BUCKETS, SEARCH_LIMITS, SEPARATOR_RANGES } from '../../storage/migrations/006-search-index.js';
+import { CASE_TABLES, LENGTH_BUCKETS, SEARCH_LIMITS, SEPARATOR_RANGES } from '../../storage/schema/search-analysis.js';
 import { shownFileSql, shownTimeSql } from '../../storage/queries/element-json.js';
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // The one access module: every capability asks "which of these ids may user U do P on" here, in one statement.
 import type { Queryable } from '../db.js';
-import { RELATION_SEARCH_KEY, searchKeysSql } from '../migrations/014-search-access-keys.js';
+import { RELATION_SEARCH_KEY, searchKeysSql } from '../schema/access-keys.js';
 
 export type Permission = 'READ' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE';
 
