@@ -48,7 +48,7 @@ if (!args.port || !args.files || (!args['database-url'] && !args.pglite)) {
 const pglite = args['database-url'] ? null : await createPglite(args.pglite, await resolveEmbeddedCacheMiB(args.pglite!, 'auto'));
 const db = pglite ? poolDb('pglite', pglitePool(localWire(pglite))) : await openPostgres(args['database-url']!);
 await db.query('CREATE TABLE IF NOT EXISTS bench_b2 (LIKE elements INCLUDING ALL)');
-// B2 is one plain single-row INSERT: without the search index's generated tsvector column (migration 006) and its GIN
+// B2 is one plain single-row INSERT: without the search index's generated tsvector column (schema/search.ts) and its GIN
 // index, which Trellis pays on every write by design. Copied along, they halved B2 (19.7k -> 9.6k inserts/s on
 // PostgreSQL), which would have made every write ratio look better than the write path is.
 await db.query('ALTER TABLE bench_b2 DROP COLUMN IF EXISTS search');

@@ -15,7 +15,7 @@ export interface DataLimits {
   maxValues: number;
 }
 
-/** The SQLSTATE and hint prefix of trellis_checked_data (migration 021), which checks a merged element. */
+/** The SQLSTATE and hint prefix of trellis_checked_data (schema/tables.ts), which checks a merged element. */
 export const DATA_LIMIT_SQLSTATE = '54000';
 const DATA_LIMIT_HINT = 'trellis:';
 

@@ -193,7 +193,7 @@ export class Elements {
     const startRow = await this.require(tx, caller, start, 'CREATE');
     const endRow = await this.require(tx, caller, end, 'READ');
     // Relations connect nodes, as in the reference implementation's graph (Neo4j's relationships join nodes), and
-    // as the access rules assume: a relation is read with READ on both of its ends as nodes (migration 011), so one
+    // as the access rules assume: a relation is read with READ on both of its ends as nodes (trellis_allows), so one
     // attached to a relation could be created but never read or deleted again. Asked after the permissions, so that
     // the answer tells nothing about an element the caller cannot see.
     if (startRow.start_id !== null || endRow.start_id !== null)

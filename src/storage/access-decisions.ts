@@ -1,5 +1,5 @@
 // Access decisions this process made (READ for GET /<id>, UPDATE for PATCH /<id>, READ_MEMBERS for the children
-// page), each with the access epoch (migration 016) its statement read and the expiry of the token it was made
+// page), each with the access epoch (schema/access.ts) its statement read and the expiry of the token it was made
 // for. While a later statement reads the same epoch, nothing that could take a permission away or invalidate a
 // token has committed in between, so the decision still holds (the token's expiry, the one change that needs no
 // commit, is checked here against the request's clock). Only "allowed" is kept: a denial can turn into a
@@ -34,7 +34,7 @@ export const decisionKey = (credentials: Credentials, permission: DecisionKind, 
  */
 export type DecisionKind = Permission | 'READ_MEMBERS';
 
-/** The channel migration 017 notifies the new epoch on whenever the epoch row changes. */
+/** The channel the schema (schema/access.ts) notifies the new epoch on whenever the epoch row changes. */
 export const ACCESS_EPOCH_CHANNEL = 'trellis_access_epoch';
 
 /**

@@ -213,7 +213,7 @@ const TRANSIENT = new Set(['40P01' /* deadlock_detected */, '40001' /* serializa
 
 /**
  * Runs `work` (one statement, or one whole `transaction`) again when PostgreSQL aborted it as a deadlock victim or a
- * serialization failure: graph changes take row locks and the access index's advisory lock (migration 005), and two
+ * serialization failure: graph changes take row locks and the access index's advisory lock (schema/access.ts), and two
  * concurrent changes can meet in opposite orders. `work` must have no effects outside the database before it
  * resolves.
  */

@@ -1,5 +1,5 @@
 // GET /<id>, PATCH /<id> and GET /<id>/children remember the access decisions they made (storage/access-decisions.ts) while the access
-// epoch of migration 016 stands. Every way a permission or a token can be taken away must answer at once as if
+// epoch (schema/access.ts) stands. Every way a permission or a token can be taken away must answer at once as if
 // nothing were remembered: each case here reads or writes first (so the decision is remembered), takes the
 // permission away, and tries again.
 import { beforeAll, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// The access epoch of migration 016: it moves, once per transaction and only when it commits, exactly on the
+// The access epoch (schema/access.ts): it moves, once per transaction and only when it commits, exactly on the
 // changes that can take a permission away or invalidate a token, and stays put on everything else.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/storage/db.js';

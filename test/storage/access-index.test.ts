@@ -1,4 +1,4 @@
-// The access index of migration 005 (element_owners, group_memberships): after every kind of graph change, made
+// The access index (schema/access.ts: element_owners, group_memberships): after every kind of graph change, made
 // through the HTTP interface, the maintained closures equal a fresh walk of the relations
 // (trellis_access_index_drift() is empty) and access follows.
 import { beforeAll, expect, it } from 'vitest';
@@ -120,7 +120,7 @@ describeBackends('access index', (h) => {
     for (const id of ids) expect(await status(member, id)).toBe(200);
   });
 
-  it("keeps each node's search keys (its owners and creators, migration 014); the drift check sees a wrong key", async () => {
+  it("keeps each node's search keys (its owners and creators); the drift check sees a wrong key", async () => {
     const keys = async (id: string) =>
       (await h().db.query<{ k: string }>('SELECT DISTINCT unnest(access_keys) AS k FROM elements WHERE id = $1 ORDER BY 1', [id])).rows.map((r) => r.k);
     const top = await createElement(h(), owner.token, { type: 'Folder' });

@@ -1,4 +1,4 @@
-// The access epoch as the process sees it on PGlite (SessionAccessEpoch, migration 017): kept by the notifications in
+// The access epoch as the process sees it on PGlite (SessionAccessEpoch): kept by the notifications in
 // the session's own replies, so that a remembered GET /<id> reads the element alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionAccessEpoch } from '../../src/storage/access-decisions.js';

@@ -2,7 +2,7 @@
 // further failure of an identifier, or from a client address, makes the next attempt wait 1 s, doubling up to a
 // maximum; until then every attempt for that identifier or from that address answers 429 with Retry-After, without
 // the password being checked (a check would tell a correct guess from a wrong one). Requests with a valid token and
-// log-ins outside a back-off are never slowed down. The counters live in the database (migration 020), so every
+// log-ins outside a back-off are never slowed down. The counters live in the database (credential_failures), so every
 // instance on one PostgreSQL sees the same ones: one statement reads them before the check, one records a failure,
 // and a success clears the identifier's counter (not the address's: an attacker's own account must not reset it).
 import { hash } from 'node:crypto';

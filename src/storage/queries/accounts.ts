@@ -9,7 +9,7 @@ export interface Caller {
 
 /**
  * The user an identifier names: the exact spelling, else, for an e-mail address (one with an '@'), the user whose
- * address differs only in case (migration 020; a case_duplicate from before it logs in with its exact spelling only).
+ * address differs only in case (a case_duplicate, which a backup may bring, logs in with its exact spelling only).
  */
 export async function userByIdentifier(q: Queryable, identifier: string) {
   const { rows } = await q.query<{ id: string; password_hash: string | null }>(

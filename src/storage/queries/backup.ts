@@ -49,8 +49,8 @@ export async function insertElementRows(q: Queryable, rows: readonly BackupEleme
 }
 
 /**
- * A backup may hold two spellings of one e-mail address (it may come from before migration 020, or from the reference
- * implementation): as that migration does, the first user (already stored, else the smallest id) keeps the address
+ * A backup may hold two spellings of one e-mail address (it may come from an earlier Trellis, or from the reference
+ * implementation): the first user (already stored, else the smallest id) keeps the address
  * for every spelling and the others are case_duplicate, logging in with their exact spelling.
  */
 export async function insertUserRows(q: Queryable, rows: readonly BackupUserRow[]): Promise<void> {

@@ -1,4 +1,4 @@
-// SQL of the failed-credential counters (migration 020; the policy is domain/accounts/throttle.ts).
+// SQL of the failed-credential counters (schema/tables.ts; the policy is domain/accounts/throttle.ts).
 import type { Queryable } from '../db.js';
 
 export interface FailureCounter {

@@ -97,7 +97,7 @@ const readableElementSql = new Map<string, string>();
  * not readable. The database renders the body (docs/decisions/010-json-rendered-by-the-database.md).
  *
  * With `decisions`, a READ these credentials were allowed before is not decided again while the access epoch is
- * the one it was allowed under and the token has not expired (access-decisions.ts, migration 016): the statement is
+ * the one it was allowed under and the token has not expired (access-decisions.ts): the statement is
  * then the element and the epoch alone, a primary-key lookup (on PGlite the element alone, with the epoch this
  * process was notified of: SessionAccessEpoch); when the epoch has moved, the full statement runs. Both are short
  * reads (Queryable.read: on a PostgreSQL server, pipelined).
@@ -196,8 +196,8 @@ export async function elementTypes(q: Queryable): Promise<{ nodeTypes: string[];
 /**
  * POST / and POST /<parent> of a node in one statement (autocommit, so atomic): resolves the credentials, checks
  * CREATE on the parent (a node: a relation has no children), inserts the node, its OWNS (from the parent, else from the caller) and its CREATED relation.
- * The access index trigger (migration 005) records the new node's owners at the end of the statement; the node's
- * search keys (migration 014: its parent, the parent's owners and its creator) are written with it, so that the
+ * The access index trigger (schema/access.ts) records the new node's owners at the end of the statement; the node's
+ * search keys (its parent, the parent's owners and its creator) are written with it, so that the
  * keys trigger finds nothing to add (updating the fresh row would write it and its search index entries twice).
  * Returns what failed, in the order the endpoint reports it: no caller (401), parent missing or not permitted (404), id taken.
  */
@@ -291,7 +291,7 @@ export async function updateDataAs(
 
 /**
  * The new `data` of row `u` for a PATCH (merge) or PUT (replace), from the parameters holding the change. A merge is
- * checked against the element limits `maxBytes` and `maxValues` (migration 021): only here is its result known.
+ * checked against the element limits `maxBytes` and `maxValues` (trellis_checked_data): only here is its result known.
  */
 const newDataSql = (mode: string, set: string, remove: string, keep: string, maxBytes: string, maxValues: string) => `CASE WHEN ${mode}::text = 'merge'
          THEN trellis_checked_data((u.data - ${remove}::text[]) || ${set}::jsonb, ${maxBytes}::int, ${maxValues}::int)
