@@ -370,8 +370,8 @@ $fn$;
 /**
  * The GIN index of the search document and of the access keys (schema/access.ts), so that a search asks the index
  * for "matches and is filed under one of the caller's keys" (docs/decisions/012-access-keys-in-the-search-index.md).
- * A pending list of 256 kB instead of 4 MB: every search reads the whole list of entries not yet merged, and a full
- * 4 MB list after a burst of writes slowed the text match by a quarter while the writes measured the same.
+ * A pending list of 256 kB instead of 4 MB: every search reads the whole list of entries not yet merged
+ * (docs/decisions/006-search-index-in-the-write.md).
  */
 export const SEARCH_INDEX = /* sql */ `
 CREATE INDEX elements_search ON elements USING gin (search, ${searchKeysSql()}) WITH (gin_pending_list_limit = 256);
