@@ -2,7 +2,7 @@
 // PostgreSQL may run them at once without harm.
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
-import { SHARED_STORE_GRACE_MS } from './domain/files.js';
+import { SHARED_STORE_GRACE_MS } from './domain/files/files.js';
 import type { Services } from './services.js';
 import { maintainEmbedded } from './storage/maintenance.js';
 

@@ -5,11 +5,11 @@ import { FsBlobStore } from './blob/blob-store.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { Accounts } from './domain/accounts/accounts.js';
-import { Collections } from './domain/collections.js';
-import { Elements } from './domain/elements.js';
-import { Files } from './domain/files.js';
+import { Collections } from './domain/elements/collections.js';
+import { Elements } from './domain/elements/elements.js';
+import { Files } from './domain/files/files.js';
 import { Search } from './domain/search/pipeline.js';
-import { Uploads } from './domain/uploads.js';
+import { Uploads } from './domain/uploads/uploads.js';
 import { AccessDecisions } from './storage/access-decisions.js';
 import type { Db } from './storage/db.js';
 

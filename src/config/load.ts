@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import Value from 'typebox/value';
-import { BASE_RESERVED } from '../domain/properties.js';
+import { BASE_RESERVED } from '../domain/elements/properties.js';
 import { SettingsSchema, STORAGE_CEILING_BYTES, type Config, type Runtime, type Settings } from './schema.js';
 
 export class ConfigError extends Error {

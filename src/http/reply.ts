@@ -1,6 +1,6 @@
 // Small helpers shared by the route files: credentials, conditions, JSON bodies with ETags.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Conditions } from '../domain/conditions.js';
+import type { Conditions } from '../domain/elements/conditions.js';
 import type { Services } from '../services.js';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';

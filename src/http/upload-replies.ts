@@ -1,8 +1,8 @@
 // The HTTP side of resumable uploads shared by the two route files that touch them: `/<id>/file` (a POST/PUT with
 // `Upload-Complete: ?0` starts one) and `/upload/<id>`.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { interopVersion, progressFields, usesUploadIncomplete, type UploadState } from '../domain/upload-fields.js';
-import type { RequestControl } from '../domain/uploads.js';
+import { interopVersion, progressFields, usesUploadIncomplete, type UploadState } from '../domain/uploads/upload-fields.js';
+import type { RequestControl } from '../domain/uploads/uploads.js';
 import { sendInterim } from './interim.js';
 
 export const headerOf = (request: FastifyRequest, name: string): string | undefined => {

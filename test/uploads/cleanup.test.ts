@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pino from 'pino';
 import { beforeEach, expect, it } from 'vitest';
-import { Uploads } from '../../src/domain/uploads.js';
+import { Uploads } from '../../src/domain/uploads/uploads.js';
 import { newId } from '../../src/domain/values.js';
 import { startJobs } from '../../src/jobs.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';

@@ -4,7 +4,7 @@
 import { statSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Readable } from 'node:stream';
-import { Uploads } from '../../src/domain/uploads.js';
+import { Uploads } from '../../src/domain/uploads/uploads.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 import { noise, sha256 } from '../files/fixtures.js';
 import { append, blobOf, blobPath, head, partialRequest, startUpload, uploadRow } from './helpers.js';

@@ -14,9 +14,9 @@ import {
   parseUploadOffset,
   uploadCompleteValue,
   uploadLimitField,
-} from '../../src/domain/upload-fields.js';
-import { UploadHashes } from '../../src/domain/upload-hashes.js';
-import { UploadsInFlight } from '../../src/domain/upload-inflight.js';
+} from '../../src/domain/uploads/upload-fields.js';
+import { UploadHashes } from '../../src/domain/uploads/upload-hashes.js';
+import { UploadsInFlight } from '../../src/domain/uploads/upload-inflight.js';
 
 const UPLOAD = '9d1f0e2a-1111-4222-8333-944445555666';
 const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';

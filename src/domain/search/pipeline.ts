@@ -13,7 +13,7 @@ const STATEMENT_TOO_COMPLEX = '54001';
 import { runCypherPaths } from '../../storage/queries/cypher.js';
 import { readableElements } from '../../storage/queries/hydration.js';
 import { runSearchEngine } from '../../storage/queries/search-engine.js';
-import type { ElementJson } from '../representation.js';
+import type { ElementJson } from '../elements/representation.js';
 import { isUuid } from '../values.js';
 import { resolveExpressions, type ExpressionOptions } from './expressions.js';
 import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';

@@ -1,6 +1,6 @@
 // Element endpoints and collections. Each handler authenticates and makes one call into the domain.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { PageRequest } from '../../domain/collections.js';
+import type { PageRequest } from '../../domain/elements/collections.js';
 import type { CollectionKind } from '../../storage/queries/collections.js';
 import type { RouteDeps } from '../app.js';
 import { Problem } from '../../errors.js';

@@ -6,9 +6,9 @@
 // handler reads `request.raw` itself.
 import contentDisposition from 'content-disposition';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files.js';
-import { reprDigestOf } from '../../domain/file-headers.js';
-import { uploadCompleteValue, type UploadState } from '../../domain/upload-fields.js';
+import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files/files.js';
+import { reprDigestOf } from '../../domain/files/file-headers.js';
+import { uploadCompleteValue, type UploadState } from '../../domain/uploads/upload-fields.js';
 import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, noContent } from '../reply.js';
 import { resource } from '../resource.js';

@@ -4,7 +4,7 @@
 // Append bodies are streamed, never parsed: like the file routes, this plugin (an encapsulated context of its
 // own) drops the JSON parsers and accepts any Content-Type, or none, without reading the body.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { uploadCompleteValue } from '../../domain/upload-fields.js';
+import { uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
 import type { RouteDeps } from '../app.js';
 import { caller, noContent } from '../reply.js';
 import { resource } from '../resource.js';

@@ -3,8 +3,8 @@
 // `content-disposition`. Every malformed value is a 400 bad-content before any byte of the body is read.
 import { parse as parseDisposition } from 'content-disposition';
 import { parseDictionary, parseItem, serializeDictionary } from 'structured-headers';
-import { Problem } from '../errors.js';
-import { structuredInteger } from './upload-fields.js';
+import { Problem } from '../../errors.js';
+import { structuredInteger } from '../uploads/upload-fields.js';
 
 /** `Upload-Complete`: required, a structured boolean. `?1` is a direct upload, `?0` starts a resumable one. */
 export function parseUploadComplete(value: string | undefined): boolean {

@@ -16,23 +16,23 @@
 // (otherwise the upload is cancelled: 404); the cleanup job does the same for all uploads, and removes expired
 // ones after the grace period.
 import { createHash, type Hash } from 'node:crypto';
-import { BlobLimitError, PartialAppendError, type BlobStore } from '../blob/blob-store.js';
-import type { Clock } from '../clock.js';
-import type { Settings } from '../config/schema.js';
-import { notFound, Problem } from '../errors.js';
-import { isForeignKeyViolation, type Db } from '../storage/db.js';
-import type { Caller } from '../storage/queries/accounts.js';
-import type { FileMeta } from '../storage/queries/elements.js';
-import * as sql from '../storage/queries/uploads.js';
-import type { Conditions } from './conditions.js';
-import type { Elements } from './elements.js';
-import { extensionFromDisposition, parseSha256Digest, parseUploadComplete, parseUploadLength } from './file-headers.js';
-import { checkFileTarget, type Files, type FileWriteMode } from './files.js';
-import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
+import { BlobLimitError, PartialAppendError, type BlobStore } from '../../blob/blob-store.js';
+import type { Clock } from '../../clock.js';
+import type { Settings } from '../../config/schema.js';
+import { notFound, Problem } from '../../errors.js';
+import { isForeignKeyViolation, type Db } from '../../storage/db.js';
+import type { Caller } from '../../storage/queries/accounts.js';
+import type { FileMeta } from '../../storage/queries/elements.js';
+import * as sql from '../../storage/queries/uploads.js';
+import type { Conditions } from '../elements/conditions.js';
+import type { Elements } from '../elements/elements.js';
+import { extensionFromDisposition, parseSha256Digest, parseUploadComplete, parseUploadLength } from '../files/file-headers.js';
+import { checkFileTarget, type Files, type FileWriteMode } from '../files/files.js';
+import { detectMimeType, SNIFF_BYTES } from '../files/mime-detect.js';
 import { checkAppendContentType, parseUploadOffset, progressFields, type UploadLimits, type UploadState } from './upload-fields.js';
 import { UploadHashes } from './upload-hashes.js';
 import { UploadsInFlight } from './upload-inflight.js';
-import { isUuid, newId } from './values.js';
+import { isUuid, newId } from '../values.js';
 
 /** How long a lease lasts without renewal (clock seconds): the longest a dead instance can block an upload. */
 const LEASE_SECONDS = 60;

@@ -1,5 +1,5 @@
 // Conditional requests (RFC 9110 section 13): If-Match uses strong comparison, If-None-Match weak comparison.
-import { Problem } from '../errors.js';
+import { Problem } from '../../errors.js';
 
 export interface Conditions {
   ifMatch?: string;

@@ -1,7 +1,7 @@
 // The `Range` and `If-Range` request headers of file downloads (RFC 9110 section 14, narrowed by the spec and
 // the design notes' "Ranges": one range per request).
-import { Problem } from '../errors.js';
-import type { ByteRange } from '../blob/blob-store.js';
+import { Problem } from '../../errors.js';
+import type { ByteRange } from '../../blob/blob-store.js';
 
 const SINGLE = /^bytes=(\d*)-(\d*)$/i;
 

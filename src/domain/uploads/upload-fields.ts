@@ -11,7 +11,7 @@
 // The service speaks the spec (close to interop 6); the older versions differ only in the request fields mapped
 // here. Interop 7 and later (draft-06 on) are not announced as supported: no 104 for them, plain spec behaviour.
 import { parseItem, serializeDictionary } from 'structured-headers';
-import { Problem } from '../errors.js';
+import { Problem } from '../../errors.js';
 
 export const SUPPORTED_INTEROP_VERSIONS: ReadonlySet<number> = new Set([3, 4, 5, 6]);
 export const PARTIAL_UPLOAD = 'application/partial-upload';

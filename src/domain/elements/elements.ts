@@ -1,21 +1,21 @@
 // Element CRUD (spec "Element endpoints"; the design notes' section 3). Every operation checks the permission it needs
 // through the access module; denied and missing are the same 404.
-import type { Clock } from '../clock.js';
-import type { Settings } from '../config/schema.js';
-import { notFound, Problem } from '../errors.js';
-import type { BlobStore } from '../blob/blob-store.js';
-import { isForeignKeyViolation, retryingTransient, type Db, type Queryable } from '../storage/db.js';
-import { owns, type Permission } from '../storage/queries/access.js';
-import type { Caller, Credentials } from '../storage/queries/accounts.js';
-import { authenticated, failAfterAuthentication, unauthorized } from './accounts/accounts.js';
-import * as sql from '../storage/queries/elements.js';
-import type { AccessDecisions } from '../storage/access-decisions.js';
+import type { Clock } from '../../clock.js';
+import type { Settings } from '../../config/schema.js';
+import { notFound, Problem } from '../../errors.js';
+import type { BlobStore } from '../../blob/blob-store.js';
+import { isForeignKeyViolation, retryingTransient, type Db, type Queryable } from '../../storage/db.js';
+import { owns, type Permission } from '../../storage/queries/access.js';
+import type { Caller, Credentials } from '../../storage/queries/accounts.js';
+import { authenticated, failAfterAuthentication, unauthorized } from '../accounts/accounts.js';
+import * as sql from '../../storage/queries/elements.js';
+import type { AccessDecisions } from '../../storage/access-decisions.js';
 import { checkReadPreconditions, checkWritePreconditions, hasConditions, NO_ETAG, type Conditions } from './conditions.js';
 import type { Collections } from './collections.js';
 import { checkDataLimits, dataLimitProblem, mergedLimitParams } from './data-limits.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
 import { etagOf, renderElement } from './representation.js';
-import { isPlainObject, isUuid, newId } from './values.js';
+import { isPlainObject, isUuid, newId } from '../values.js';
 
 const ACCESS_GRANTING = /^(OWNS|IS_IN_GROUP|HAS_(READ|SEARCH|CREATE|UPDATE|DELETE)_ACCESS)$/;
 const PRINCIPAL_TYPES = new Set(['User', 'Group']);

@@ -9,21 +9,21 @@
 // way, including a client that goes away half-way, changes nothing and leaves no temporary file.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { BlobLimitError, type BlobStore, type ByteRange, type Replacement, type SweepReport, type TempBlob } from '../blob/blob-store.js';
-import type { Clock } from '../clock.js';
-import type { Settings } from '../config/schema.js';
-import { notFound, Problem } from '../errors.js';
-import type { Db, Queryable } from '../storage/db.js';
-import type { Caller } from '../storage/queries/accounts.js';
-import { setFile, type ElementRow, type FileMeta } from '../storage/queries/elements.js';
-import * as sql from '../storage/queries/files.js';
+import { BlobLimitError, type BlobStore, type ByteRange, type Replacement, type SweepReport, type TempBlob } from '../../blob/blob-store.js';
+import type { Clock } from '../../clock.js';
+import type { Settings } from '../../config/schema.js';
+import { notFound, Problem } from '../../errors.js';
+import type { Db, Queryable } from '../../storage/db.js';
+import type { Caller } from '../../storage/queries/accounts.js';
+import { setFile, type ElementRow, type FileMeta } from '../../storage/queries/elements.js';
+import * as sql from '../../storage/queries/files.js';
 import { ifRangeAllows, parseRange } from './byte-ranges.js';
-import { checkIfMatch, checkWritePreconditions, ifNoneMatchHits, type Conditions } from './conditions.js';
-import type { Elements } from './elements.js';
+import { checkIfMatch, checkWritePreconditions, ifNoneMatchHits, type Conditions } from '../elements/conditions.js';
+import type { Elements } from '../elements/elements.js';
 import { extensionFromDisposition, parseSha256Digest, parseUploadComplete, parseUploadLength } from './file-headers.js';
 import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
-import { UploadSlots } from './upload-slots.js';
-import { isUuid } from './values.js';
+import { UploadSlots } from '../uploads/upload-slots.js';
+import { isUuid } from '../values.js';
 
 /**
  * With a PostgreSQL server several instances may share the blob store, and one of them may be in the middle of

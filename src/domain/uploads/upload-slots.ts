@@ -1,7 +1,7 @@
 // The uploads streaming in this instance at once (direct uploads, resumable starts and appends): each holds a
 // connection, a file descriptor for its bytes and a share of the disk, so past `file.maxConcurrentUploads` a new one
 // is refused with 503 and Retry-After before its body is read, instead of letting slow clients pile up.
-import { serviceUnavailable } from '../errors.js';
+import { serviceUnavailable } from '../../errors.js';
 
 export class UploadSlots {
   private used = 0;

@@ -1,14 +1,14 @@
 // The collection endpoints (`/`, `/<id>/parents`, `/<id>/children`, `/<id>/related`) as `_PartialCollection`s.
-import type { Settings } from '../config/schema.js';
-import { notFound, Problem } from '../errors.js';
-import type { AccessDecisions } from '../storage/access-decisions.js';
-import type { Db } from '../storage/db.js';
-import type { Credentials } from '../storage/queries/accounts.js';
-import { collectionPage, type CollectionKind } from '../storage/queries/collections.js';
+import type { Settings } from '../../config/schema.js';
+import { notFound, Problem } from '../../errors.js';
+import type { AccessDecisions } from '../../storage/access-decisions.js';
+import type { Db } from '../../storage/db.js';
+import type { Credentials } from '../../storage/queries/accounts.js';
+import { collectionPage, type CollectionKind } from '../../storage/queries/collections.js';
 import { checkReadPreconditions, NO_ETAG, type Conditions } from './conditions.js';
-import { failAfterAuthentication, unauthorized } from './accounts/accounts.js';
+import { failAfterAuthentication, unauthorized } from '../accounts/accounts.js';
 import { etagOf } from './representation.js';
-import { isUuid } from './values.js';
+import { isUuid } from '../values.js';
 
 export interface PageRequest {
   page?: string;
