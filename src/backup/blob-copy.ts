@@ -9,7 +9,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileTypeFromBuffer } from 'file-type';
 import { syncPath } from '../blob/durable-sink.js';
-import type { FileMeta } from '../storage/queries/elements.js';
+import type { FileMeta } from '../domain/files/types.js';
 import { BackupError } from './format.js';
 
 /** A blob put in place by a load that has not committed yet (removed again if it does not). */

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { isoTime } from '../domain/values.js';
 import type { Db } from '../storage/db.js';
 import { beginSnapshot, countElements, dumpPage, type DumpRow } from '../storage/queries/backup.js';
-import type { FileMeta } from '../storage/queries/elements.js';
+import type { FileMeta } from '../domain/files/types.js';
 import {
   BACKUP_FORMAT_VERSION, BACKUP_VERSION,
   elementPath,

@@ -2,7 +2,7 @@
 // every file with it once; the relations it holds back until after its pass are parsed again (and must keep their id).
 import { hashToken, TOKEN_PATTERN } from '../domain/accounts/tokens.js';
 import { isPlainObject, isUuid } from '../domain/values.js';
-import type { FileMeta } from '../storage/queries/elements.js';
+import type { FileMeta } from '../domain/files/types.js';
 import { BackupError, TOKEN_STATES, type BackupTokenState } from './format.js';
 
 export interface ParsedToken {

@@ -9,8 +9,8 @@
 // database and read in the same statement as the element, so a change committed by another instance is seen
 // together with the new epoch. On PGlite, which no other process can open, a remembered GET compares the epoch
 // this process was notified of instead (SessionAccessEpoch).
-import type { Permission } from './queries/access.js';
-import type { Credentials } from './queries/accounts.js';
+import type { Credentials } from '../domain/accounts/types.js';
+import type { Permission } from '../domain/elements/types.js';
 
 /** How many decisions a process keeps: about 200 bytes each, so about 7 MiB when full. */
 export const ACCESS_DECISIONS_CAPACITY = 32_768;

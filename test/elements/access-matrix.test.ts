@@ -1,6 +1,7 @@
 // The access model of DESIGN.md section 3, as a matrix: for every (user, element, operation) the expected status.
 import { beforeAll, expect, it } from 'vitest';
-import { permittedIds, type Permission } from '../../src/storage/queries/access.js';
+import type { Permission } from '../../src/domain/elements/types.js';
+import { permittedIds } from '../../src/storage/queries/access.js';
 import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;

@@ -4,7 +4,7 @@ import type { Settings } from '../../config/schema.js';
 import { Problem } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import * as sql from '../../storage/queries/accounts.js';
-import type { Caller, Credentials } from '../../storage/queries/accounts.js';
+import type { Caller, Credentials } from './types.js';
 import { elementBodyById, insertElement } from '../../storage/queries/elements.js';
 import { checkReadPreconditions, type Conditions } from '../elements/conditions.js';
 import { checkDataLimits } from '../elements/data-limits.js';

@@ -1,7 +1,7 @@
 // Element endpoints and collections. Each handler authenticates and makes one call into the domain.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PageRequest } from '../../domain/elements/collections.js';
-import type { CollectionKind } from '../../storage/queries/collections.js';
+import type { CollectionKind } from '../../domain/elements/types.js';
 import type { RouteDeps } from '../app.js';
 import { Problem } from '../../errors.js';
 import { caller, conditionsOf, created, noContent, sendJson } from '../reply.js';

@@ -1,8 +1,8 @@
 // The one access module: every capability asks "which of these ids may user U do P on" here, in one statement.
+import type { Permission } from '../../domain/elements/types.js';
 import type { Queryable } from '../db.js';
 import { RELATION_SEARCH_KEY, searchKeysSql } from '../schema/access-keys.js';
 
-export type Permission = 'READ' | 'SEARCH' | 'CREATE' | 'UPDATE' | 'DELETE';
 
 /** SQL boolean expression: may user `$user` (with principals `principals`) do `perm` on the row alias `e`. */
 export const allowsSql = (user: string, principals: string, perm: string, e = 'e') =>

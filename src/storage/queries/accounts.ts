@@ -1,11 +1,7 @@
 // SQL of users and tokens.
+import type { Caller, Credentials } from '../../domain/accounts/types.js';
 import type { Queryable } from '../db.js';
 
-export interface Caller {
-  userId: string;
-  /** The token the request authenticated with; null for the anonymous user. */
-  tokenId: string | null;
-}
 
 /**
  * The user an identifier names: the exact spelling, else, for an e-mail address (one with an '@'), the user whose
@@ -42,8 +38,6 @@ export async function replacePasswordHash(q: Queryable, id: string, previous: st
   return rowCount > 0;
 }
 
-/** What a request presents: a token (by hash) or, without Authorization, the configured anonymous user. */
-export type Credentials = { tokenHash: string; anonymousUserId?: undefined } | { tokenHash?: undefined; anonymousUserId: string };
 
 /**
  * SQL yielding at most one row (user_id, token_id, expires) for the credentials, with parameters $1 (token hash or

@@ -1,7 +1,7 @@
 // SQL of backup:create and backup:load. Bulk writes pass a whole batch as one JSON array parameter and expand it
 // with json_to_recordset: one statement and one round trip per batch, the same on PostgreSQL and PGlite.
 import type { Queryable } from '../db.js';
-import type { FileMeta } from './elements.js';
+import type { FileMeta } from '../../domain/files/types.js';
 
 export interface BackupElementRow {
   id: string;

@@ -3,11 +3,11 @@
 import { decisionKey, EPOCH_SQL, expiresMsSql, whileEpochStands, withDecision, type AccessDecisions } from '../access-decisions.js';
 import type { Queryable } from '../db.js';
 import { allowsSql, grantedSql, inlineReadCheck, principalsSql } from './access.js';
-import { callerParams, callerSql, type Credentials } from './accounts.js';
+import type { Credentials } from '../../domain/accounts/types.js';
+import type { CollectionKind } from '../../domain/elements/types.js';
+import { callerParams, callerSql } from './accounts.js';
 import { elementArraySql } from './element-json.js';
 import { ELEMENT_COLUMNS } from './elements.js';
-
-export type CollectionKind = 'index' | 'parents' | 'children' | 'related';
 
 // Which relations connect the anchor (`p.anchor_id`) to the members, and which end of each is the member.
 // `inherits`: every member and relation is readable when the caller's READ on the anchor comes from an OWNS path

@@ -1,16 +1,12 @@
 // SQL of elements (nodes and relations).
 import type { Queryable } from '../db.js';
-import { inlineCheck, inlineReadCheck, type Permission } from './access.js';
-import { callerParams, callerSql, type Credentials } from './accounts.js';
+import type { Credentials } from '../../domain/accounts/types.js';
+import type { Permission } from '../../domain/elements/types.js';
+import type { FileMeta } from '../../domain/files/types.js';
+import { inlineCheck, inlineReadCheck } from './access.js';
+import { callerParams, callerSql } from './accounts.js';
 import { elementJsonSql } from './element-json.js';
 import { decisionKey, EPOCH_SQL, expiresMsSql, whileEpochStands, withDecision, type AccessDecisions } from '../access-decisions.js';
-
-export interface FileMeta {
-  contentLength: number;
-  extension: string;
-  mimeType: string;
-  hash: { sha256: string | null };
-}
 
 export interface ElementRow {
   id: string;

@@ -1,0 +1,7 @@
+/** The metadata of an element's file, as stored with the element and rendered in its representation. */
+export interface FileMeta {
+  contentLength: number;
+  extension: string;
+  mimeType: string;
+  hash: { sha256: string | null };
+}
