@@ -14,7 +14,7 @@ import { createBackup } from '../src/backup/create.js';
 import { elementPath, serializeElement, SUMMARY_FILE, type BackupElement } from '../src/backup/format.js';
 import { loadBackup } from '../src/backup/load.js';
 import type { Progress } from '../src/backup/progress.js';
-import { FsBlobStore } from '../src/blob/blob-store.js';
+import { FsBlobStore } from '../src/blob/fs-blob-store.js';
 import type { Db } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';

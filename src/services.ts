@@ -1,7 +1,8 @@
 // The composition root: builds every domain service from configuration, the database, the clock and the blob
 // store, once, and hands them to the HTTP layer and the CLI.
 import { join } from 'node:path';
-import { FsBlobStore } from './blob/blob-store.js';
+import type { BlobFiles, BlobStore } from './blob/blob-store.js';
+import { FsBlobStore } from './blob/fs-blob-store.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { Accounts } from './domain/accounts/accounts.js';
@@ -16,7 +17,8 @@ import type { Db } from './storage/db.js';
 export interface Services {
   db: Db;
   clock: Clock;
-  blobs: FsBlobStore;
+  /** The backup copies files by path, so the store must also be BlobFiles for now. */
+  blobs: BlobStore & BlobFiles;
   accounts: Accounts;
   elements: Elements;
   collections: Collections;

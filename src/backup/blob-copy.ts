@@ -8,6 +8,7 @@ import { dirname, extname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileTypeFromBuffer } from 'file-type';
+import type { BlobFiles } from '../blob/blob-store.js';
 import { syncPath } from '../blob/durable-sink.js';
 import type { FileMeta } from '../domain/files/types.js';
 import { BackupError } from './format.js';
@@ -26,7 +27,7 @@ const SNIFF_BYTES = 4100;
  * backup has none (extension from the file name, MIME type from the content).
  */
 export async function copyIntoBlobStore(
-  blobs: { pathOf(key: string): string; readonly tmpDir: string },
+  blobs: BlobFiles,
   source: string,
   name: string,
   id: string,

@@ -10,6 +10,7 @@ import { chmod, copyFile, mkdir, readdir, rename, rm, rmdir, stat, writeFile } f
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type { BlobFiles } from '../blob/blob-store.js';
 import { isoTime } from '../domain/values.js';
 import type { Db } from '../storage/db.js';
 import { beginSnapshot, countElements, dumpPage, type DumpRow } from '../storage/queries/backup.js';
@@ -28,7 +29,7 @@ import { silentProgress, type Progress } from './progress.js';
 
 export interface CreateContext {
   db: Db;
-  blobs: { pathOf(key: string): string };
+  blobs: Pick<BlobFiles, 'pathOf'>;
   now: Date;
 }
 

@@ -35,6 +35,7 @@ import {
   type BackupTokenRow,
   type BackupUserRow,
 } from '../storage/queries/backup.js';
+import type { BlobFiles } from '../blob/blob-store.js';
 import { copyIntoBlobStore, syncPlaced, type Placed } from './blob-copy.js';
 import { parseElement, type ParsedElement } from './element-file.js';
 import { checkCount, chunks, listElementFiles, readSummary, walk } from './folder.js';
@@ -44,7 +45,7 @@ import { silentProgress, type Progress } from './progress.js';
 export interface LoadContext {
   db: Db;
   /** Where file bytes go: DATA_DIR/files/<aa>/<id> (the blob store). */
-  blobs: { pathOf(key: string): string; readonly tmpDir: string };
+  blobs: BlobFiles;
   /** The User property holding the login identifier (settings.register.uniqueIdentifier). */
   identifierKey: string;
   /** `created`/`updated` (and token issue dates) of elements that carry none. */

@@ -4,7 +4,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createHash, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';
-import { FsBlobStore } from '../../src/blob/blob-store.js';
+import { FsBlobStore } from '../../src/blob/fs-blob-store.js';
 import { BackupTargetError, createBackup } from '../../src/backup/create.js';
 import { loadBackup } from '../../src/backup/load.js';
 import { beginSnapshot, dumpPage } from '../../src/storage/queries/backup.js';

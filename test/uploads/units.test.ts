@@ -6,7 +6,8 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BlobLimitError, FsBlobStore, PartialAppendError } from '../../src/blob/blob-store.js';
+import { BlobLimitError, PartialAppendError } from '../../src/blob/blob-store.js';
+import { FsBlobStore } from '../../src/blob/fs-blob-store.js';
 import { Problem } from '../../src/errors.js';
 import {
   checkAppendContentType,
