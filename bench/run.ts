@@ -38,6 +38,7 @@ import { generateDataset, TARGET_CHILDREN, TITLE_WORDS, type Dataset } from './l
 import { cpuSplitDuring, formatCpuSplit, type CpuSplit } from './lib/cpu-split.js';
 import { capture, ensureLoadTool, runLoad, type HttpRequest, type LoadResult, type LoadTool } from './lib/load.js';
 import { removeTree, sampleRss, startServer, type ServerProcess } from './lib/procs.js';
+import type { Step as TransferStep } from './lib/transfer.js';
 import { formatTable, type Row } from './lib/report.js';
 
 type Backend = 'postgres' | 'pglite';
@@ -173,15 +174,6 @@ async function check(url: string, init: RequestInit, expect: number, verify?: (b
 function failedRow(scenario: string, backend: string, note: string, target?: string): Row {
   log(`${scenario} on ${backend}: ${note}`);
   return { scenario, backend, status: 'failed', note, target, met: null };
-}
-
-interface TransferStep {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  file?: string;
-  start?: number;
-  end?: number;
 }
 
 interface TransferResult {

@@ -10,24 +10,13 @@
 
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
+import { startCluster, type PgCluster } from '../bench/lib/cluster.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgUrl: string | null;
     backends: string[];
   }
-}
-
-/** The part of scripts/pg-cluster.mjs used here (the module is plain JS). */
-interface PgCluster {
-  url: string;
-  version: string;
-  host: string;
-  port: number;
-  stop(): Promise<void>;
-}
-interface PgClusterModule {
-  startCluster(options?: { log?: (msg: string) => void }): Promise<PgCluster>;
 }
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
@@ -45,10 +34,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   if (backends.includes('postgres')) {
     pgUrl = process.env.TRELLIS_TEST_PG_URL || null;
     if (!pgUrl) {
-      // Non-literal specifier: the .mjs has no type declarations.
-      const specifier = new URL('../scripts/pg-cluster.mjs', import.meta.url).href;
-      const { startCluster } = (await import(specifier)) as PgClusterModule;
-      cluster = await startCluster({ log: (msg) => process.stderr.write(`[global-setup] ${msg}\n`) });
+      cluster = await startCluster((msg) => process.stderr.write(`[global-setup] ${msg}\n`));
       pgUrl = cluster.url;
       // Test files forked by vitest inherit this environment as well.
       process.env.TRELLIS_TEST_PG_URL = pgUrl;

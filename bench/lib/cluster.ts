@@ -1,4 +1,5 @@
-// Typed access to scripts/pg-cluster.mjs (plain JS without declarations): a throw-away PostgreSQL server.
+// Typed access to scripts/pg-cluster.mjs (plain JS without declarations): a throw-away PostgreSQL server, for the
+// benchmarks and the tests.
 export interface PgCluster {
   url: string;
   version: string;

@@ -9,7 +9,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 
-interface Step {
+export interface Step {
   method: string;
   url: string;
   headers: Record<string, string>;

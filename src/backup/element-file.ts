@@ -3,7 +3,7 @@
 import { hashToken, TOKEN_PATTERN } from '../domain/accounts/tokens.js';
 import { isPlainObject, isUuid } from '../domain/values.js';
 import type { FileMeta } from '../domain/files/types.js';
-import { BackupError, TOKEN_STATES, type BackupTokenState } from './format.js';
+import { BackupError, parseJsonObject, TOKEN_STATES, type BackupTokenState } from './format.js';
 
 export interface ParsedToken {
   hash: string | null;
@@ -81,13 +81,7 @@ function parseToken(file: string, data: Record<string, unknown>): ParsedToken {
 
 export function parseElement(file: string, text: string, isRelation: boolean, identifierKey: string): ParsedElement {
   if (NUL_ESCAPE.test(text)) throw new BackupError(file, 'contains the character U+0000, which the database cannot store');
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new BackupError(file, `not valid JSON (${(error as Error).message})`);
-  }
-  if (!isPlainObject(json)) throw new BackupError(file, 'must hold a JSON object');
+  const json = parseJsonObject(file, text);
   const { type, id, start, end } = json;
   if (typeof type !== 'string' || type.length === 0 || type.length > 256 || /[\u0000-\u001f]/.test(type))
     throw new BackupError(file, "'type' is missing or not a valid type name");

@@ -1,8 +1,7 @@
 // Reading a backup folder: the element and file paths below it (any sub-folder structure), and its summary.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isPlainObject } from '../domain/values.js';
-import { BackupError, SUMMARY_FILE } from './format.js';
+import { BackupError, parseJsonObject, SUMMARY_FILE } from './format.js';
 
 /** Appends the files below `root/rel` to `out` (relative paths, sorted by name, dot files skipped). */
 export async function walk(root: string, rel: string, out: string[]): Promise<void> {
@@ -41,14 +40,7 @@ export async function readSummary(dir: string): Promise<Record<string, unknown>>
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new BackupError(SUMMARY_FILE, 'missing: this is not a backup folder');
     throw error;
   }
-  let summary: unknown;
-  try {
-    summary = JSON.parse(text);
-  } catch (error) {
-    throw new BackupError(SUMMARY_FILE, `not valid JSON (${(error as Error).message})`);
-  }
-  if (!isPlainObject(summary)) throw new BackupError(SUMMARY_FILE, 'must hold a JSON object');
-  return summary;
+  return parseJsonObject(SUMMARY_FILE, text);
 }
 
 /** A count the summary states must match what the folder holds (a truncated copy would not). */

@@ -17,6 +17,7 @@
 // `_`-prefixed properties (`_passwordHash` of users), the token's `hash`, `state` and `expirationDate`, and the
 // file metadata as `file` plus `hasFile: true`.
 import { join } from 'node:path';
+import { isPlainObject, isUuid } from '../domain/values.js';
 
 export const SUMMARY_FILE = 'summary.json';
 export const NODE_DIR = 'node';
@@ -55,6 +56,18 @@ export class BackupError extends Error {
   }
 }
 
+/** The JSON object that `file` (its path inside the backup, for messages) holds; anything else is a BackupError. */
+export function parseJsonObject(file: string, text: string): Record<string, unknown> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new BackupError(file, `not valid JSON (${(error as Error).message})`);
+  }
+  if (!isPlainObject(json)) throw new BackupError(file, 'must hold a JSON object');
+  return json;
+}
+
 /** Token states a backup may carry. EXPIRED comes from the reference implementation. */
 export const TOKEN_STATES = ['ACTIVE', 'REVOKED', 'EXPIRED'] as const;
 export type BackupTokenState = (typeof TOKEN_STATES)[number];
@@ -70,7 +83,7 @@ export const filePath = (id: string) => join(FILE_DIR, shard(id), id);
 /** The element id a file below file/ belongs to: its name up to the first dot, when that is a UUID. */
 export function fileOwnerId(name: string): string | null {
   const base = name.split('.')[0]!;
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(base) ? base.toLowerCase() : null;
+  return isUuid(base) ? base.toLowerCase() : null;
 }
 
 /** A copy of a JSON value with the keys of every object sorted (code unit order), for byte-stable output. */

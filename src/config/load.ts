@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import Value from 'typebox/value';
 import { BASE_RESERVED } from '../domain/elements/properties.js';
+import { isUuid } from '../domain/values.js';
 import { SettingsSchema, STORAGE_CEILING_BYTES, type Config, type Runtime, type Settings } from './schema.js';
 
 export class ConfigError extends Error {
@@ -20,8 +21,6 @@ export class ConfigError extends Error {
 
 /** The security.txt shipped with Trellis (assets/ at the package root, two levels above src/config or dist/config). */
 export const DEFAULT_SECURITY_TXT = fileURLToPath(new URL('../../assets/security.txt', import.meta.url));
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function keyOf(instancePath: string): string {
   return instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)';
@@ -116,7 +115,7 @@ function integerEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min:
 
 export function readRuntime(env: NodeJS.ProcessEnv): Runtime {
   const anonymous = env.ANONYMOUS_USER_UUID || null;
-  if (anonymous !== null && !UUID.test(anonymous)) throw new ConfigError('ANONYMOUS_USER_UUID', 'must be a UUID');
+  if (anonymous !== null && !isUuid(anonymous)) throw new ConfigError('ANONYMOUS_USER_UUID', 'must be a UUID');
   const databaseUrl = env.DATABASE_URL || null;
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl))
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');

@@ -1,6 +1,7 @@
 // Small value helpers shared by the domain modules.
 import { randomUUID } from 'node:crypto';
 
+/** A UUID in its text form, any version, either case. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);

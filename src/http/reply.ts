@@ -7,12 +7,14 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 
 export const caller = (services: Services, request: FastifyRequest) => services.accounts.authenticate(request.headers.authorization);
 
+/** A request header as one string (repeated fields joined with ', '), or undefined when absent. */
+export const headerOf = (request: FastifyRequest, name: string): string | undefined => {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+};
+
 export function conditionsOf(request: FastifyRequest): Conditions {
-  const header = (name: string) => {
-    const value = request.headers[name];
-    return Array.isArray(value) ? value.join(', ') : value;
-  };
-  return { ifMatch: header('if-match'), ifNoneMatch: header('if-none-match') };
+  return { ifMatch: headerOf(request, 'if-match'), ifNoneMatch: headerOf(request, 'if-none-match') };
 }
 
 /** Sends a serialised JSON body with its ETag, or 304 when If-None-Match matched. */

@@ -4,11 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { interopVersion, progressFields, usesUploadIncomplete, type UploadState } from '../domain/uploads/upload-fields.js';
 import type { RequestControl } from '../domain/uploads/uploads.js';
 import { sendInterim } from './interim.js';
-
-export const headerOf = (request: FastifyRequest, name: string): string | undefined => {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-};
+import { headerOf } from './reply.js';
 
 /** The announced draft interop version, when it is one we speak (see upload-fields.ts). */
 export const interopOf = (request: FastifyRequest) => interopVersion(headerOf(request, 'upload-draft-interop-version'));

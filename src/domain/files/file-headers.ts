@@ -1,26 +1,8 @@
-// Request headers of file uploads (spec "File and upload endpoints"), parsed with maintained parsers: the
-// structured fields of RFC 8941/9651 with `structured-headers`, Content-Disposition (RFC 6266) with
-// `content-disposition`. Every malformed value is a 400 bad-content before any byte of the body is read.
+// Request headers of file writes other than the Upload-* fields (upload-fields.ts): digests and Content-Disposition,
+// parsed with maintained parsers. Every malformed value is a 400 bad-content before any byte of the body is read.
 import { parse as parseDisposition } from 'content-disposition';
-import { parseDictionary, parseItem, serializeDictionary } from 'structured-headers';
+import { parseDictionary, serializeDictionary } from 'structured-headers';
 import { Problem } from '../../errors.js';
-import { structuredInteger } from '../uploads/upload-fields.js';
-
-/** `Upload-Complete`: required, a structured boolean. `?1` is a direct upload, `?0` starts a resumable one. */
-export function parseUploadComplete(value: string | undefined): boolean {
-  if (value === undefined) throw new Problem('bad-content', "The header 'Upload-Complete' is required (?1 for a direct upload, ?0 to start a resumable one).");
-  const item = parseStructured(() => parseItem(value), 'Upload-Complete');
-  if (typeof item[0] !== 'boolean') throw new Problem('bad-content', "The header 'Upload-Complete' must be a structured boolean, ?0 or ?1.");
-  return item[0];
-}
-
-/** `Upload-Length` (optional): a non-negative sf-integer (a decimal such as `10.0` is refused, as for Upload-Offset). */
-export function parseUploadLength(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const n = structuredInteger(value);
-  if (n === null || n < 0) throw new Problem('bad-content', "The header 'Upload-Length' must be a non-negative integer.");
-  return n;
-}
 
 /**
  * The expected SHA-256 from `Repr-Digest`, or from `Content-Digest` when there is no `Repr-Digest` (for a whole,

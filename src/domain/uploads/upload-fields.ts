@@ -37,14 +37,26 @@ export function uploadCompleteValue(
 ): string | undefined {
   if (headers.uploadComplete !== undefined || !usesUploadIncomplete(interop)) return headers.uploadComplete;
   if (headers.uploadIncomplete === undefined) return appending ? '?1' : undefined;
-  let incomplete: unknown;
-  try {
-    incomplete = parseItem(headers.uploadIncomplete)[0];
-  } catch {
-    incomplete = undefined;
-  }
+  const incomplete = structuredBoolean(headers.uploadIncomplete);
   if (typeof incomplete !== 'boolean') throw new Problem('bad-content', "The header 'Upload-Incomplete' must be a structured boolean, ?0 or ?1.");
   return incomplete ? '?0' : '?1';
+}
+
+/** `Upload-Complete`: required, a structured boolean. `?1` is a direct upload, `?0` starts a resumable one. */
+export function parseUploadComplete(value: string | undefined): boolean {
+  if (value === undefined) throw new Problem('bad-content', "The header 'Upload-Complete' is required (?1 for a direct upload, ?0 to start a resumable one).");
+  const complete = structuredBoolean(value);
+  if (complete === undefined) throw new Problem('bad-content', "The header 'Upload-Complete' is not a valid structured field.");
+  if (complete === null) throw new Problem('bad-content', "The header 'Upload-Complete' must be a structured boolean, ?0 or ?1.");
+  return complete;
+}
+
+/** `Upload-Length` (optional): a non-negative sf-integer (a decimal such as `10.0` is refused, as for Upload-Offset). */
+export function parseUploadLength(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = structuredInteger(value);
+  if (n === null || n < 0) throw new Problem('bad-content', "The header 'Upload-Length' must be a non-negative integer.");
+  return n;
 }
 
 /** `Upload-Offset` of an append: required, a non-negative structured integer. */
@@ -103,6 +115,17 @@ export function uploadLimitField(limits: UploadLimits): string {
       ['max-append-size', entry(limits.maxAppendSize)],
     ]),
   );
+}
+
+/** An sf-boolean (parameters allowed and ignored); null for another kind of item, undefined for no item at all. */
+function structuredBoolean(value: string): boolean | null | undefined {
+  let item: unknown;
+  try {
+    item = parseItem(value)[0];
+  } catch {
+    return undefined;
+  }
+  return typeof item === 'boolean' ? item : null;
 }
 
 /** An sf-integer (parameters allowed and ignored); a decimal such as `1.0` is not one, though it parses to 1. */

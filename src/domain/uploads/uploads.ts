@@ -26,10 +26,18 @@ import type { FileMeta } from '../files/types.js';
 import * as sql from '../../storage/queries/uploads.js';
 import type { Conditions } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
-import { extensionFromDisposition, parseSha256Digest, parseUploadComplete, parseUploadLength } from '../files/file-headers.js';
+import { extensionFromDisposition, parseSha256Digest } from '../files/file-headers.js';
 import { checkFileTarget, type Files, type FileWriteMode } from '../files/files.js';
 import { detectMimeType, SNIFF_BYTES } from '../files/mime-detect.js';
-import { checkAppendContentType, parseUploadOffset, progressFields, type UploadLimits, type UploadState } from './upload-fields.js';
+import {
+  checkAppendContentType,
+  parseUploadComplete,
+  parseUploadLength,
+  parseUploadOffset,
+  progressFields,
+  type UploadLimits,
+  type UploadState,
+} from './upload-fields.js';
 import { UploadHashes } from './upload-hashes.js';
 import { UploadsInFlight } from './upload-inflight.js';
 import { isUuid, newId } from '../values.js';

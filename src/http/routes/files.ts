@@ -10,7 +10,7 @@ import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files/
 import { reprDigestOf } from '../../domain/files/file-headers.js';
 import { uploadCompleteValue, type UploadState } from '../../domain/uploads/upload-fields.js';
 import type { RouteDeps } from '../app.js';
-import { caller, conditionsOf, created, noContent } from '../reply.js';
+import { caller, conditionsOf, created, headerOf, noContent } from '../reply.js';
 import { resource } from '../resource.js';
 import { rejectNonUuidIds, streamBodies } from '../route-context.js';
 import type { App } from '../types.js';
@@ -18,24 +18,19 @@ import { announceUpload, bodyOf, controlOf, interopOf, sendProgress, uploadPath 
 
 type WithId = FastifyRequest<{ Params: { id: string } }>;
 
-const header = (request: FastifyRequest, name: string): string | undefined => {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-};
-
 function uploadHeaders(request: FastifyRequest, interop: number | null): UploadHeaders {
   return {
     // Clients of draft interop 3 say `Upload-Incomplete: ?1` for `Upload-Complete: ?0`.
     uploadComplete: uploadCompleteValue(
-      { uploadComplete: header(request, 'upload-complete'), uploadIncomplete: header(request, 'upload-incomplete') },
+      { uploadComplete: headerOf(request, 'upload-complete'), uploadIncomplete: headerOf(request, 'upload-incomplete') },
       interop,
       false,
     ),
-    uploadLength: header(request, 'upload-length'),
-    contentLength: header(request, 'content-length'),
-    contentDisposition: header(request, 'content-disposition'),
-    reprDigest: header(request, 'repr-digest'),
-    contentDigest: header(request, 'content-digest'),
+    uploadLength: headerOf(request, 'upload-length'),
+    contentLength: headerOf(request, 'content-length'),
+    contentDisposition: headerOf(request, 'content-disposition'),
+    reprDigest: headerOf(request, 'repr-digest'),
+    contentDigest: headerOf(request, 'content-digest'),
   };
 }
 
@@ -73,8 +68,8 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
     const r = request as WithId;
     reply.header('accept-ranges', 'bytes');
     const result = await files.download(await caller(services, r), r.params.id, {
-      range: header(r, 'range'),
-      ifRange: header(r, 'if-range'),
+      range: headerOf(r, 'range'),
+      ifRange: headerOf(r, 'if-range'),
       conditions: conditionsOf(r),
       bodyless: r.method === 'HEAD',
     });

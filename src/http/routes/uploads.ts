@@ -6,11 +6,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
 import type { RouteDeps } from '../app.js';
-import { caller, noContent } from '../reply.js';
+import { caller, headerOf, noContent } from '../reply.js';
 import { resource } from '../resource.js';
 import { rejectNonUuidIds, streamBodies } from '../route-context.js';
 import type { App } from '../types.js';
-import { bodyOf, controlOf, headerOf, interopOf, sendProgress } from '../upload-replies.js';
+import { bodyOf, controlOf, interopOf, sendProgress } from '../upload-replies.js';
 
 type WithId = FastifyRequest<{ Params: { id: string } }>;
 

@@ -136,14 +136,7 @@ export async function countElements(q: Queryable): Promise<{ nodes: number; rela
   return rows[0]!;
 }
 
-export interface DumpRow {
-  id: string;
-  type: string;
-  start_id: string | null;
-  end_id: string | null;
-  data: Record<string, unknown>;
-  internal: Record<string, unknown>;
-  file: FileMeta | null;
+export interface DumpRow extends Omit<BackupElementRow, 'created' | 'updated'> {
   created: Date;
   updated: Date;
   password_hash: string | null;
