@@ -1,21 +1,7 @@
-// The backup folder format of the reference implementation (the design notes' "Backups"), shared by backup:create and
-// backup:load:
-//
-//   summary.json                 {"backupCreated","nodeCount","relationCount","fileCount","hostname","version":"dev",
-//                                 "backupVersion":"0.0.28"}
-//   node/**/<anything>.json      {"type","id","data"}                one file per node
-//   relation/**/<anything>.json  {"type","id","start","end","data"}  one file per relation
-//   file/**/<id>[.<extension>]   the bytes of the file attached to element <id>
-//
-// `load` accepts any folder structure below node/, relation/ and file/ (the reference dataset groups by scenario).
-// `create` writes one deterministic layout, sharded by the first two characters of the id so that no directory
-// holds more than 1/256 of the elements: node/<aa>/<id>.json, relation/<aa>/<id>.json, file/<aa>/<id>. Element
-// files are pretty-printed JSON (two spaces, trailing newline) with a fixed key order (type, id, start, end, data)
-// and the keys of `data` sorted recursively, so that the same database state always gives the same bytes.
-//
-// Inside `data`, a backup carries what the service keeps outside of it: `created`/`updated` (ISO 8601), internal
-// `_`-prefixed properties (`_passwordHash` of users), the token's `hash`, `state` and `expirationDate`, and the
-// file metadata as `file` plus `hasFile: true`.
+// The backup folder format of the reference implementation, shared by backup:create and backup:load; its layout and
+// what a backup carries inside `data` are in docs/operations.md ("Backups"). `load` accepts any folder structure
+// below node/, relation/ and file/; `create` writes one layout, sharded by the first two characters of the id, with
+// a fixed key order, so that the same database state always gives the same bytes.
 import { join } from 'node:path';
 import { isPlainObject, isUuid } from '../domain/values.js';
 

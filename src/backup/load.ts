@@ -1,21 +1,9 @@
-// backup:load: reads a backup folder (format.ts) into the database.
-//
-// One transaction, and one pass over the element files that checks each file and writes it:
-//   - before anything is read, the folder is listed and checked against the summary's counts;
-//   - every file is parsed and checked (JSON, fields, ids, duplicates, users, tokens, files) before it is batched;
-//     nodes come first, so when the relations are read every node of the backup is known;
-//   - nodes, and relations whose start and end are both nodes, go in batches through one multi-row INSERT each
-//     (json_to_recordset). While the database inserts one batch, this process reads and checks the next;
-//   - what depends on the whole backup comes after the pass: the users rows (a login identifier that two users
-//     share goes to the smaller id), relations attached to relations or to elements of the database (read again,
-//     ordered so that a relation comes after what it attaches to), the tokens rows (a token works only with exactly
-//     one owning user) and the access index;
-//   - any violation throws a BackupError naming the file, and the transaction rolls back: nothing is written, and
-//     the file bytes already copied into the blob store are removed again.
-// One transaction rather than resumable batches: a load either happens completely or not at all, so a failed load
-// never leaves a half-filled database that the emptiness check would then refuse. Memory holds an index of ids
-// (and the users' password hashes until their rows are written), not the data. Checking and writing in one pass
-// keeps the database busy while the files are read (docs/decisions/019-backup-load-one-pass.md).
+// backup:load: reads a backup folder (format.ts) into the database in one transaction, so that a failed load never
+// leaves a half-filled database. One pass over the element files checks each file and writes it in batches, nodes
+// first; what depends on the whole backup (users' identifiers, relations attached to relations, tokens, the access
+// index) follows the pass. Any violation is a BackupError naming the file: nothing is written, and the file bytes
+// already copied are removed again. Memory holds an index of ids, not the data
+// (docs/decisions/019-backup-load-one-pass.md).
 import { readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';

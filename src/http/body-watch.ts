@@ -1,12 +1,8 @@
 // Slow request bodies: a body that sends nothing for `server.bodyIdleTimeoutInSeconds`, or less than
-// `server.bodyMinBytesPerSecond` averaged over `server.bodyRateWindowInSeconds`, is cut off (408 if nothing of the
-// answer was written yet, then the connection closes). An upload append then keeps the bytes that arrived, as for a
-// client that went away; a direct upload keeps nothing.
-//
-// Only time the server spends waiting for the client counts: while the request's buffer is full the server is the
-// one not reading (a slow disk, a handler still checking access), and that is never the client's fault. Bytes are
-// counted on the socket, so a body counts whoever reads it (a streamed upload or the JSON parser). Node's own
-// `requestTimeout` (the whole request) stays off: it would cut a large upload that moves steadily.
+// `server.bodyMinBytesPerSecond` over `server.bodyRateWindowInSeconds`, is cut off (408 while nothing of the answer
+// was written, then the connection closes). Only time spent waiting for the client counts: while the request's
+// buffer is full the server is the one not reading. Node's own `requestTimeout` stays off, as it would cut a large
+// upload that moves steadily.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Settings } from '../config/schema.js';
@@ -18,7 +14,7 @@ interface Watched {
   request: IncomingMessage;
   response: ServerResponse;
   log: FastifyBaseLogger;
-  /** socket.bytesRead at the last tick. */
+  /** socket.bytesRead at the last tick: counted on the socket, so a body counts whoever reads it. */
   bytes: number;
   /** Time without a byte while the server waited, in ms. */
   idle: number;

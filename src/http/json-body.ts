@@ -1,18 +1,8 @@
-// The JSON body parser: Fastify's own (prototype poisoning refused), plus one rule the database imposes. PostgreSQL
-// cannot store U+0000 in text or jsonb, and its jsonb input refuses an unpaired UTF-16 surrogate (`"\ud800"`), which
-// JSON.parse accepts. Such a string reached the database from any JSON body (element data, a search value, a Cypher
-// parameter, a registration identifier) and came back as a 500. It is the client's mistake, so it is a 400 here,
-// before any handler runs, whatever the endpoint.
-//
-// In JSON text either can only be written as a \u escape (raw control characters are not allowed in strings, and
-// surrogates have no UTF-8 form), so the parsed value is walked only when the text holds such an escape: an
-// ordinary body pays for a substring search and a regular-expression scan. The same walk refuses a number that
-// JSON.parse made infinite (1e400), which would have been stored as null, and is only taken when the text has an
-// exponent of three digits or a mantissa of 309.
-//
-// Nesting is limited to MAX_JSON_DEPTH levels: a body nested thousands deep overflows the stack while its data is
-// serialised for the database. Counted on the text (strings skipped), and only for bodies long enough to be that
-// deep.
+// The JSON body parser: Fastify's own (prototype poisoning refused), plus a 400 before any handler runs for what
+// PostgreSQL cannot store and would answer with a 500: U+0000, an unpaired surrogate, a number JSON.parse made
+// infinite (1e400), and nesting deeper than MAX_JSON_DEPTH (serialising it for the database overflows the stack).
+// The first two can only be written as \u escapes in JSON text, so an ordinary body pays for a scan of its text, not
+// a walk of its value.
 import type { FastifyInstance } from 'fastify';
 import { Problem } from '../errors.js';
 import { unstorableAt } from '../domain/values.js';

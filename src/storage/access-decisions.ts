@@ -1,14 +1,8 @@
 // Access decisions this process made (READ for GET /<id>, UPDATE for PATCH /<id>, READ_MEMBERS for the children
-// page), each with the access epoch (schema/access.ts) its statement read and the expiry of the token it was made
-// for. While a later statement reads the same epoch, nothing that could take a permission away or invalidate a
-// token has committed in between, so the decision still holds (the token's expiry, the one change that needs no
-// commit, is checked here against the request's clock). Only "allowed" is kept: a denial can turn into a
-// permission by any insert, which does not move the epoch.
-//
-// One instance per process (services.ts). Several instances on one database stay exact: the epoch is in the
-// database and read in the same statement as the element, so a change committed by another instance is seen
-// together with the new epoch. On PGlite, which no other process can open, a remembered GET compares the epoch
-// this process was notified of instead (SessionAccessEpoch).
+// page), each kept with the access epoch (schema/access.ts) its statement read and the expiry of its token: while a
+// later statement reads the same epoch, the decision holds. Only "allowed" is kept, since any insert may turn a
+// denial into a permission without moving the epoch. One instance per process (services.ts); docs/architecture.md ("Remembered
+// decisions and the access epoch") says why several instances stay exact and how PGlite follows the epoch.
 import type { Credentials } from '../domain/accounts/types.js';
 import type { Permission } from '../domain/elements/types.js';
 

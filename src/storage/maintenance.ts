@@ -1,16 +1,8 @@
-// Autovacuum for the embedded database. PGlite runs PostgreSQL in single-user mode, where no autovacuum worker
-// exists: without this, every PATCH's old row version and every deleted element would stay on disk for good, the
-// planner would never see fresh statistics, index-only scans (the access checks) would read the heap more and more
-// often as the visibility map goes stale, and after about two billion write transactions PostgreSQL would refuse
-// every write to protect itself from transaction-id wraparound. PostgreSQL servers have their own autovacuum, so
-// this runs on PGlite only (jobs.ts).
-//
-// The decisions are autovacuum's own, with the server's settings (autovacuum_vacuum_threshold and _scale_factor,
-// the insert and analyze ones, autovacuum_freeze_max_age), read from the statistics PostgreSQL keeps per table.
-// PGlite collects them but flushes them only when asked (pg_stat_force_next_flush), so every round asks first.
-// A VACUUM or ANALYZE of the whole database takes long enough to be felt, so each table is only handled when its own
-// counters say so, as autovacuum does. PGlite runs one statement at a time, so requests wait while a round runs:
-// the price of a database that stays the same size and speed (docs/decisions/016-maintenance-analyze-target.md).
+// Autovacuum for the embedded database. PGlite runs PostgreSQL in single-user mode, without autovacuum workers: without
+// this, dead rows would stay for good, statistics would go stale, and transaction-id wraparound would end every
+// write. Each round makes autovacuum's own decisions, table by table, from the statistics PostgreSQL keeps; requests
+// wait while it runs (docs/operations.md, "Maintenance"). PostgreSQL servers vacuum themselves, so this runs on PGlite
+// only (jobs.ts).
 import type { Db } from './db.js';
 
 export interface MaintenanceRound {
@@ -44,6 +36,7 @@ const DUE = `
 
 /** One round of autovacuum's work on `db`: what it did. */
 export async function maintainEmbedded(db: Db): Promise<MaintenanceRound> {
+  // PGlite collects the statistics but flushes them only when asked.
   await db.query('SELECT pg_stat_force_next_flush()');
   const round: MaintenanceRound = { vacuumed: [], analyzed: [], database: false };
   const { rows: [wrap] } = await db.query<{ due: boolean }>(

@@ -1,14 +1,7 @@
-// Short reads on a PostgreSQL server through pipelined connections (pg's pipeline mode): a statement is written as
-// soon as it is asked for, behind the ones still running on the same connection, instead of waiting for a pooled
-// connection to come back. Each statement ends with its own Sync, so it is its own implicit transaction and an
-// error in one does not touch the others.
-//
-// Why: through the pool, GET /<id>'s one short statement was bound by round trips rather than by any process's CPU
-// (docs/decisions/003-read-lanes.md).
-//
-// Only short reads belong here: a statement that reads a bounded number of rows by index and takes no locks. A
-// connection answers in order, so a slow statement would hold up every statement written behind it; searches,
-// pages and writes stay on the pool.
+// Short reads on a PostgreSQL server through pipelined connections: a statement is written at once behind those still
+// running, each with its own Sync, so it is its own transaction and fails alone (docs/architecture.md, "Read lanes").
+// Only short reads belong here (a bounded number of rows by index, no locks): a connection answers in order, so a
+// slow statement would hold up every statement behind it.
 import pg from 'pg';
 
 /**

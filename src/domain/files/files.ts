@@ -1,12 +1,7 @@
-// Element files (spec "File metadata", "Element file", "File and upload endpoints"; the design notes' "Collections and
-// files, exact"): direct upload, download with one range, removal. Files have no access rules of their own: every
-// operation asks the element (READ to download, UPDATE to write or remove).
-//
-// A write streams the body to a temporary blob while hashing and counting it, checks lengths and digest, and only
-// then, in one transaction that holds the element's row lock, re-checks the preconditions, moves the bytes into
-// place (the previous bytes are set aside, not deleted) and stores the metadata. After the commit the previous
-// bytes are dropped; if the commit fails they are put back (see FsBlobStore.replace). A body that fails in any
-// way, including a client that goes away half-way, changes nothing and leaves no temporary file.
+// Element files: direct upload, download with one range, removal. Files have no access rules of their own: every
+// operation asks the element (READ to download, UPDATE to write or remove). A write streams the body to a temporary
+// blob while hashing it, and only then, under the element's row lock, moves the bytes into place and stores the
+// metadata, so a body that fails in any way changes nothing (docs/architecture.md, "File durability").
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { BlobLimitError, type BlobStore, type ByteRange, type Replacement, type SweepReport, type TempBlob } from '../../blob/blob-store.js';

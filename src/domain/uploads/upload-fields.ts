@@ -1,18 +1,18 @@
-// Header fields of resumable uploads (spec "File and upload endpoints"; draft-ietf-httpbis-resumable-upload):
-// Upload-Offset, Upload-Limit, the completeness flag, the PATCH media type, and the draft interop versions that
-// clients in the field announce with `Upload-Draft-Interop-Version`.
-//
-//   interop 3 (draft-01):         `Upload-Incomplete: ?1` instead of `Upload-Complete: ?0`; an append without it
-//                                 completes the upload (Apple's URLSession in iOS 17)
-//   interop 4, 5 (draft-02, -03): `Upload-Complete`; PATCH bodies carry no particular media type
-//                                 (5: tus-js-client `protocol: 'ietf-draft-03'`)
-//   interop 6 (draft-04, -05):    PATCH bodies are `application/partial-upload`; `Upload-Length`, `Upload-Limit`
-//                                 (tus-js-client `protocol: 'ietf-draft-05'`)
-// The service speaks the spec (close to interop 6); the older versions differ only in the request fields mapped
-// here. Interop 7 and later (draft-06 on) are not announced as supported: no 104 for them, plain spec behaviour.
+// Header fields of resumable uploads (draft-ietf-httpbis-resumable-upload): Upload-Complete, -Length, -Offset, -Limit,
+// the PATCH media type, and the draft interop versions that clients announce with `Upload-Draft-Interop-Version`.
+// The service speaks the spec; interop 3 to 6 differ only in the request fields mapped here (SUPPORTED_INTEROP_VERSIONS
+// says how), and later versions get plain spec behaviour.
 import { parseItem, serializeDictionary } from 'structured-headers';
 import { Problem } from '../../errors.js';
 
+/**
+ * The draft interop versions clients in the field announce, and how they differ from the spec:
+ * - 3 (draft-01, Apple's URLSession in iOS 17): `Upload-Incomplete: ?1` instead of `Upload-Complete: ?0`; an append
+ *   without it completes the upload.
+ * - 4, 5 (draft-02, -03; tus-js-client `protocol: 'ietf-draft-03'`): PATCH bodies carry no particular media type.
+ * - 6 (draft-04, -05; tus-js-client `protocol: 'ietf-draft-05'`): the spec's fields.
+ * Interop 7 and later are not announced as supported: no 104 for them.
+ */
 export const SUPPORTED_INTEROP_VERSIONS: ReadonlySet<number> = new Set([3, 4, 5, 6]);
 export const PARTIAL_UPLOAD = 'application/partial-upload';
 

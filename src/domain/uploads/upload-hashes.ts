@@ -1,11 +1,7 @@
-// The incremental SHA-256 of resumable uploads, kept in memory between appends.
-//
-// Node's crypto cannot export or import a hash state, so the state cannot go into the database. Each instance
-// keeps the live `Hash` of the uploads it served last, tagged with the offset it covers (an interrupted append
-// keeps exactly the bytes its hash has seen, so that hash stays valid too). It is valid only while that offset is
-// still the upload's stored offset; when it is missing or stale (a restart, another instance took the previous
-// append) the upload service recomputes it once from the stored bytes and carries on. In the common case, one client talking to
-// one instance, every byte is hashed exactly once, as it arrives.
+// The incremental SHA-256 of resumable uploads, kept in memory between appends: Node's crypto cannot export a hash
+// state, so it cannot go into the database. Each hash is tagged with the offset it covers and used only while that is
+// the upload's stored offset; otherwise (a restart, another instance took the previous append) the upload service
+// recomputes it once from the stored bytes. One client talking to one instance has every byte hashed once.
 import type { Hash } from 'node:crypto';
 
 /** Enough for every upload a busy instance serves at once; a Hash holds a few hundred bytes. */

@@ -1,20 +1,8 @@
-// Resumable uploads (spec "Upload", the "Resumable upload" state table, "File and upload endpoints", "Limits";
-// the design notes' "Collections and files, exact"; draft-ietf-httpbis-resumable-upload).
-//
-// An upload is a row (the truth about it: offset, declared length, expiry, creator, target) and a blob under the
-// upload id. Appends stream into the blob; the offset advances by exactly what was made durable, in the step
-// after the fsync. A client that goes away half-way keeps what arrived: the blob store makes the prefix durable
-// and the row's offset follows it, so the offset HEAD reports is always one the next PATCH can use. Completion
-// moves the blob into place as the element's file and deletes the row in one transaction (Files.place).
-//
-// One request at a time appends to an upload. Within this instance a new request to the upload ends the one
-// still at work (UploadsInFlight, the draft's recommendation); across instances an append holds a lease in the
-// row, renewed while it runs, so a lease of a dead instance runs out and never blocks the upload for good. No
-// database transaction stays open while a body streams.
-//
-// Every request checks that its caller created the upload (others: 404) and still has UPDATE on the target
-// (otherwise the upload is cancelled: 404); the cleanup job does the same for all uploads, and removes expired
-// ones after the grace period.
+// Resumable uploads (draft-ietf-httpbis-resumable-upload): an upload is a row (offset, declared length, expiry,
+// creator, target) and a blob under the upload id. The offset advances only by bytes made durable, so the offset HEAD
+// reports is always one the next PATCH can use; completion moves the blob into place as the element's file. One
+// request appends at a time, and no transaction stays open while a body streams (docs/architecture.md, "Resumable
+// uploads").
 import { createHash, type Hash } from 'node:crypto';
 import { BlobLimitError, PartialAppendError, type BlobStore } from '../../blob/blob-store.js';
 import type { Clock } from '../../clock.js';

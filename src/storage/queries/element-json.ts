@@ -1,16 +1,6 @@
-// An element's wire representation, rendered by the database: the one renderer of every element response (GET /<id>,
-// the collections, search hydration, /me, GET /token), so the same element has the same bytes, and ETag, everywhere.
-//
-// Why the database: parsing the rows in the driver (timestamps, jsonb), rebuilding every element and serialising it
-// again cost the Trellis process more than the rendering costs PostgreSQL
-// (docs/decisions/010-json-rendered-by-the-database.md).
-//
-// Key order: type, id, start, end, data (the stored properties in jsonb's order, then created, updated, hasFile,
-// file), file. The stored properties are PostgreSQL's own jsonb text, so inside `data` the separators are ", " and
-// ": " (the envelope is compact) and numbers appear as stored (1.50 stays 1.50, a 20-digit integer keeps its
-// digits). `data` never holds created, updated, hasFile or file (001-elements.ts), so appending them cannot
-// duplicate a key. Timestamps as domain/values.ts isoTime writes them: whole seconds, "+00:00".
-// test/elements/representation.test.ts pins this down from the outside.
+// An element's wire representation, rendered by the database: the one renderer of every element response, so that
+// the same element has the same bytes, and ETag, everywhere (docs/decisions/010-json-rendered-by-the-database.md).
+// test/elements/representation.test.ts pins the output down; elementJsonSql says what it looks like.
 /**
  * SQL: a timestamp column as the representation shows it (isoTimeSql drops the fraction of a second). Searches and
  * Cypher compare this rather than the stored instant, so that a `created` a client read back finds its element,
@@ -27,7 +17,13 @@ export const shownFileSql = (e: string) => `(CASE WHEN ${e}.file IS NULL THEN NU
 
 const isoTimeSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
-/** A text expression: the JSON of the element row alias `e` (columns as in ELEMENT_COLUMNS). */
+/**
+ * A text expression: the JSON of the element row alias `e` (columns as in ELEMENT_COLUMNS). Key order: type, id,
+ * start, end, data (the stored properties in jsonb's order, then created, updated, hasFile, file), file. The stored
+ * properties are PostgreSQL's own jsonb text, so inside `data` the separators are ", " and ": " (the envelope is
+ * compact) and numbers appear as stored (1.50 stays 1.50). Stored data never holds created, updated, hasFile or file,
+ * so appending them cannot duplicate a key. Timestamps as isoTime (domain/values.ts) writes them.
+ */
 export function elementJsonSql(e: string): string {
   return `('{"type":' || to_json(${e}.type)::text || ',"id":"' || ${e}.id::text || '"'
     || CASE WHEN ${e}.start_id IS NULL THEN '' ELSE ',"start":"' || ${e}.start_id::text || '","end":"' || ${e}.end_id::text || '"' END
