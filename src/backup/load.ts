@@ -424,7 +424,7 @@ class Load {
   }
 
   /**
-   * A token works only with exactly one owning user, as in the reference implementation (ember-nexus/api#118: "no
+   * A token works only with exactly one owning user, as in the reference implementation (its maintainers: "no
    * owner is not possible, multiple owners would cause merged personalities"). Other tokens are loaded as elements
    * without a tokens row, so they never authenticate; the reference dataset has one of each on purpose.
    */

@@ -1,4 +1,4 @@
-// Headers every response carries (spec "Endpoints"; issue 2), and the base URL used in problem types.
+// Headers every response carries (spec "Endpoints"), and the base URL used in problem types.
 import type { FastifyRequest } from 'fastify';
 
 export const COMMON_HEADERS: Record<string, string> = {

@@ -20,7 +20,7 @@ import { isPlainObject, isUuid, newId } from '../values.js';
 
 const ACCESS_GRANTING = /^(OWNS|IS_IN_GROUP|HAS_(READ|SEARCH|CREATE|UPDATE|DELETE)_ACCESS)$/;
 const PRINCIPAL_TYPES = new Set(['User', 'Group']);
-// A token belongs to exactly one user, through its one OWNS (as in the reference implementation, ember-nexus/api#118:
+// A token belongs to exactly one user, through its one OWNS (as in the reference implementation, whose maintainers say
 // "no owner is not possible, multiple owners would cause merged personalities"). Backups carry that binding only as
 // the OWNS, so a second owner, or none, would leave a token that works here but not after backup:load.
 const TOKEN_OWNER = "A token is owned by its user alone: its 'OWNS' cannot be added to or taken away.";
