@@ -79,7 +79,7 @@ export const SettingsSchema = Type.Object(
     search: obj({ statementTimeoutInSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })) }),
     instanceConfiguration: obj({ enabled: Type.Boolean({ default: true }), showVersion: Type.Boolean({ default: true }) }),
     cache: obj({ etagUpperLimitInCollectionEndpoints: int(100) }),
-    // What one element's data may hold (domain/data-limits.ts): each key, array item and word costs the write's
+    // What one element's data may hold (domain/elements/data-limits.ts): each key, array item and word costs the write's
     // search document, so these bound the work of one write (SECURITY.md).
     element: obj({
       maxDataSizeInBytes: Type.Integer({ minimum: 2, maximum: 64 * MiB, default: 64 * 1024 }),

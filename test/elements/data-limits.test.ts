@@ -1,4 +1,4 @@
-// What one element may hold (element.* settings, src/domain/data-limits.ts and trellis_checked_data): every write
+// What one element may hold (element.* settings, src/domain/elements/data-limits.ts and trellis_checked_data): every write
 // within the limits is stored, every write beyond one is a 400 naming it and changes nothing, also when a PATCH
 // would grow an element past them by merging. Both backends, over HTTP.
 import { beforeAll, describe, expect, it } from 'vitest';

@@ -84,7 +84,7 @@ export function fileEtag(row: ElementRow): string {
 
 /**
  * The tag under which the blob store sets the current bytes aside during a replacement: the state of the
- * database that refers to them (see FsBlobStore.replace and sweep).
+ * database that refers to them (see BlobStore.replace and sweep).
  */
 function blobTag(file: FileMeta | null): string {
   if (!file) return 'none';
@@ -184,7 +184,7 @@ export class Files {
    * element `id`, described by `meta`, in one transaction that holds the element's row lock and requires UPDATE.
    * `check` runs under the lock before anything moves; `inTransaction` runs in the same transaction (a completing
    * upload removes its row there). The previous bytes are set aside, dropped after the commit and put back if the
-   * transaction fails (see FsBlobStore.replace).
+   * transaction fails (see BlobStore.replace).
    */
   async place(
     caller: Caller,
