@@ -98,7 +98,8 @@ function downloadName(row: ElementRow): string {
   return `${clean.length > 0 ? clean : row.id}.${row.file!.extension}`;
 }
 
-const isClientAbort = (error: unknown) => {
+/** Whether a body failed because the client went away (rather than because of the server). */
+export const isClientAbort = (error: unknown) => {
   const code = (error as NodeJS.ErrnoException)?.code;
   return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNABORTED';
 };

@@ -15,7 +15,7 @@ import * as sql from '../../storage/queries/uploads.js';
 import type { Conditions } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
 import { extensionFromDisposition, parseSha256Digest } from '../files/file-headers.js';
-import { checkFileTarget, type Files, type FileWriteMode } from '../files/files.js';
+import { checkFileTarget, isClientAbort, type Files, type FileWriteMode } from '../files/files.js';
 import { detectMimeType, SNIFF_BYTES } from '../files/mime-detect.js';
 import {
   checkAppendContentType,
@@ -75,11 +75,6 @@ export interface CleanupReport {
   /** Uploads whose target was deleted or whose creator lost UPDATE on it. */
   cancelled: number;
 }
-
-const isClientAbort = (error: unknown) => {
-  const code = (error as NodeJS.ErrnoException)?.code;
-  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || code === 'ECONNABORTED';
-};
 
 /** Adds the fields of an upload in progress to a problem. */
 const inProgress = (problem: Problem, state: UploadState) =>
