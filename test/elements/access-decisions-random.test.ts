@@ -11,8 +11,8 @@ import { hashToken } from '../../src/domain/accounts/tokens.js';
 import type { SearchEngineOptions } from '../../src/domain/search/types.js';
 import { permittedIds } from '../../src/storage/queries/access.js';
 import { collectionPage } from '../../src/storage/queries/collections.js';
-import { readableElements } from '../../src/storage/queries/hydration.js';
-import { runSearchEngine } from '../../src/storage/queries/search-engine.js';
+import { readableElements } from '../../src/storage/search/hydration.js';
+import { runSearchEngine } from '../../src/domain/search/steps.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;

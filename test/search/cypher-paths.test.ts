@@ -5,7 +5,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_HOPS } from '../../src/domain/search/cypher-parse.js';
 import type { PathIds } from '../../src/domain/search/types.js';
 import { Problem } from '../../src/errors.js';
-import { MAX_PATHS, runCypherPaths, type CypherLimits } from '../../src/storage/queries/cypher.js';
+import { runCypherPaths } from '../../src/domain/search/steps.js';
+import { MAX_PATHS, type CypherLimits } from '../../src/storage/search/cypher-statement.js';
 import { tinyPng } from '../files/fixtures.js';
 import { attachFile, createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 

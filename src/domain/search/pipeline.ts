@@ -10,12 +10,11 @@ import type { Db, Queryable } from '../../storage/db.js';
 /** The SQLSTATEs of a statement cancelled by statement_timeout, and of one that exceeded the stack. */
 const QUERY_CANCELED = '57014';
 const STATEMENT_TOO_COMPLEX = '54001';
-import { runCypherPaths } from '../../storage/queries/cypher.js';
-import { readableElements } from '../../storage/queries/hydration.js';
-import { runSearchEngine } from '../../storage/queries/search-engine.js';
+import { readableElements } from '../../storage/search/hydration.js';
 import type { ElementJson } from '../elements/representation.js';
 import { isUuid } from '../values.js';
 import { resolveExpressions, type ExpressionOptions } from './expressions.js';
+import { runCypherPaths, runSearchEngine } from './steps.js';
 import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';
 
 /** Step types; the reference implementation's name for the search-engine step is accepted as well. */

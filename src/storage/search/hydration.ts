@@ -1,7 +1,7 @@
 // Element hydration for the search pipeline: full elements for a list of ids, only those the caller may read.
 import type { Queryable } from '../db.js';
-import { ACCESS_SET_CAPS, accessSetsCtes, readableSetwise } from './access.js';
-import { elementJsonSql } from './element-json.js';
+import { ACCESS_SET_CAPS, accessSetsCtes, readableSetwise } from '../queries/access.js';
+import { elementJsonSql } from '../queries/element-json.js';
 
 /**
  * The readable elements among `ids` and their JSON (element-json.ts), in one statement, READ decided set-wise
