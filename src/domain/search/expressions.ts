@@ -30,6 +30,7 @@
 // all be numbers or all strings; a map literal's `{` at the start of a predicate is taken as a map (not as the
 // closure's braces) when it is `{}` or starts with `key:`, which expr-lang would reject anyway.
 import { badContent } from '../../errors.js';
+import { isPlainObject } from '../values.js';
 
 export interface ExpressionOptions {
   enabled: boolean;
@@ -159,12 +160,6 @@ function describePath(path: readonly (string | number)[]): string {
 }
 
 type JsonObject = Record<string, unknown>;
-
-function isPlainObject(v: unknown): v is JsonObject {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 /** `o[key] = value`, except that a key `__proto__` becomes an own property instead of replacing the prototype. */
 function setOwn(o: JsonObject, key: string, value: unknown): void {
