@@ -1,10 +1,7 @@
 // The query_string syntax: Lucene's classic query parser grammar, as Elasticsearch's query_string reads it.
 //
-// Hand-written because neither maintained parser on npm reads that grammar: liqe (used before) is a different
-// dialect and refused valid queries such as `title:(a OR b)`, `+a -b`, `a && b`, `a^2`, `a~1` and `"a b"~2`; the
-// `lucene` package attaches a `+` to the field name (`+title:a` has the field "+title") and reads `a~1` as `a~`
-// followed by the term `1`. The grammar is small (Lucene's QueryParser.jj), and the operator semantics below are
-// those of QueryParserBase.addClause, so that `a OR b AND c`, `a -b`, `NOT a` mean what they mean in Lucene.
+// Hand-written: the parsers on npm read other dialects. The operator semantics are those of Lucene's
+// QueryParserBase.addClause, so that `a OR b AND c`, `a -b`, `NOT a` mean what they mean in Lucene.
 //
 //   Query      := Clause ( Conjunction? Clause )*
 //   Conjunction:= AND | OR | && | ||
