@@ -234,8 +234,8 @@ WHERE ${and(where)}`;
           `${n}.start_id IS NULL`,
           this.readable(n),
           // No check of the relation itself: its ends are w.node (checked when it was added) and n (checked just
-          // above), and the relation rule makes any relation readable with READ on both ends (trellis_allows,
-          // migration 004; asserted by test/elements/access-matrix.test.ts). Its own check, a PL/pgSQL call per
+          // above), and the relation rule makes any relation readable with READ on both ends (trellis_allows;
+          // asserted by test/elements/access-matrix.test.ts). Its own check, a PL/pgSQL call per
           // relation, would be most of the statement (docs/decisions/020-cypher-relations-unchecked.md).
         ];
         branches.push(`SELECT x.seg, x.hops, ${n}.id AS node, ${r}.id AS rel, x.pos
