@@ -2,7 +2,7 @@
 // order) for each shape of the subset, the caps, and access (a path with an element the caller cannot read is
 // dropped, while its owner gets it).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MAX_HOPS } from '../../src/domain/search/cypher-parse.js';
+import { MAX_HOPS } from '../../src/domain/search/cypher-ast.js';
 import type { PathIds } from '../../src/domain/search/types.js';
 import { Problem } from '../../src/errors.js';
 import { runCypherPaths } from '../../src/domain/search/steps.js';

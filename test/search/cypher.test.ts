@@ -1,7 +1,9 @@
 // The Cypher subset's parser: accepted shapes and their AST, and every refusal as a 400 `bad-content` that names
 // the problem and its offset. Pure: no database.
 import { describe, expect, it } from 'vitest';
-import { MAX_HOPS, MAX_QUERY_LENGTH, parseCypher, tokenize, type Expr } from '../../src/domain/search/cypher-parse.js';
+import { MAX_HOPS, type Expr } from '../../src/domain/search/cypher-ast.js';
+import { MAX_QUERY_LENGTH, parseCypher } from '../../src/domain/search/cypher-parse.js';
+import { tokenize } from '../../src/domain/search/cypher-tokens.js';
 import { Problem } from '../../src/errors.js';
 
 /** The refusal of `query`: a bad-content Problem whose detail carries an offset; returns the detail. */
