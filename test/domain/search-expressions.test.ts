@@ -1,16 +1,9 @@
 // The `{{ … }}` expression language of the search pipeline: pure unit tests of the tokenizer, parser and
 // interpreter in src/domain/search/expressions.ts (no database).
 import { describe, expect, it } from 'vitest';
-import {
-  evaluateExpression,
-  isExpression,
-  MAX_NESTING,
-  MAX_STEPS,
-  MAX_TREE_DEPTH,
-  MAX_VALUE_DEPTH,
-  resolveExpressions,
-  type ExpressionOptions,
-} from '../../src/domain/search/expressions.js';
+import { MAX_STEPS, MAX_VALUE_DEPTH } from '../../src/domain/search/expression-interpreter.js';
+import { MAX_NESTING, MAX_TREE_DEPTH } from '../../src/domain/search/expression-syntax.js';
+import { evaluateExpression, isExpression, resolveExpressions, type ExpressionOptions } from '../../src/domain/search/expressions.js';
 import { Problem } from '../../src/errors.js';
 
 const on: ExpressionOptions = { enabled: true, maxLength: 10240 };
