@@ -6,16 +6,16 @@ import { performance } from 'node:perf_hooks';
 import type { Settings } from '../../config/schema.js';
 import { badContent } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
+import { readableElements } from '../../storage/search/hydration.js';
+import type { ElementJson } from '../elements/representation.js';
+import { isPlainObject as isObject, isUuid } from '../values.js';
+import { resolveExpressions, type ExpressionOptions } from './expressions.js';
+import { runCypherPaths, runSearchEngine } from './steps.js';
+import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';
 
 /** The SQLSTATEs of a statement cancelled by statement_timeout, and of one that exceeded the stack. */
 const QUERY_CANCELED = '57014';
 const STATEMENT_TOO_COMPLEX = '54001';
-import { readableElements } from '../../storage/search/hydration.js';
-import type { ElementJson } from '../elements/representation.js';
-import { isUuid } from '../values.js';
-import { resolveExpressions, type ExpressionOptions } from './expressions.js';
-import { runCypherPaths, runSearchEngine } from './steps.js';
-import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';
 
 /** Step types; the reference implementation's name for the search-engine step is accepted as well. */
 const SEARCH_ENGINE = 'searchengine-query-dsl-mixin';
@@ -188,8 +188,6 @@ export class Search {
 }
 
 const nowSeconds = () => Math.round((performance.timeOrigin + performance.now()) * 1000) / 1e6;
-
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 interface SearchRequest {
   steps: Step[];
