@@ -1,7 +1,7 @@
 // The plan of a Cypher query: every node and relation segment named, WHERE split into the conditions each walk
 // checks where it stands, and each pattern laid out to start from its better-bound end (ids from WHERE or UNWIND,
 // then conditions, then a label).
-import { MAX_HOPS, type CypherQuery, type Direction, type Expr, type Pattern } from '../../domain/search/cypher-parse.js';
+import { MAX_HOPS, type CypherQuery, type Direction, type Expr, type Pattern } from '../../domain/search/cypher-ast.js';
 import { isUuid } from '../../domain/values.js';
 import { evalConstant, hasVariables } from './cypher-expressions.js';
 

@@ -4,7 +4,7 @@
 // DISTINCT, SKIP and LIMIT. Without ORDER BY the order is still deterministic: UNWIND order, shorter paths, ids. A
 // relation appears at most once in a match; nodes repeat. Beyond a cap the answer is a 400, never a truncation
 // (docs/search.md); relations get no READ check of their own (docs/decisions/020-cypher-relations-unchecked.md).
-import { cypherError, MAX_HOPS, type CypherQuery, type Expr } from '../../domain/search/cypher-parse.js';
+import { cypherError, MAX_HOPS, type CypherQuery, type Expr } from '../../domain/search/cypher-ast.js';
 import type { PathsOutput } from '../../domain/search/types.js';
 import { badContent } from '../../errors.js';
 import type { Queryable } from '../db.js';

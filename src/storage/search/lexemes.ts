@@ -1,4 +1,4 @@
-// The lexemes of the search index (the layout is described at the top of the search-index migration) and what a
+// The lexemes of the search index (their layout is described where the schema defines the index) and what a
 // tsquery can hold: what the query compiler looks up, and what decides that a value can never be found.
 import { SEARCH_LIMITS } from './analysis.js';
 

@@ -1,5 +1,5 @@
 // A validated query DSL (domain/search/query-dsl.ts) compiled for the row alias `e` of `elements`: a condition the
-// search index can narrow (the lexeme layout is at the top of the search-index migration) and a score, with every
+// search index can narrow (the lexeme layout is described where the schema defines the index) and a score, with every
 // value a bind parameter. docs/search.md describes the scores; ties are broken by id by the caller.
 import type { DslField, DslQuery, RangeOp, Scalar, TextMode, TextTerm } from '../../domain/search/query-dsl-types.js';
 import { isUuid } from '../../domain/values.js';
