@@ -4,14 +4,14 @@
 //   node --import tsx bench/backup-load.ts [--elements N] [--backend postgres|pglite] [--keep]
 //
 // Also importable: `benchBackupLoad({ elements, backend })` returns the numbers (for bench/run.ts).
-import { randomUUID, randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createBackup } from '../src/backup/create.js';
-import { elementPath, serializeElement, SUMMARY_FILE, type BackupElement } from '../src/backup/format.js';
+import { type BackupElement, elementPath, SUMMARY_FILE, serializeElement } from '../src/backup/format.js';
 import { loadBackup } from '../src/backup/load.js';
 import type { Progress } from '../src/backup/progress.js';
 import { FsBlobStore } from '../src/blob/fs-blob-store.js';
@@ -29,12 +29,15 @@ interface PgCluster {
 async function startCluster(log: (msg: string) => void): Promise<PgCluster> {
   // A non-literal specifier: TypeScript does not look for declarations of the plain-JS module.
   const specifier = new URL('../scripts/pg-cluster.mjs', import.meta.url).href;
-  const mod = (await import(specifier)) as { startCluster(options: { log: (msg: string) => void }): Promise<PgCluster> };
+  const mod = (await import(specifier)) as {
+    startCluster(options: { log: (msg: string) => void }): Promise<PgCluster>;
+  };
   return mod.startCluster({ log });
 }
 
 // One argon2i hash for every synthetic user (hashing a million passwords would measure argon2, not the load).
-const PASSWORD_HASH = '$argon2i$v=19$m=65536,t=4,p=1$eXVNWnlmR3dDb21CejVtTA$fu9TbXAiv4pf0w1zgZCJ3pKV0ZR7NWcDKe6ZQwzrmpw';
+const PASSWORD_HASH =
+  '$argon2i$v=19$m=65536,t=4,p=1$eXVNWnlmR3dDb21CejVtTA$fu9TbXAiv4pf0w1zgZCJ3pKV0ZR7NWcDKe6ZQwzrmpw';
 const CREATED = '2024-01-01T00:00:00+00:00';
 const TAGS = 100;
 const GROUPS = 50;
@@ -79,16 +82,28 @@ export async function generateBackup(dir: string, total: number): Promise<{ node
   for (let i = 0; i < GROUPS && left() > 0; i++) groups.push(await node('Group', { name: `group ${i}` }));
   // One user unit: User, Token, OWNS token, IS_IN_GROUP, then an OWNS tree of data nodes with tags, while room is left.
   for (let u = 0; left() >= 4; u++) {
-    const user = await node('User', { email: `user${u}@bench.localhost.dev`, name: `User ${u}`, _passwordHash: PASSWORD_HASH });
+    const user = await node('User', {
+      email: `user${u}@bench.localhost.dev`,
+      name: `User ${u}`,
+      _passwordHash: PASSWORD_HASH,
+    });
     const token = await node('Token', { hash: randomBytes(32).toString('hex'), state: 'ACTIVE' });
     await relation('OWNS', user, token);
     await relation('IS_IN_GROUP', user, groups[u % groups.length]!);
     let parent = user;
     for (let level = 0; level < 2 && left() >= 2; level++) {
-      const root = await node('Data', { name: `data ${u}.${level}`, description: 'a node of a synthetic backup', count: level });
+      const root = await node('Data', {
+        name: `data ${u}.${level}`,
+        description: 'a node of a synthetic backup',
+        count: level,
+      });
       await relation('OWNS', parent, root);
       for (let c = 0; c < CHILDREN && left() >= 3; c++) {
-        const child = await node('Data', { name: `data ${u}.${level}.${c}`, tags: ['a', 'b'], nested: { depth: level + 1 } });
+        const child = await node('Data', {
+          name: `data ${u}.${level}.${c}`,
+          tags: ['a', 'b'],
+          nested: { depth: level + 1 },
+        });
         await relation('OWNS', root, child);
         await relation('HAS_TAG', child, tags[(u + c) % tags.length]!);
       }
@@ -97,7 +112,10 @@ export async function generateBackup(dir: string, total: number): Promise<{ node
   }
   while (left() > 0) await node('Data', { name: 'filler' });
   await Promise.all(pending);
-  await writeFile(join(dir, SUMMARY_FILE), `${JSON.stringify({ nodeCount: nodes, relationCount: relations, fileCount: 0, version: 'dev' }, null, 2)}\n`);
+  await writeFile(
+    join(dir, SUMMARY_FILE),
+    `${JSON.stringify({ nodeCount: nodes, relationCount: relations, fileCount: 0, version: 'dev' }, null, 2)}\n`,
+  );
   return { nodes, relations };
 }
 
@@ -135,7 +153,12 @@ export interface BackupBenchResult {
   peakRssMiB: number;
 }
 
-export async function benchBackupLoad(options: { elements: number; backend: 'postgres' | 'pglite'; keep?: boolean; log?: (msg: string) => void }): Promise<BackupBenchResult> {
+export async function benchBackupLoad(options: {
+  elements: number;
+  backend: 'postgres' | 'pglite';
+  keep?: boolean;
+  log?: (msg: string) => void;
+}): Promise<BackupBenchResult> {
   const log = options.log ?? ((msg: string) => process.stderr.write(`[backup-load] ${msg}\n`));
   const work = await mkdtemp(join(tmpdir(), 'trellis-bench-backup-'));
   let cluster: PgCluster | null = null;
@@ -156,14 +179,22 @@ export async function benchBackupLoad(options: { elements: number; backend: 'pos
     const blobs = new FsBlobStore(join(work, 'files'));
 
     const loadPhases = phaseTimer(log);
-    const report = await loadBackup({ db, blobs, identifierKey: 'email', now: new Date() }, backupDir, { progress: loadPhases });
+    const report = await loadBackup({ db, blobs, identifierKey: 'email', now: new Date() }, backupDir, {
+      progress: loadPhases,
+    });
     const loadRate = options.elements / report.seconds;
-    log(`backup:load ${options.backend}: ${options.elements} elements in ${report.seconds.toFixed(1)} s = ${Math.round(loadRate)} elements/s`);
+    log(
+      `backup:load ${options.backend}: ${options.elements} elements in ${report.seconds.toFixed(1)} s = ${Math.round(loadRate)} elements/s`,
+    );
 
     t = performance.now();
-    const created = await createBackup({ db, blobs, now: new Date() }, join(work, 'again'), { progress: phaseTimer(log) });
+    const created = await createBackup({ db, blobs, now: new Date() }, join(work, 'again'), {
+      progress: phaseTimer(log),
+    });
     const createSeconds = (performance.now() - t) / 1000;
-    log(`backup:create ${options.backend}: ${created.nodes + created.relations} elements in ${createSeconds.toFixed(1)} s`);
+    log(
+      `backup:create ${options.backend}: ${created.nodes + created.relations} elements in ${createSeconds.toFixed(1)} s`,
+    );
     return {
       backend: options.backend,
       elements: options.elements,
@@ -185,11 +216,16 @@ export async function benchBackupLoad(options: { elements: number; backend: 'pos
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
-    options: { elements: { type: 'string', default: '100000' }, backend: { type: 'string', default: 'postgres' }, keep: { type: 'boolean' } },
+    options: {
+      elements: { type: 'string', default: '100000' },
+      backend: { type: 'string', default: 'postgres' },
+      keep: { type: 'boolean' },
+    },
   });
   const elements = Number(values.elements);
   if (!Number.isSafeInteger(elements) || elements < 1) throw new Error('--elements must be a positive integer');
-  if (values.backend !== 'postgres' && values.backend !== 'pglite') throw new Error('--backend must be postgres or pglite');
+  if (values.backend !== 'postgres' && values.backend !== 'pglite')
+    throw new Error('--backend must be postgres or pglite');
   const result = await benchBackupLoad({ elements, backend: values.backend, keep: values.keep });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

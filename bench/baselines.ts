@@ -28,8 +28,8 @@ import Fastify from 'fastify';
 import { poolDb } from '../src/storage/db.js';
 import { createPglite, pglitePool, resolveEmbeddedCacheMiB } from '../src/storage/pglite.js';
 import { localWire } from '../src/storage/pglite-wire.js';
-import { elementArraySql } from '../src/storage/queries/element-json.js';
 import { openPostgres } from '../src/storage/postgres.js';
+import { elementArraySql } from '../src/storage/queries/element-json.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -45,7 +45,9 @@ if (!args.port || !args.files || (!args['database-url'] && !args.pglite)) {
 }
 
 // The same page cache as Trellis gets on this database ('auto').
-const pglite = args['database-url'] ? null : await createPglite(args.pglite, await resolveEmbeddedCacheMiB(args.pglite!, 'auto'));
+const pglite = args['database-url']
+  ? null
+  : await createPglite(args.pglite, await resolveEmbeddedCacheMiB(args.pglite!, 'auto'));
 const db = pglite ? poolDb('pglite', pglitePool(localWire(pglite))) : await openPostgres(args['database-url']!);
 await db.query('CREATE TABLE IF NOT EXISTS bench_b2 (LIKE elements INCLUDING ALL)');
 // B2 is one plain single-row INSERT: without the search index's generated tsvector column (schema/search.ts) and its GIN
@@ -102,7 +104,10 @@ app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2', asy
 
 app.put<{ Querystring: { fsync?: string } }>('/b3/file', async (request, reply) => {
   const temp = join(filesDir, `b3-${randomUUID()}.part`);
-  await pipeline(request.body as NodeJS.ReadableStream, createWriteStream(temp, { flush: request.query.fsync === '1' }));
+  await pipeline(
+    request.body as NodeJS.ReadableStream,
+    createWriteStream(temp, { flush: request.query.fsync === '1' }),
+  );
   await rename(temp, stored);
   return reply.code(201).send();
 });

@@ -24,22 +24,22 @@
 //   --no-build           skip `tsc -p tsconfig.build.json`
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cpus, totalmem } from 'node:os';
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, open, writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { migrate } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
-import { freePort, startCluster, type PgCluster } from './lib/cluster.js';
-import { generateDataset, TARGET_CHILDREN, TITLE_WORDS, type Dataset } from './lib/dataset.js';
-import { cpuSplitDuring, formatCpuSplit, type CpuSplit } from './lib/cpu-split.js';
-import { capture, ensureLoadTool, runLoad, type HttpRequest, type LoadResult, type LoadTool } from './lib/load.js';
-import { removeTree, sampleRss, startServer, type ServerProcess } from './lib/procs.js';
-import type { Step as TransferStep } from './lib/transfer.js';
+import { freePort, type PgCluster, startCluster } from './lib/cluster.js';
+import { type CpuSplit, cpuSplitDuring, formatCpuSplit } from './lib/cpu-split.js';
+import { type Dataset, generateDataset, TARGET_CHILDREN, TITLE_WORDS } from './lib/dataset.js';
+import { capture, ensureLoadTool, type HttpRequest, type LoadResult, type LoadTool, runLoad } from './lib/load.js';
+import { removeTree, type ServerProcess, sampleRss, startServer } from './lib/procs.js';
 import { formatTable, type Row } from './lib/report.js';
+import type { Step as TransferStep } from './lib/transfer.js';
 
 type Backend = 'postgres' | 'pglite';
 const MiB = 1024 * 1024;
@@ -82,7 +82,9 @@ const wanted = (...scenarios: string[]) => !only || scenarios.some((s) => only.t
 const started = Date.now();
 const log = (msg: string) => {
   const s = Math.round((Date.now() - started) / 1000);
-  process.stderr.write(`[bench ${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}] ${msg}\n`);
+  process.stderr.write(
+    `[bench ${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}] ${msg}\n`,
+  );
 };
 
 const rows: Row[] = [];
@@ -90,23 +92,44 @@ const datasets: Record<string, Dataset['counts'] & { seconds: number; targets: n
 let tool: LoadTool = 'wrk';
 let work = '';
 let cluster: PgCluster | null = null;
-const FILE_SCENARIOS = () => [`B3 upload ${fileLabel()}`, `B3 download ${fileLabel()}`, `upload ${fileLabel()} direct`, `download ${fileLabel()}`, `upload ${fileLabel()} resumable, 100 MiB chunks`];
-const fileLabel = () => (settings.fileBytes % (1024 * MiB) === 0 ? `${settings.fileBytes / (1024 * MiB)} GiB` : `${settings.fileBytes / MiB} MiB`);
+const FILE_SCENARIOS = () => [
+  `B3 upload ${fileLabel()}`,
+  `B3 download ${fileLabel()}`,
+  `upload ${fileLabel()} direct`,
+  `download ${fileLabel()}`,
+  `upload ${fileLabel()} resumable, 100 MiB chunks`,
+];
+const fileLabel = () =>
+  settings.fileBytes % (1024 * MiB) === 0
+    ? `${settings.fileBytes / (1024 * MiB)} GiB`
+    : `${settings.fileBytes / MiB} MiB`;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Measuring
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Warm up (JIT, prepared statements, caches), then measure. */
-async function measure(what: string, baseUrl: string, requests: HttpRequest[], connections = settings.connections): Promise<Measured> {
+async function measure(
+  what: string,
+  baseUrl: string,
+  requests: HttpRequest[],
+  connections = settings.connections,
+): Promise<Measured> {
   // Other work on the machine skews every number: note how busy it is just before (nothing of ours runs then).
   const busy = await machineBusy(quick ? 250 : 500);
-  log(`${what}: warming up ${settings.warmupSeconds}s, measuring ${settings.seconds}s${busy !== null && busy > 0.1 ? ` (machine ${Math.round(busy * 100)}% busy beforehand)` : ''}`);
+  log(
+    `${what}: warming up ${settings.warmupSeconds}s, measuring ${settings.seconds}s${busy !== null && busy > 0.1 ? ` (machine ${Math.round(busy * 100)}% busy beforehand)` : ''}`,
+  );
   await runLoad(tool, { baseUrl, requests, connections, seconds: settings.warmupSeconds }, work);
-  const [r, cpu] = await Promise.all([runLoad(tool, { baseUrl, requests, connections, seconds: settings.seconds }, work), cpuSplitDuring(settings.seconds)]);
+  const [r, cpu] = await Promise.all([
+    runLoad(tool, { baseUrl, requests, connections, seconds: settings.seconds }, work),
+    cpuSplitDuring(settings.seconds),
+  ]);
   const errors = r.badStatus + r.socketErrors;
   const split = cpu ? formatCpuSplit(cpu) : '';
-  log(`${what}: ${Math.round(r.rps)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${errors ? `, ${errors} ERRORS` : ''}${split ? `; ${split}` : ''}`);
+  log(
+    `${what}: ${Math.round(r.rps)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms${errors ? `, ${errors} ERRORS` : ''}${split ? `; ${split}` : ''}`,
+  );
   return { ...r, busy, cpu };
 }
 
@@ -150,7 +173,7 @@ function requestRow(scenario: string, backend: string, r: Measured): Row {
 
 function compare(row: Row, baseline: Row | undefined, minRatio: number) {
   row.target = `>= ${minRatio} x ${baseline?.scenario.split(' ')[0] ?? 'baseline'}`;
-  if (!baseline || baseline.status !== 'measured' || row.status !== 'measured') return;
+  if (baseline?.status !== 'measured' || row.status !== 'measured') return;
   const base = baseline.rps ?? baseline.mibps!;
   const value = row.rps ?? row.mibps!;
   row.baseline = baseline.scenario.split(' ')[0];
@@ -160,11 +183,17 @@ function compare(row: Row, baseline: Row | undefined, minRatio: number) {
 }
 
 /** One request before the load: the scenario must answer what it should, or its numbers would mean nothing. */
-async function check(url: string, init: RequestInit, expect: number, verify?: (body: string) => string | null): Promise<string | null> {
+async function check(
+  url: string,
+  init: RequestInit,
+  expect: number,
+  verify?: (body: string) => string | null,
+): Promise<string | null> {
   try {
     const response = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
     const body = await response.text();
-    if (response.status !== expect) return `sanity check: ${init.method ?? 'GET'} ${new URL(url).pathname} answered ${response.status} (expected ${expect}): ${body.slice(0, 200)}`;
+    if (response.status !== expect)
+      return `sanity check: ${init.method ?? 'GET'} ${new URL(url).pathname} answered ${response.status} (expected ${expect}): ${body.slice(0, 200)}`;
     return verify ? verify(body) : null;
   } catch (error) {
     return `sanity check failed: ${(error as Error).message}`;
@@ -186,7 +215,12 @@ interface TransferResult {
 async function transfer(serverPid: number, ...steps: TransferStep[]): Promise<TransferResult> {
   const sampler = sampleRss(serverPid);
   const child = join(ROOT, 'bench/lib/transfer.ts');
-  const { code, stdout, stderr } = await capture(process.execPath, ['--import', 'tsx', child, JSON.stringify({ steps })]);
+  const { code, stdout, stderr } = await capture(process.execPath, [
+    '--import',
+    'tsx',
+    child,
+    JSON.stringify({ steps }),
+  ]);
   const rss = sampler.stop();
   const line = stdout.split('\n').find((l) => l.startsWith('BENCHJSON '));
   if (code !== 0 || !line) throw new Error(`transfer client failed (exit ${code}): ${stderr.trim()}`);
@@ -223,15 +257,27 @@ async function bestOfEach(n: number, ...runs: (() => Promise<TransferResult>)[])
 }
 
 /** `expect`: the statuses each step may answer (the last entry applies to every later step too). */
-function transferRow(scenario: string, backend: string, t: TransferResult, expect: number[][], expectBytes: number): Row {
+function transferRow(
+  scenario: string,
+  backend: string,
+  t: TransferResult,
+  expect: number[][],
+  expectBytes: number,
+): Row {
   const moved = t.steps.reduce((sum, s) => sum + s.bytes + s.sent, 0);
   const wrong = t.steps.findIndex((s, i) => !(expect[Math.min(i, expect.length - 1)] ?? []).includes(s.status));
   const mibps = expectBytes / MiB / t.seconds;
   const statuses = t.steps.map((s) => s.status).join(',');
-  log(`${scenario} on ${backend}: status ${statuses}, ${mibps.toFixed(0)} MiB/s, RSS growth ${t.rssGrowthMiB?.toFixed(1)} MiB`);
+  log(
+    `${scenario} on ${backend}: status ${statuses}, ${mibps.toFixed(0)} MiB/s, RSS growth ${t.rssGrowthMiB?.toFixed(1)} MiB`,
+  );
   if (wrong >= 0 || moved < expectBytes) {
     const step = t.steps[wrong] ?? t.steps[t.steps.length - 1]!;
-    return failedRow(scenario, backend, `step ${wrong + 1} answered ${step.status}, ${moved} bytes moved: ${step.body.slice(0, 200)}`);
+    return failedRow(
+      scenario,
+      backend,
+      `step ${wrong + 1} answered ${step.status}, ${moved} bytes moved: ${step.body.slice(0, 200)}`,
+    );
   }
   return { scenario, backend, status: 'measured', mibps, rssGrowthMiB: t.rssGrowthMiB ?? undefined, met: null };
 }
@@ -241,20 +287,45 @@ function transferRow(scenario: string, backend: string, t: TransferResult, expec
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Node's flags for a server process under --profile (its CPU profile goes to profiles/<name>). */
-const profileArgs = (name: string) => (argv.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : []);
+const profileArgs = (name: string) =>
+  argv.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(work, 'profiles', name)}`] : [];
 
 async function startBaselines(backend: Backend, dbUrl: string | null, dataDir: string): Promise<ServerProcess> {
   const port = await freePort();
   // Profiled too, so that a scenario's profile can be read against its baseline's.
-  const args = [...profileArgs(`${backend}-baselines`), '--import', 'tsx', join(ROOT, 'bench/baselines.ts'), '--port', String(port), '--files', join(dataDir, 'baseline-files')];
+  const args = [
+    ...profileArgs(`${backend}-baselines`),
+    '--import',
+    'tsx',
+    join(ROOT, 'bench/baselines.ts'),
+    '--port',
+    String(port),
+    '--files',
+    join(dataDir, 'baseline-files'),
+  ];
   args.push(...(dbUrl ? ['--database-url', dbUrl] : ['--pglite', join(dataDir, 'db')]));
   log(`starting the baselines (${backend})`);
-  return startServer({ name: 'baselines', command: process.execPath, args, env: process.env, cwd: ROOT, port, readyPath: '/b0', logFile: join(work, `baselines-${backend}.log`) });
+  return startServer({
+    name: 'baselines',
+    command: process.execPath,
+    args,
+    env: process.env,
+    cwd: ROOT,
+    port,
+    readyPath: '/b0',
+    logFile: join(work, `baselines-${backend}.log`),
+  });
 }
 
 async function startTrellis(backend: Backend, dbUrl: string | null, dataDir: string): Promise<ServerProcess> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
   for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
   if (dbUrl) env.DATABASE_URL = dbUrl;
   log(`starting Trellis (${backend})`);
@@ -275,8 +346,12 @@ async function startTrellis(backend: Backend, dbUrl: string | null, dataDir: str
 // ---------------------------------------------------------------------------------------------------------------
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` });
-const jsonHeaders = (token?: string): Record<string, string> => ({ 'content-type': 'application/json', ...(token ? auth(token) : {}) });
-const noteBody = (k: number) => JSON.stringify({ type: 'Note', data: { title: `Bench note ${k}`, text: 'created by the benchmark', rank: k } });
+const jsonHeaders = (token?: string): Record<string, string> => ({
+  'content-type': 'application/json',
+  ...(token ? auth(token) : {}),
+});
+const noteBody = (k: number) =>
+  JSON.stringify({ type: 'Note', data: { title: `Bench note ${k}`, text: 'created by the benchmark', rank: k } });
 
 interface Servers {
   backend: Backend;
@@ -303,7 +378,11 @@ async function paired(
   const problem = await baseline.check();
   const base = problem
     ? failedRow(baseline.name, s.backend, problem)
-    : requestRow(baseline.name, s.backend, await measure(`${baseline.name} (${s.backend})`, s.baselines.baseUrl, baseline.requests));
+    : requestRow(
+        baseline.name,
+        s.backend,
+        await measure(`${baseline.name} (${s.backend})`, s.baselines.baseUrl, baseline.requests),
+      );
   if (!listedBaselines.has(`${baseline.name}|${s.backend}`)) {
     listedBaselines.add(`${baseline.name}|${s.backend}`);
     rows.push(base);
@@ -324,7 +403,9 @@ async function requestScenarios(s: Servers) {
   const t0 = ds.targets[0]!;
 
   if (backend === settings.backends[0] && wanted('B0 fixed JSON')) {
-    rows.push(requestRow('B0 fixed JSON', backend, await measure('B0 fixed JSON', b, [{ method: 'GET', path: '/b0' }])));
+    rows.push(
+      requestRow('B0 fixed JSON', backend, await measure('B0 fixed JSON', b, [{ method: 'GET', path: '/b0' }])),
+    );
   }
   const b1 = {
     name: 'B1 PK SELECT',
@@ -333,7 +414,12 @@ async function requestScenarios(s: Servers) {
   };
   const b2 = {
     name: 'B2 INSERT',
-    requests: Array.from({ length: 500 }, (_, k) => ({ method: 'POST', path: '/b2', headers: jsonHeaders(), body: noteBody(k) })),
+    requests: Array.from({ length: 500 }, (_, k) => ({
+      method: 'POST',
+      path: '/b2',
+      headers: jsonHeaders(),
+      body: noteBody(k),
+    })),
     check: () => check(`${b}/b2`, { method: 'POST', headers: jsonHeaders(), body: noteBody(0) }, 201),
   };
 
@@ -341,7 +427,10 @@ async function requestScenarios(s: Servers) {
   if (wanted('GET /<id>', 'B1 PK SELECT'))
     await paired(s, 'GET /<id>', b1, {
       requests: ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}`, headers: auth(t.token) })),
-      check: () => check(`${url}/${t0.id}`, { headers: auth(t0.token) }, 200, (body) => (JSON.parse(body).id === t0.id ? null : `unexpected body ${body.slice(0, 200)}`)),
+      check: () =>
+        check(`${url}/${t0.id}`, { headers: auth(t0.token) }, 200, (body) =>
+          JSON.parse(body).id === t0.id ? null : `unexpected body ${body.slice(0, 200)}`,
+        ),
       minRatio: backend === 'postgres' ? 0.9 : 0.8,
     });
 
@@ -350,10 +439,15 @@ async function requestScenarios(s: Servers) {
     const b1p = {
       name: 'B1p children page SELECT',
       requests: ds.targets.map((t) => ({ method: 'GET', path: `/b1p/${t.id}` })),
-      check: () => check(`${b}/b1p/${t0.id}`, {}, 200, (body) => ((JSON.parse(body) as { nodes: unknown[] }).nodes.length === 25 ? null : 'expected 25 nodes')),
+      check: () =>
+        check(`${b}/b1p/${t0.id}`, {}, 200, (body) =>
+          (JSON.parse(body) as { nodes: unknown[] }).nodes.length === 25 ? null : 'expected 25 nodes',
+        ),
     };
     const problem = await b1p.check();
-    const ref = problem ? failedRow(b1p.name, backend, problem) : requestRow(b1p.name, backend, await measure(`${b1p.name} (${backend})`, b, b1p.requests));
+    const ref = problem
+      ? failedRow(b1p.name, backend, problem)
+      : requestRow(b1p.name, backend, await measure(`${b1p.name} (${backend})`, b, b1p.requests));
     rows.push(ref);
     childrenReference.set(backend, ref);
   }
@@ -363,7 +457,9 @@ async function requestScenarios(s: Servers) {
       check: () =>
         check(`${url}/${t0.id}/children`, { headers: auth(t0.token) }, 200, (body) => {
           const page = JSON.parse(body) as { totalNodes: number; nodes: unknown[] };
-          return page.nodes.length === 25 && page.totalNodes === TARGET_CHILDREN ? null : `expected 25 of ${TARGET_CHILDREN} children, got ${page.nodes.length} of ${page.totalNodes}`;
+          return page.nodes.length === 25 && page.totalNodes === TARGET_CHILDREN
+            ? null
+            : `expected 25 of ${TARGET_CHILDREN} children, got ${page.nodes.length} of ${page.totalNodes}`;
         }),
       minRatio: 0.5,
       note: `page of 25 (of ${TARGET_CHILDREN})`,
@@ -375,15 +471,26 @@ async function requestScenarios(s: Servers) {
 
   if (wanted('POST / node', 'B2 INSERT'))
     await paired(s, 'POST / node', b2, {
-      requests: Array.from({ length: 500 }, (_, k) => ({ method: 'POST', path: '/', headers: jsonHeaders(ds.users[k % ds.users.length]!.token), body: noteBody(k) })),
+      requests: Array.from({ length: 500 }, (_, k) => ({
+        method: 'POST',
+        path: '/',
+        headers: jsonHeaders(ds.users[k % ds.users.length]!.token),
+        body: noteBody(k),
+      })),
       check: () => check(`${url}/`, { method: 'POST', headers: jsonHeaders(t0.token), body: noteBody(0) }, 201),
       minRatio: 0.4,
     });
 
   if (wanted('PATCH /<id>'))
     await paired(s, 'PATCH /<id>', b2, {
-      requests: ds.targets.map((t, k) => ({ method: 'PATCH', path: `/${t.id}`, headers: jsonHeaders(t.token), body: JSON.stringify({ counter: k, touched: 'bench' }) })),
-      check: () => check(`${url}/${t0.id}`, { method: 'PATCH', headers: jsonHeaders(t0.token), body: '{"counter":0}' }, 204),
+      requests: ds.targets.map((t, k) => ({
+        method: 'PATCH',
+        path: `/${t.id}`,
+        headers: jsonHeaders(t.token),
+        body: JSON.stringify({ counter: k, touched: 'bench' }),
+      })),
+      check: () =>
+        check(`${url}/${t0.id}`, { method: 'PATCH', headers: jsonHeaders(t0.token), body: '{"counter":0}' }, 204),
       minRatio: 0.4,
     });
 }
@@ -398,14 +505,24 @@ async function fileScenarios(s: Servers) {
   const b = s.baselines.baseUrl;
   const token = ds.users[0]!.token;
   const payload = join(work, 'payload.bin');
-  const [b3UpName, b3DownName, upName, downName, resumableName] = FILE_SCENARIOS() as [string, string, string, string, string];
+  const [b3UpName, b3DownName, upName, downName, resumableName] = FILE_SCENARIOS() as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const target = '>= 0.7 x B3';
   const listB3 = (row: Row) => {
     if (listedBaselines.has(`${row.scenario}|${backend}`)) return;
     listedBaselines.add(`${row.scenario}|${backend}`);
     rows.push(row);
   };
-  const created = await fetch(`${url}/`, { method: 'POST', headers: jsonHeaders(token), body: JSON.stringify({ type: 'Attachment', data: { name: 'bench' } }) });
+  const created = await fetch(`${url}/`, {
+    method: 'POST',
+    headers: jsonHeaders(token),
+    body: JSON.stringify({ type: 'Attachment', data: { name: 'bench' } }),
+  });
   await created.arrayBuffer();
   const location = created.headers.get('location');
   if (created.status !== 201 || !location) {
@@ -420,19 +537,36 @@ async function fileScenarios(s: Servers) {
   if (probe.status === 404 || probe.status === 405) {
     for (const name of [upName, downName, resumableName]) {
       log(`${name} on ${backend}: not available (${probe.status})`);
-      rows.push({ scenario: name, backend, status: 'not available', target: `${name === resumableName ? '>= 0.6 x B3' : target}, RSS <= 64 MiB`, met: null, note: `PUT /<id>/file answered ${probe.status}` });
+      rows.push({
+        scenario: name,
+        backend,
+        status: 'not available',
+        target: `${name === resumableName ? '>= 0.6 x B3' : target}, RSS <= 64 MiB`,
+        met: null,
+        note: `PUT /<id>/file answered ${probe.status}`,
+      });
     }
     return;
   }
   if (probe.status !== 201 && probe.status !== 204) {
-    rows.push(failedRow(upName, backend, `probe PUT /<id>/file answered ${probe.status}: ${probeBody.slice(0, 200)}`, target));
+    rows.push(
+      failedRow(upName, backend, `probe PUT /<id>/file answered ${probe.status}: ${probeBody.slice(0, 200)}`, target),
+    );
     return;
   }
 
-  const b3Upload = () => transfer(s.baselines.pid, { method: 'PUT', url: `${b}/b3/file`, headers: { 'content-type': 'application/octet-stream' }, file: payload });
+  const b3Upload = () =>
+    transfer(s.baselines.pid, {
+      method: 'PUT',
+      url: `${b}/b3/file`,
+      headers: { 'content-type': 'application/octet-stream' },
+      file: payload,
+    });
   const tries = settings.fileTries;
 
-  const [b3Up, direct] = await bestOfEach(tries, b3Upload, () => transfer(s.trellis.pid, { method: 'PUT', url: fileUrl, headers: fileHeaders, file: payload }));
+  const [b3Up, direct] = await bestOfEach(tries, b3Upload, () =>
+    transfer(s.trellis.pid, { method: 'PUT', url: fileUrl, headers: fileHeaders, file: payload }),
+  );
   let base = transferRow(b3UpName, backend, b3Up!, [[201]], settings.fileBytes);
   listB3(base);
   const up = transferRow(upName, backend, direct!, [[201, 204]], settings.fileBytes);
@@ -441,7 +575,14 @@ async function fileScenarios(s: Servers) {
   rows.push(up);
   // Trellis makes the file durable (fsync) before it answers; plain B3 leaves it in the page cache. The same
   // baseline with an fsync shows how much of the difference that is.
-  const [synced] = await bestOfEach(tries, () => transfer(s.baselines.pid, { method: 'PUT', url: `${b}/b3/file?fsync=1`, headers: { 'content-type': 'application/octet-stream' }, file: payload }));
+  const [synced] = await bestOfEach(tries, () =>
+    transfer(s.baselines.pid, {
+      method: 'PUT',
+      url: `${b}/b3/file?fsync=1`,
+      headers: { 'content-type': 'application/octet-stream' },
+      file: payload,
+    }),
+  );
   const durable = transferRow(`${b3UpName} + fsync`, backend, synced!, [[201]], settings.fileBytes);
   listB3(durable);
   const againstDurable = (row: Row) => {
@@ -489,20 +630,31 @@ function resumableUpload(s: Servers, token: string) {
   let failed: string | null = null;
   // Each run uploads into a new element.
   const run = async (): Promise<TransferResult> => {
-    const created = await fetch(`${url}/`, { method: 'POST', headers: jsonHeaders(token), body: JSON.stringify({ type: 'Attachment', data: { name: 'resumable' } }) });
+    const created = await fetch(`${url}/`, {
+      method: 'POST',
+      headers: jsonHeaders(token),
+      body: JSON.stringify({ type: 'Attachment', data: { name: 'resumable' } }),
+    });
     await created.arrayBuffer();
     const location = created.headers.get('location');
     if (created.status !== 201 || !location) {
       failed = `could not create the element (${created.status})`;
       return { steps: [], seconds: Infinity, rssGrowthMiB: null };
     }
-    const steps: TransferStep[] = [{ method: 'POST', url: `${url}${location}/file`, headers: { ...auth(token), 'upload-complete': '?0' } }];
+    const steps: TransferStep[] = [
+      { method: 'POST', url: `${url}${location}/file`, headers: { ...auth(token), 'upload-complete': '?0' } },
+    ];
     for (let offset = 0; offset < settings.fileBytes; offset += CHUNK) {
       const end = Math.min(settings.fileBytes, offset + CHUNK);
       steps.push({
         method: 'PATCH',
         url: `${url}{location}`,
-        headers: { ...auth(token), 'content-type': 'application/partial-upload', 'upload-offset': String(offset), 'upload-complete': end === settings.fileBytes ? '?1' : '?0' },
+        headers: {
+          ...auth(token),
+          'content-type': 'application/partial-upload',
+          'upload-offset': String(offset),
+          'upload-complete': end === settings.fileBytes ? '?1' : '?0',
+        },
         file: join(work, 'payload.bin'),
         start: offset,
         end,
@@ -513,12 +665,29 @@ function resumableUpload(s: Servers, token: string) {
   const row = (t: TransferResult, name: string): Row | null => {
     if (failed !== null) return failedRow(name, backend, failed, '>= 0.6 x B3');
     const first = t.steps[0]!;
-    if (first.status === 404 || first.status === 405 || (first.status === 204 && !first.location?.startsWith('/upload/'))) {
+    if (
+      first.status === 404 ||
+      first.status === 405 ||
+      (first.status === 204 && !first.location?.startsWith('/upload/'))
+    ) {
       log(`${name} on ${backend}: not available (${first.status})`);
-      rows.push({ scenario: name, backend, status: 'not available', target: '>= 0.6 x B3, RSS <= 64 MiB', met: null, note: `POST /<id>/file with Upload-Complete: ?0 answered ${first.status}` });
+      rows.push({
+        scenario: name,
+        backend,
+        status: 'not available',
+        target: '>= 0.6 x B3, RSS <= 64 MiB',
+        met: null,
+        note: `POST /<id>/file with Upload-Complete: ?0 answered ${first.status}`,
+      });
       return null;
     }
-    return transferRow(name, backend, t, [[204], ...Array.from({ length: chunks - 1 }, () => [204]), [201]], settings.fileBytes);
+    return transferRow(
+      name,
+      backend,
+      t,
+      [[204], ...Array.from({ length: chunks - 1 }, () => [204]), [201]],
+      settings.fileBytes,
+    );
   };
   return { run, row };
 }
@@ -552,16 +721,37 @@ async function searchScenarios(s: Servers) {
   const url = s.trellis.baseUrl;
   const t0 = ds.targets[0]!;
   const textBody = (k: number) =>
-    JSON.stringify({ steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { title: TITLE_WORDS[k % TITLE_WORDS.length] } } }] });
+    JSON.stringify({
+      steps: [
+        { type: 'searchengine-query-dsl-mixin', query: { match: { title: TITLE_WORDS[k % TITLE_WORDS.length] } } },
+      ],
+    });
   const cypherBody = (id: string) =>
     JSON.stringify({
-      steps: [{ type: 'cypher-path-subset', query: 'MATCH path=(n:Folder)-[:OWNS*1..3]->(m) WHERE n.id = $id RETURN path', parameters: { id } }],
+      steps: [
+        {
+          type: 'cypher-path-subset',
+          query: 'MATCH path=(n:Folder)-[:OWNS*1..3]->(m) WHERE n.id = $id RETURN path',
+          parameters: { id },
+        },
+      ],
     });
   const results = (body: string) => (JSON.parse(body) as { results: unknown[] }).results.length;
   if (wanted(SEARCH_TEXT)) {
-    const requests = ds.targets.map((t, k) => ({ method: 'POST', path: '/search', headers: jsonHeaders(t.token), body: textBody(k) }));
-    const problem = await check(`${url}/search`, { method: 'POST', headers: jsonHeaders(t0.token), body: textBody(0) }, 200);
-    const row = problem ? failedRow(SEARCH_TEXT, backend, problem) : requestRow(SEARCH_TEXT, backend, await measure(`${SEARCH_TEXT} (${backend})`, url, requests, 8));
+    const requests = ds.targets.map((t, k) => ({
+      method: 'POST',
+      path: '/search',
+      headers: jsonHeaders(t.token),
+      body: textBody(k),
+    }));
+    const problem = await check(
+      `${url}/search`,
+      { method: 'POST', headers: jsonHeaders(t0.token), body: textBody(0) },
+      200,
+    );
+    const row = problem
+      ? failedRow(SEARCH_TEXT, backend, problem)
+      : requestRow(SEARCH_TEXT, backend, await measure(`${SEARCH_TEXT} (${backend})`, url, requests, 8));
     latencyTarget(row, 20, 80);
     row.note = `${ds.counts.nodes.toLocaleString('en-US')} nodes; page of 25 hydrated`;
     rows.push(row);
@@ -569,12 +759,22 @@ async function searchScenarios(s: Servers) {
   if (wanted(SEARCH_CYPHER)) {
     // From a level-2 folder: 2 + 4 + 4 x 30 paths of 1 to 3 OWNS hops, 253 elements to hydrate.
     const expected = 1 + 2 * (2 + 4 + 4 * TARGET_CHILDREN);
-    const requests = ds.targets.map((t) => ({ method: 'POST', path: '/search', headers: jsonHeaders(t.token), body: cypherBody(t.grandparent) }));
-    const problem = await check(`${url}/search`, { method: 'POST', headers: jsonHeaders(t0.token), body: cypherBody(t0.grandparent) }, 200, (body) =>
-      results(body) === expected ? null : `expected ${expected} elements, got ${results(body)}`,
+    const requests = ds.targets.map((t) => ({
+      method: 'POST',
+      path: '/search',
+      headers: jsonHeaders(t.token),
+      body: cypherBody(t.grandparent),
+    }));
+    const problem = await check(
+      `${url}/search`,
+      { method: 'POST', headers: jsonHeaders(t0.token), body: cypherBody(t0.grandparent) },
+      200,
+      (body) => (results(body) === expected ? null : `expected ${expected} elements, got ${results(body)}`),
     );
     // The issue gives this target without a client count (the text match names 8): latency, one client.
-    const row = problem ? failedRow(SEARCH_CYPHER, backend, problem) : requestRow(SEARCH_CYPHER, backend, await measure(`${SEARCH_CYPHER} (${backend})`, url, requests, 1));
+    const row = problem
+      ? failedRow(SEARCH_CYPHER, backend, problem)
+      : requestRow(SEARCH_CYPHER, backend, await measure(`${SEARCH_CYPHER} (${backend})`, url, requests, 1));
     latencyTarget(row, 20, null);
     row.note = `1 client; from a level-2 folder: ${expected} elements hydrated`;
     rows.push(row);
@@ -594,7 +794,9 @@ async function worstElementScenario(s: Servers) {
   const url = s.trellis.baseUrl;
   const t0 = ds.targets[0]!;
   const word = (i: number) => `w${i.toString(36).padStart(5, '0')}`;
-  const data = { words: Array.from({ length: 999 }, (_, i) => Array.from({ length: 8 }, (_, k) => word(i * 8 + k)).join(' ')) };
+  const data = {
+    words: Array.from({ length: 999 }, (_, i) => Array.from({ length: 8 }, (_, k) => word(i * 8 + k)).join(' ')),
+  };
   const body = JSON.stringify({ type: 'Document', data });
   const problem = await check(`${url}/`, { method: 'POST', headers: jsonHeaders(t0.token), body }, 201);
   if (problem) return rows.push(failedRow(WORST_ELEMENT, backend, problem, 'p50 <= 100 ms'));
@@ -617,8 +819,17 @@ async function worstElementScenario(s: Servers) {
     writes.push(performance.now() - started);
   }
   await probe;
-  const pct = (list: number[], q: number) => [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))]!;
-  const row: Row = { scenario: WORST_ELEMENT, backend, status: 'measured', p50: pct(writes, 0.5), p99: pct(writes, 0.99), requests: writes.length, met: null };
+  const pct = (list: number[], q: number) =>
+    [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))]!;
+  const row: Row = {
+    scenario: WORST_ELEMENT,
+    backend,
+    status: 'measured',
+    p50: pct(writes, 0.5),
+    p99: pct(writes, 0.99),
+    requests: writes.length,
+    met: null,
+  };
   latencyTarget(row, 100, null);
   row.note = `${Buffer.byteLength(body)} bytes, 999 items, 7,992 words; meanwhile GET /<id> p50 ${pct(probes, 0.5).toFixed(1)} ms, p99 ${pct(probes, 0.99).toFixed(1)} ms`;
   log(`${WORST_ELEMENT} on ${backend}: p50 ${row.p50!.toFixed(1)} ms; ${row.note}`);
@@ -634,7 +845,10 @@ const LARGE = 'GET /<id> p50, 1M vs 10k nodes';
 async function largeScenario() {
   const p50: Record<string, number> = {};
   cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
-  for (const [name, nodes] of [['10k', 10_000], ['1M', 1_000_000]] as const) {
+  for (const [name, nodes] of [
+    ['10k', 10_000],
+    ['1M', 1_000_000],
+  ] as const) {
     const database = `bench_${name.toLowerCase()}`;
     const admin = await openPostgres(cluster!.url, 1);
     await admin.query(`DROP DATABASE IF EXISTS ${database}`);
@@ -656,8 +870,16 @@ async function largeScenario() {
     datasets[`postgres-${name}`] = { ...ds.counts, seconds: ds.seconds, targets: ds.targets.length };
     const trellis = await startTrellis('postgres', url, dataDir);
     try {
-      const r = await measure(`GET /<id> at ${name} nodes, 1 client`, trellis.baseUrl, ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}`, headers: auth(t.token) })), 1);
-      rows.push({ ...requestRow(`GET /<id> at ${name} nodes, 1 client`, 'postgres', r), note: `${ds.counts.nodes + ds.counts.relations} elements` });
+      const r = await measure(
+        `GET /<id> at ${name} nodes, 1 client`,
+        trellis.baseUrl,
+        ds.targets.map((t) => ({ method: 'GET', path: `/${t.id}`, headers: auth(t.token) })),
+        1,
+      );
+      rows.push({
+        ...requestRow(`GET /<id> at ${name} nodes, 1 client`, 'postgres', r),
+        note: `${ds.counts.nodes + ds.counts.relations} elements`,
+      });
       p50[name] = r.p50;
     } finally {
       await trellis.stop();
@@ -667,7 +889,16 @@ async function largeScenario() {
     await drop.close();
   }
   const ratio = p50['1M']! / p50['10k']!;
-  rows.push({ scenario: LARGE, backend: 'postgres', status: 'measured', p50: p50['1M'], ratio, baseline: '10k p50', target: '<= 1.5 x', met: ratio <= 1.5 });
+  rows.push({
+    scenario: LARGE,
+    backend: 'postgres',
+    status: 'measured',
+    p50: p50['1M'],
+    ratio,
+    baseline: '10k p50',
+    target: '<= 1.5 x',
+    met: ratio <= 1.5,
+  });
 }
 
 /** backup:load throughput, measured by bench/backup-load.ts in its own process (with its own PostgreSQL server). */
@@ -677,10 +908,14 @@ async function backupLoadScenario() {
   log(`${BACKUP_LOAD()}: running bench/backup-load.ts`);
   const target = '>= 5,000 elements/s';
   const { code, stdout } = await new Promise<{ code: number; stdout: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/backup-load.ts'), '--elements', String(elements), '--backend', 'postgres'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'bench/backup-load.ts'), '--elements', String(elements), '--backend', 'postgres'],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     // Its progress lines are ours too.
@@ -741,7 +976,9 @@ async function prepareDatabase(backend: Backend, dataDir: string): Promise<{ ds:
     const ds = await generateDataset(db, { nodes: settings.nodes, users: settings.users }, log);
     await applyExperiments(db);
     datasets[backend] = { ...ds.counts, seconds: ds.seconds, targets: ds.targets.length };
-    log(`data set ready in ${ds.seconds.toFixed(1)}s: ${ds.counts.nodes} nodes, ${ds.counts.relations} relations, ${ds.targets.length} GET targets`);
+    log(
+      `data set ready in ${ds.seconds.toFixed(1)}s: ${ds.counts.nodes} nodes, ${ds.counts.relations} relations, ${ds.targets.length} GET targets`,
+    );
     return { ds, dbUrl };
   } finally {
     await db.close();
@@ -779,11 +1016,16 @@ async function backendPhase(backend: Backend) {
 function build() {
   if (argv['no-build']) return;
   log('building (tsc -p tsconfig.build.json)');
-  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) {
     // tsc still emits on type errors; a half-finished file elsewhere should not stop the benchmark.
     if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error(`build failed:\n${r.stdout}${r.stderr}`);
-    log(`WARNING: the build reported type errors, benchmarking the emitted JavaScript anyway:\n${r.stdout.trim().split('\n').slice(0, 10).join('\n')}`);
+    log(
+      `WARNING: the build reported type errors, benchmarking the emitted JavaScript anyway:\n${r.stdout.trim().split('\n').slice(0, 10).join('\n')}`,
+    );
   }
 }
 
@@ -804,7 +1046,9 @@ function gitCommit(): string | null {
 }
 
 async function main() {
-  log(`${quick ? 'quick' : 'full'} run: ${settings.nodes.toLocaleString('en-US')} nodes, ${settings.seconds}s per measurement, ${settings.connections} connections, backends ${settings.backends.join(', ')}`);
+  log(
+    `${quick ? 'quick' : 'full'} run: ${settings.nodes.toLocaleString('en-US')} nodes, ${settings.seconds}s per measurement, ${settings.connections} connections, backends ${settings.backends.join(', ')}`,
+  );
   build();
   tool = await ensureLoadTool(log, argv.tool as LoadTool | undefined);
   log(`load generator: ${tool}`);
@@ -814,11 +1058,31 @@ async function main() {
       log(`writing a ${fileLabel()} payload for the file scenarios`);
       await writePayload(join(work, 'payload.bin'), settings.fileBytes);
     }
-    const phaseScenarios = ['B0 fixed JSON', 'B1 PK SELECT', 'B2 INSERT', 'GET /<id>', 'GET /<id>/children', 'POST / node', 'PATCH /<id>', SEARCH_TEXT, SEARCH_CYPHER, WORST_ELEMENT, ...FILE_SCENARIOS()];
+    const phaseScenarios = [
+      'B0 fixed JSON',
+      'B1 PK SELECT',
+      'B2 INSERT',
+      'GET /<id>',
+      'GET /<id>/children',
+      'POST / node',
+      'PATCH /<id>',
+      SEARCH_TEXT,
+      SEARCH_CYPHER,
+      WORST_ELEMENT,
+      ...FILE_SCENARIOS(),
+    ];
     if (wanted(...phaseScenarios)) for (const backend of settings.backends) await backendPhase(backend);
     if (settings.backends.includes('postgres') && wanted(BACKUP_LOAD())) await backupLoadScenario();
     if (argv.large && settings.backends.includes('postgres')) await largeScenario();
-    else rows.push({ scenario: LARGE, backend: 'postgres', status: 'not run', target: '<= 1.5 x', met: null, note: 'run with --large' });
+    else
+      rows.push({
+        scenario: LARGE,
+        backend: 'postgres',
+        status: 'not run',
+        target: '<= 1.5 x',
+        met: null,
+        note: 'run with --large',
+      });
   } finally {
     await cluster?.stop();
     if (argv.profile) {
@@ -843,7 +1107,12 @@ async function main() {
       {
         date: new Date(started).toISOString(),
         commit: gitCommit(),
-        machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+        machine: {
+          cpus: cpus().length,
+          cpu: cpus()[0]?.model,
+          memoryGiB: Math.round(totalmem() / 2 ** 30),
+          node: process.version,
+        },
         postgres: cluster?.version ?? null,
         tool,
         settings,
@@ -855,8 +1124,13 @@ async function main() {
       2,
     )}\n`,
   );
-  log(`done in ${((Date.now() - started) / 1000).toFixed(0)}s: ${missed} target(s) missed, ${failed} scenario(s) failed; results in ${file}`);
+  log(
+    `done in ${((Date.now() - started) / 1000).toFixed(0)}s: ${missed} target(s) missed, ${failed} scenario(s) failed; results in ${file}`,
+  );
 }
 
-const stamp = new Date(started).toISOString().replace(/\.\d+Z$/, 'Z').replaceAll(':', '-');
+const stamp = new Date(started)
+  .toISOString()
+  .replace(/\.\d+Z$/, 'Z')
+  .replaceAll(':', '-');
 await main();

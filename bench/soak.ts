@@ -7,18 +7,23 @@
 //   --minutes N     how long the load runs (default 8; the whole run stays under 10 minutes)
 //   --backend B     postgres (default; a throw-away server is started) or pglite
 //   --workers N     concurrent clients of the mixed load (default 8)
-import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+
 import { spawnSync } from 'node:child_process';
+import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, startCluster, type PgCluster } from './lib/cluster.js';
-import { removeTree, rssOf, startServer, tailOf, type ServerProcess } from './lib/procs.js';
+import { freePort, type PgCluster, startCluster } from './lib/cluster.js';
+import { removeTree, rssOf, type ServerProcess, startServer, tailOf } from './lib/procs.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const { values: argv } = parseArgs({
-  options: { minutes: { type: 'string', default: '8' }, backend: { type: 'string', default: 'postgres' }, workers: { type: 'string', default: '8' } },
+  options: {
+    minutes: { type: 'string', default: '8' },
+    backend: { type: 'string', default: 'postgres' },
+    workers: { type: 'string', default: '8' },
+  },
 });
 const minutes = Number(argv.minutes);
 const backend = argv.backend as 'postgres' | 'pglite';
@@ -27,11 +32,15 @@ if (!(minutes > 0 && minutes <= 9) || !['postgres', 'pglite'].includes(backend) 
   throw new Error('usage: npm run soak -- [--minutes 1-9] [--backend postgres|pglite] [--workers N]');
 const PROBE_P99_LIMIT_MS = backend === 'postgres' ? 250 : null;
 const WARM_UP_MS = Math.min(60_000, (minutes * 60_000) / 5);
-const log = (msg: string) => process.stderr.write(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${msg}\n`);
+const log = (msg: string) =>
+  process.stderr.write(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${msg}\n`);
 const started = Date.now();
 
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)]!;
-const json = (token?: string) => ({ 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) });
+const json = (token?: string) => ({
+  'content-type': 'application/json',
+  ...(token ? { authorization: `Bearer ${token}` } : {}),
+});
 
 interface Client {
   id: string;
@@ -40,9 +49,21 @@ interface Client {
   elements: string[];
 }
 
-async function call(base: string, method: string, path: string, init: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = { ...(init.body !== undefined ? json(init.token) : init.token ? { authorization: `Bearer ${init.token}` } : {}), ...init.headers };
-  const res = await fetch(base + path, { method, headers, body: init.body !== undefined ? JSON.stringify(init.body) : init.raw });
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  init: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+) {
+  const headers: Record<string, string> = {
+    ...(init.body !== undefined ? json(init.token) : init.token ? { authorization: `Bearer ${init.token}` } : {}),
+    ...init.headers,
+  };
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    body: init.body !== undefined ? JSON.stringify(init.body) : init.raw,
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text };
 }
@@ -52,13 +73,20 @@ async function setUp(base: string, n: number): Promise<Client[]> {
   for (let i = 0; i < n; i++) {
     const identifier = `soak${i}@soak.dev`;
     const password = 'soak password';
-    const reg = await call(base, 'POST', '/register', { body: { type: 'User', uniqueUserIdentifier: identifier, password } });
+    const reg = await call(base, 'POST', '/register', {
+      body: { type: 'User', uniqueUserIdentifier: identifier, password },
+    });
     if (reg.status !== 201) throw new Error(`register: ${reg.status} ${reg.text}`);
-    const tok = await call(base, 'POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: identifier, password } });
+    const tok = await call(base, 'POST', '/token', {
+      body: { type: 'Token', uniqueUserIdentifier: identifier, password },
+    });
     const token = (JSON.parse(tok.text) as { token: string }).token;
     const elements: string[] = [];
     for (let k = 0; k < 20; k++) {
-      const res = await call(base, 'POST', '/', { token, body: { type: 'Note', data: { title: `note ${k} of ${identifier}`, rank: k } } });
+      const res = await call(base, 'POST', '/', {
+        token,
+        body: { type: 'Note', data: { title: `note ${k} of ${identifier}`, rank: k } },
+      });
       elements.push(res.headers.get('location')!.slice(1));
     }
     clients.push({ id: reg.headers.get('location')!.slice(1), identifier, token, elements });
@@ -69,7 +97,11 @@ async function setUp(base: string, n: number): Promise<Client[]> {
 /** One request of the mix: mostly ordinary work, about a third hostile. Returns its status. */
 async function oneRequest(base: string, c: Client, k: number): Promise<number> {
   const el = pick(c.elements);
-  const search = (query: unknown) => call(base, 'POST', '/search', { token: c.token, body: { steps: [{ type: 'searchengine-query-dsl-mixin', query }] } });
+  const search = (query: unknown) =>
+    call(base, 'POST', '/search', {
+      token: c.token,
+      body: { steps: [{ type: 'searchengine-query-dsl-mixin', query }] },
+    });
   switch (k % 16) {
     case 0:
     case 1:
@@ -79,7 +111,10 @@ async function oneRequest(base: string, c: Client, k: number): Promise<number> {
     case 3:
       return (await call(base, 'PATCH', `/${el}`, { token: c.token, body: { touched: k } })).status;
     case 4: {
-      const res = await call(base, 'POST', `/${el}`, { token: c.token, body: { type: 'Note', data: { title: `child ${k}` } } });
+      const res = await call(base, 'POST', `/${el}`, {
+        token: c.token,
+        body: { type: 'Note', data: { title: `child ${k}` } },
+      });
       const id = res.headers.get('location')?.slice(1);
       if (id) await call(base, 'DELETE', `/${id}`, { token: c.token });
       return res.status;
@@ -90,28 +125,67 @@ async function oneRequest(base: string, c: Client, k: number): Promise<number> {
       return (
         await call(base, 'POST', '/search', {
           token: c.token,
-          body: { steps: [{ type: 'cypher-path-subset', query: 'MATCH path=(u:User)-[:OWNS]->(n) WHERE u.id = $id RETURN path LIMIT 5', parameters: { id: c.id } }] },
+          body: {
+            steps: [
+              {
+                type: 'cypher-path-subset',
+                query: 'MATCH path=(u:User)-[:OWNS]->(n) WHERE u.id = $id RETURN path LIMIT 5',
+                parameters: { id: c.id },
+              },
+            ],
+          },
         })
       ).status;
     case 7:
-      return (await call(base, 'PUT', `/${el}/file`, { token: c.token, raw: 'x'.repeat(1000 + (k % 5000)), headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="a.txt"' } })).status;
+      return (
+        await call(base, 'PUT', `/${el}/file`, {
+          token: c.token,
+          raw: 'x'.repeat(1000 + (k % 5000)),
+          headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="a.txt"' },
+        })
+      ).status;
     case 8:
       return (await call(base, 'GET', `/${el}/file`, { token: c.token, headers: { range: 'bytes=0-99' } })).status;
     // Hostile: each must answer a 4xx quickly and change nothing.
     case 9:
       return (await search({ terms: { 'title.keyword': Array.from({ length: 2000 }, (_, i) => `v${i}`) } })).status;
     case 10:
-      return (await call(base, 'POST', '/', { token: c.token, body: { type: 'Note', data: { a: Array.from({ length: 200_000 }, (_, i) => i) } } })).status;
+      return (
+        await call(base, 'POST', '/', {
+          token: c.token,
+          body: { type: 'Note', data: { a: Array.from({ length: 200_000 }, (_, i) => i) } },
+        })
+      ).status;
     case 11:
-      return (await call(base, 'POST', '/', { token: c.token, raw: `{"type":"Note","data":${'['.repeat(5000)}${']'.repeat(5000)}}`, headers: json(c.token) })).status;
+      return (
+        await call(base, 'POST', '/', {
+          token: c.token,
+          raw: `{"type":"Note","data":${'['.repeat(5000)}${']'.repeat(5000)}}`,
+          headers: json(c.token),
+        })
+      ).status;
     case 12:
-      return (await call(base, 'POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: c.identifier, password: `wrong ${k}` } })).status;
+      return (
+        await call(base, 'POST', '/token', {
+          body: { type: 'Token', uniqueUserIdentifier: c.identifier, password: `wrong ${k}` },
+        })
+      ).status;
     case 13:
-      return (await search({ query_string: { query: `${'('.repeat(40)}a${')'.repeat(40)} AND b~ OR "c d"~3 [x TO` } })).status;
+      return (await search({ query_string: { query: `${'('.repeat(40)}a${')'.repeat(40)} AND b~ OR "c d"~3 [x TO` } }))
+        .status;
     case 14:
       return (await call(base, 'GET', `/${el}`, { token: 'secret-token:notATokenAtAll' })).status;
     default:
-      return (await call(base, 'POST', '/search', { token: c.token, body: { steps: [{ type: 'element-hydration', query: { elementIds: `{{ ${'('.repeat(100)}1${')'.repeat(100)} }}` } }] } })).status;
+      return (
+        await call(base, 'POST', '/search', {
+          token: c.token,
+          body: {
+            steps: [
+              { type: 'element-hydration', query: { elementIds: `{{ ${'('.repeat(100)}1${')'.repeat(100)} }}` } },
+            ],
+          },
+        })
+      ).status;
   }
 }
 
@@ -119,7 +193,9 @@ async function oneRequest(base: string, c: Client, k: number): Promise<number> {
 function slowBody(port: number, path: string, token: string): Promise<void> {
   return new Promise((resolve) => {
     const socket = createConnection(port, '127.0.0.1', () => {
-      socket.write(`PATCH ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`);
+      socket.write(
+        `PATCH ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+      );
       const timer = setInterval(() => socket.write(' '), 3000);
       socket.on('close', () => {
         clearInterval(timer);
@@ -131,10 +207,15 @@ function slowBody(port: number, path: string, token: string): Promise<void> {
 }
 
 const fdsOf = async (pid: number) => (await readdir(`/proc/${pid}/fd`)).length;
-const percentile = (list: number[], q: number) => [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))] ?? NaN;
+const percentile = (list: number[], q: number) =>
+  [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))] ?? NaN;
 
 async function main() {
-  const built = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
+  const built = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
   if (built.status !== 0) throw new Error(`build failed:\n${built.stdout}${built.stderr}`);
   const work = await mkdtemp(join(tmpdir(), 'trellis-soak-'));
   let cluster: PgCluster | null = null;
@@ -143,10 +224,25 @@ async function main() {
   try {
     if (backend === 'postgres') cluster = await startCluster(log);
     const port = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: join(work, 'data'), LOG_LEVEL: 'warn' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: join(work, 'data'),
+      LOG_LEVEL: 'warn',
+    };
     for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
     if (cluster) env.DATABASE_URL = cluster.url;
-    server = await startServer({ name: 'trellis', command: process.execPath, args: [join(ROOT, 'bin/trellis.js'), 'serve'], env, cwd: ROOT, port, readyPath: '/instance-configuration', logFile: join(work, 'trellis.log') });
+    server = await startServer({
+      name: 'trellis',
+      command: process.execPath,
+      args: [join(ROOT, 'bin/trellis.js'), 'serve'],
+      env,
+      cwd: ROOT,
+      port,
+      readyPath: '/instance-configuration',
+      logFile: join(work, 'trellis.log'),
+    });
     const base = server.baseUrl;
     log(`Trellis on ${backend} at ${base}; setting up`);
     const clients = await setUp(base, workers);
@@ -154,7 +250,8 @@ async function main() {
     const statuses = new Map<number, number>();
     const probes: number[] = [];
     const samples: { at: number; rss: number; fds: number }[] = [];
-    const sample = async () => samples.push({ at: Date.now() - started, rss: rssOf(server!.pid) ?? NaN, fds: await fdsOf(server!.pid) });
+    const sample = async () =>
+      samples.push({ at: Date.now() - started, rss: rssOf(server!.pid) ?? NaN, fds: await fdsOf(server!.pid) });
     await sample();
     const loadStart = Date.now();
     const sampler = setInterval(() => void sample(), 5000);
@@ -169,7 +266,12 @@ async function main() {
       }
     })();
     const slow = (async () => {
-      while (Date.now() < until) await Promise.all(Array.from({ length: 5 }, () => slowBody(port, `/${clients[1 % clients.length]!.elements[1]}`, clients[1 % clients.length]!.token)));
+      while (Date.now() < until)
+        await Promise.all(
+          Array.from({ length: 5 }, () =>
+            slowBody(port, `/${clients[1 % clients.length]!.elements[1]}`, clients[1 % clients.length]!.token),
+          ),
+        );
     })();
     let k = 0;
     const load = clients.map(async (c, w) => {
@@ -189,7 +291,9 @@ async function main() {
       if (Date.now() - last > 60_000) {
         last = Date.now();
         const s = samples.at(-1)!;
-        log(`RSS ${(s.rss / 1048576).toFixed(0)} MiB, ${s.fds} descriptors, ${[...statuses.values()].reduce((a, b) => a + b, 0)} requests`);
+        log(
+          `RSS ${(s.rss / 1048576).toFixed(0)} MiB, ${s.fds} descriptors, ${[...statuses.values()].reduce((a, b) => a + b, 0)} requests`,
+        );
       }
     }
     await Promise.all([...load, probe, slow]);
@@ -214,7 +318,12 @@ async function main() {
       requests: total,
       statuses: Object.fromEntries([...statuses].sort(([a], [b]) => a - b)),
       errorRate5xx: fiveXX / total,
-      rssMiB: { afterWarmUp: afterWarmUp.rss / 1048576, peakAfterWarmUp: peakLate / 1048576, end: end.rss / 1048576, growth },
+      rssMiB: {
+        afterWarmUp: afterWarmUp.rss / 1048576,
+        peakAfterWarmUp: peakLate / 1048576,
+        end: end.rss / 1048576,
+        growth,
+      },
       descriptors: { start: samples[0]!.fds, afterWarmUp: afterWarmUp.fds, end: end.fds },
       probeMs: { count: probes.length, p50, p99, limitP99: PROBE_P99_LIMIT_MS },
     };
@@ -222,11 +331,18 @@ async function main() {
     if (growth > 0.1) failed.push(`RSS grew ${(growth * 100).toFixed(1)}% after the warm-up`);
     if (end.fds > afterWarmUp.fds + 10) failed.push(`descriptors ${afterWarmUp.fds} -> ${end.fds}`);
     if (fiveXX > 0) failed.push(`${fiveXX} requests answered 5xx or failed`);
-    if (PROBE_P99_LIMIT_MS !== null && !(p99 <= PROBE_P99_LIMIT_MS)) failed.push(`probe p99 ${p99.toFixed(1)} ms > ${PROBE_P99_LIMIT_MS} ms`);
+    if (PROBE_P99_LIMIT_MS !== null && !(p99 <= PROBE_P99_LIMIT_MS))
+      failed.push(`probe p99 ${p99.toFixed(1)} ms > ${PROBE_P99_LIMIT_MS} ms`);
   } catch (error) {
     failed = [`the soak could not run: ${(error as Error).stack ?? error}`, server ? tailOf(server.logFile) : ''];
   } finally {
-    if (server && failed.length > 0) log(`server log:\n${await readFile(server.logFile, 'utf8').then((t) => t.split('\n').slice(-20).join('\n'), () => '')}`);
+    if (server && failed.length > 0)
+      log(
+        `server log:\n${await readFile(server.logFile, 'utf8').then(
+          (t) => t.split('\n').slice(-20).join('\n'),
+          () => '',
+        )}`,
+      );
     await server?.stop();
     await cluster?.stop();
     await removeTree(work);

@@ -9,25 +9,34 @@
 //   node --import tsx bench/statement-cost.ts [--nodes N] [--seconds S]
 import { parseArgs } from 'node:util';
 import { hashToken } from '../src/domain/accounts/tokens.js';
+import { AccessDecisions } from '../src/storage/access-decisions.js';
 import { migrate } from '../src/storage/migrate.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { callerParams, callerSql } from '../src/storage/queries/accounts.js';
 import { ELEMENT_COLUMNS, readableElement } from '../src/storage/queries/elements.js';
-import { AccessDecisions } from '../src/storage/access-decisions.js';
 import { startCluster } from './lib/cluster.js';
 import { generateDataset } from './lib/dataset.js';
 
-const { values: args } = parseArgs({ options: { nodes: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '4' } } });
+const { values: args } = parseArgs({
+  options: { nodes: { type: 'string', default: '10000' }, seconds: { type: 'string', default: '4' } },
+});
 const seconds = Number(args.seconds);
 const cluster = await startCluster((msg) => process.stderr.write(`${msg}\n`));
 try {
   const db = await openPostgres(cluster.url, 10);
   await migrate(db);
-  const ds = await generateDataset(db, { nodes: Number(args.nodes), users: 200 }, (msg) => process.stderr.write(`${msg}\n`));
+  const ds = await generateDataset(db, { nodes: Number(args.nodes), users: 200 }, (msg) =>
+    process.stderr.write(`${msg}\n`),
+  );
   const targets = ds.targets.map((t) => ({ id: t.id, credentials: { tokenHash: hashToken(t.token) } }));
   const decisions = new AccessDecisions();
   const variants: Record<string, (k: number) => Promise<unknown>> = {
-    pk: (k) => db.query(`SELECT ${ELEMENT_COLUMNS} FROM elements e WHERE e.id = $1`, [targets[k % targets.length]!.id], 'cost_pk'),
+    pk: (k) =>
+      db.query(
+        `SELECT ${ELEMENT_COLUMNS} FROM elements e WHERE e.id = $1`,
+        [targets[k % targets.length]!.id],
+        'cost_pk',
+      ),
     caller: (k) => {
       const t = targets[k % targets.length]!;
       return db.query(
@@ -53,14 +62,17 @@ try {
       const until = Date.now() + seconds * 1000;
       let n = 0;
       const cpu = process.cpuUsage();
-      await Promise.all(Array.from({ length: 32 }, async () => {
-        while (Date.now() < until) await one(n++);
-      }));
+      await Promise.all(
+        Array.from({ length: 32 }, async () => {
+          while (Date.now() < until) await one(n++);
+        }),
+      );
       const used = process.cpuUsage(cpu);
       const perStatement = (used.user + used.system) / n;
       process.stdout.write(
-        `round ${round}  ${name.padEnd(7)} ${Math.round(n / seconds).toLocaleString('en-US').padStart(7)} statements/s, ` +
-          `${perStatement.toFixed(1)} µs of this process's CPU each\n`,
+        `round ${round}  ${name.padEnd(7)} ${Math.round(n / seconds)
+          .toLocaleString('en-US')
+          .padStart(7)} statements/s, ` + `${perStatement.toFixed(1)} µs of this process's CPU each\n`,
       );
     }
   await db.close();

@@ -55,7 +55,9 @@ const sinks: Record<string, (path: string) => Writable> = {
   behind: (path) => new DurableFileSink(path, { flags: 'wx' }),
 };
 
-process.stdout.write(`${args.mib} MiB, ${rate === null ? 'unpaced' : `paced at ${args.rate} MiB/s`}, flush every ${FLUSH_EVERY / 1048576} MiB\n`);
+process.stdout.write(
+  `${args.mib} MiB, ${rate === null ? 'unpaced' : `paced at ${args.rate} MiB/s`}, flush every ${FLUSH_EVERY / 1048576} MiB\n`,
+);
 for (let round = 1; round <= Number(args.rounds); round++)
   for (const [name, make] of Object.entries(sinks)) {
     const path = join(args.dir, `write-behind-${name}.bin`);

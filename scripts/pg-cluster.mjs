@@ -18,9 +18,17 @@
 // SIGHUP. Progress messages go to stderr (or to the `log` callback).
 
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants as fsConstants, existsSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import {
+  accessSync,
+  existsSync,
+  constants as fsConstants,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+} from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { createServer, connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -119,9 +127,13 @@ function run(cmd, args, { log, label, ...opts } = {}) {
 
 async function installDebianPostgres(log) {
   if (!existsSync('/usr/bin/apt-get') && !existsSync('/bin/apt-get')) {
-    throw new Error('PostgreSQL (initdb/pg_ctl) not found and apt-get is not available to install it. Install PostgreSQL server binaries or set TRELLIS_PG_BINDIR.');
+    throw new Error(
+      'PostgreSQL (initdb/pg_ctl) not found and apt-get is not available to install it. Install PostgreSQL server binaries or set TRELLIS_PG_BINDIR.',
+    );
   }
-  log('PostgreSQL server not found; installing Debian package "postgresql" (apt-get update && apt-get install -y postgresql)...');
+  log(
+    'PostgreSQL server not found; installing Debian package "postgresql" (apt-get update && apt-get install -y postgresql)...',
+  );
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const started = Date.now();
   await run('apt-get', ['update'], { env, label: 'apt-get update' });
@@ -147,7 +159,10 @@ export function ensurePgBinaries({ log = defaultLog, install = true } = {}) {
     }
     await installDebianPostgres(log);
     dir = findPgBinDir();
-    if (!dir) throw new Error('apt-get install postgresql succeeded but initdb/pg_ctl are still not found in /usr/lib/postgresql/*/bin');
+    if (!dir)
+      throw new Error(
+        'apt-get install postgresql succeeded but initdb/pg_ctl are still not found in /usr/lib/postgresql/*/bin',
+      );
     return dir;
   })();
   binDirPromise.catch(() => {
@@ -265,7 +280,16 @@ function stopSync(c) {
   c.stopped = true;
   live.delete(c);
   try {
-    const [cmd, args] = asUser(c.user, join(c.binDir, 'pg_ctl'), ['stop', '-D', c.dataDir, '-m', 'immediate', '-w', '-t', '10']);
+    const [cmd, args] = asUser(c.user, join(c.binDir, 'pg_ctl'), [
+      'stop',
+      '-D',
+      c.dataDir,
+      '-m',
+      'immediate',
+      '-w',
+      '-t',
+      '10',
+    ]);
     spawnSync(cmd, args, { stdio: 'ignore', cwd: c.dir, timeout: 15000 });
   } catch {
     /* fall through to the pid kill */
@@ -349,7 +373,13 @@ function installHandlers() {
  *   version: string, binDir: string, dir: string, dataDir: string, socketDir: string,
  *   logFile: string, startMs: number, stop: () => Promise<void> }>}
  */
-export async function startCluster({ log = defaultLog, settings = {}, user = 'postgres', database = 'postgres', install = true } = {}) {
+export async function startCluster({
+  log = defaultLog,
+  settings = {},
+  user = 'postgres',
+  database = 'postgres',
+  install = true,
+} = {}) {
   const t0 = Date.now();
   const binDir = await ensurePgBinaries({ log, install });
   const tBin = Date.now();
@@ -395,8 +425,21 @@ export async function startCluster({ log = defaultLog, settings = {}, user = 'po
     let port;
     for (let attempt = 1; ; attempt++) {
       port = await freePort();
-      const opts = [`-p ${port}`, `-k '${socketDir}'`, ...Object.entries(all).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
-      const [cmd, args] = asUser(osUser, join(binDir, 'pg_ctl'), ['-D', dataDir, '-o', opts, '-l', logFile, '-w', '-t', '60', 'start']);
+      const opts = [`-p ${port}`, `-k '${socketDir}'`, ...Object.entries(all).map(([k, v]) => `-c ${k}=${v}`)].join(
+        ' ',
+      );
+      const [cmd, args] = asUser(osUser, join(binDir, 'pg_ctl'), [
+        '-D',
+        dataDir,
+        '-o',
+        opts,
+        '-l',
+        logFile,
+        '-w',
+        '-t',
+        '60',
+        'start',
+      ]);
       const r = await capture(cmd, args, { cwd: dir });
       if (r.code === 0) break;
       const serverLog = tail(logFile);
@@ -405,7 +448,9 @@ export async function startCluster({ log = defaultLog, settings = {}, user = 'po
         await rm(logFile, { force: true });
         continue;
       }
-      throw new Error(`pg_ctl start failed (exit code ${r.code}):\n${(r.stderr + r.stdout).trim()}\n--- server log (${logFile}) ---\n${serverLog}`);
+      throw new Error(
+        `pg_ctl start failed (exit code ${r.code}):\n${(r.stderr + r.stdout).trim()}\n--- server log (${logFile}) ---\n${serverLog}`,
+      );
     }
 
     // pg_ctl -w already waited for the server; make sure it accepts TCP on 127.0.0.1 too.
@@ -415,18 +460,25 @@ export async function startCluster({ log = defaultLog, settings = {}, user = 'po
     for (;;) {
       let ok;
       if (isExecutable(isready)) {
-        const r = await capture(isready, ['-q', '-h', host, '-p', String(port), '-U', user, '-d', database], { cwd: dir });
+        const r = await capture(isready, ['-q', '-h', host, '-p', String(port), '-U', user, '-d', database], {
+          cwd: dir,
+        });
         ok = r.code === 0;
       } else {
         ok = await tcpAccepts(host, port);
       }
       if (ok) break;
-      if (Date.now() > deadline) throw new Error(`PostgreSQL started but does not accept connections on ${host}:${port}\n--- server log ---\n${tail(logFile)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `PostgreSQL started but does not accept connections on ${host}:${port}\n--- server log ---\n${tail(logFile)}`,
+        );
       await sleep(100);
     }
 
     const startMs = Date.now() - t0;
-    log(`PostgreSQL ${version} running at ${host}:${port} (${dir}; initdb ${tInit - tBin}ms, total ${startMs}ms${osUser ? `, as ${osUser.name}` : ''})`);
+    log(
+      `PostgreSQL ${version} running at ${host}:${port} (${dir}; initdb ${tInit - tBin}ms, total ${startMs}ms${osUser ? `, as ${osUser.name}` : ''})`,
+    );
 
     const url = `postgres://${encodeURIComponent(user)}@${host}:${port}/${encodeURIComponent(database)}`;
     let stopping = null;
@@ -447,7 +499,16 @@ export async function startCluster({ log = defaultLog, settings = {}, user = 'po
         stopping ??= (async () => {
           if (c.stopped) return;
           // Stay in `live` until done, so an exit in the middle still cleans up.
-          const [cmd, args] = asUser(osUser, join(binDir, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'immediate', '-w', '-t', '30']);
+          const [cmd, args] = asUser(osUser, join(binDir, 'pg_ctl'), [
+            'stop',
+            '-D',
+            dataDir,
+            '-m',
+            'immediate',
+            '-w',
+            '-t',
+            '30',
+          ]);
           const r = await capture(cmd, args, { cwd: dir }).catch((e) => ({ code: 1, stderr: String(e), stdout: '' }));
           if (r.code !== 0) {
             log(`pg_ctl stop failed (exit code ${r.code}): ${(r.stderr + r.stdout).trim()}; killing the postmaster`);

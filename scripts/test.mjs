@@ -1,5 +1,6 @@
 // `npm test [-- vitest args]`:
-//   1. type check (npx tsc -p tsconfig.json --noEmit); skipped with TRELLIS_SKIP_TYPECHECK=1
+//   1. static checks: type check (tsc), format and lint (biome ci), dead code (knip); skipped with
+//      TRELLIS_SKIP_TYPECHECK=1
 //   2. start a throw-away PostgreSQL cluster (scripts/pg-cluster.mjs) when the
 //      "postgres" backend is selected; failing to start it fails the run
 //   3. npx vitest run <args> with TRELLIS_TEST_PG_URL and TRELLIS_TEST_BACKENDS
@@ -8,7 +9,7 @@
 // Environment:
 //   TRELLIS_TEST_BACKENDS   comma list, default "pglite,postgres"
 //   TRELLIS_TEST_PG_URL     use this existing server instead of starting a cluster
-//   TRELLIS_SKIP_TYPECHECK  "1" skips step 1
+//   TRELLIS_SKIP_TYPECHECK  "1" skips step 1 (for a quick run of a few test files)
 
 import { spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
@@ -54,17 +55,24 @@ function run(cmd, cmdArgs, env = process.env) {
 const started = Date.now();
 const seconds = (ms) => `${(ms / 1000).toFixed(1)}s`;
 
-// 1. type check
+// 1. static checks
 let typecheck = 'skipped (TRELLIS_SKIP_TYPECHECK=1)';
 if (process.env.TRELLIS_SKIP_TYPECHECK === '1') {
-  say('type check skipped (TRELLIS_SKIP_TYPECHECK=1)');
+  say('static checks skipped (TRELLIS_SKIP_TYPECHECK=1)');
 } else {
   const t = Date.now();
-  say('type check: npx tsc -p tsconfig.json --noEmit');
-  const code = await run('npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']);
-  if (code !== 0) {
-    say(`type check failed (exit code ${code}); not running tests`);
-    process.exit(code || 1);
+  const checks = [
+    ['type check', ['tsc', '-p', 'tsconfig.json', '--noEmit']],
+    ['format and lint', ['biome', 'ci', '--error-on-warnings', '.']],
+    ['dead code', ['knip']],
+  ];
+  for (const [name, command] of checks) {
+    say(`${name}: npx ${command.join(' ')}`);
+    const code = await run('npx', command);
+    if (code !== 0) {
+      say(`${name} failed (exit code ${code}); not running tests`);
+      process.exit(code || 1);
+    }
   }
   typecheck = `ok (${seconds(Date.now() - t)})`;
 }
@@ -123,5 +131,7 @@ try {
 let summary = `backends: ${backends.join(', ') || '(none)'}`;
 if (pgDesc) summary += ` (${pgDesc})`;
 console.log(`\n${summary}`);
-console.log(`typecheck: ${typecheck}; vitest exit code ${code}${interrupted ? ` (interrupted by ${interrupted})` : ''}; total ${seconds(Date.now() - started)}`);
+console.log(
+  `static checks: ${typecheck}; vitest exit code ${code}${interrupted ? ` (interrupted by ${interrupted})` : ''}; total ${seconds(Date.now() - started)}`,
+);
 process.exit(code);

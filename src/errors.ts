@@ -15,14 +15,23 @@ export const PROBLEMS = {
   unauthorized: {
     status: 401,
     title: 'Unauthorized',
-    detail: 'Authorization failed: the token is invalid, expired or revoked, the credentials are wrong, or no user is available.',
+    detail:
+      'Authorization failed: the token is invalid, expired or revoked, the credentials are wrong, or no user is available.',
   },
   forbidden: { status: 403, title: 'Forbidden', detail: 'The endpoint, element or action is forbidden.' },
   'not-found': { status: 404, title: 'Not Found', detail: 'The requested resource was not found.' },
-  'method-not-allowed': { status: 405, title: 'Method Not Allowed', detail: 'The method is not allowed for this resource.' },
+  'method-not-allowed': {
+    status: 405,
+    title: 'Method Not Allowed',
+    detail: 'The method is not allowed for this resource.',
+  },
   conflict: { status: 409, title: 'Conflict', detail: 'The request conflicts with the current state of the resource.' },
   gone: { status: 410, title: 'Gone', detail: 'The resource is no longer available.' },
-  'precondition-failed': { status: 412, title: 'Precondition Failed', detail: 'A precondition of the request was not met.' },
+  'precondition-failed': {
+    status: 412,
+    title: 'Precondition Failed',
+    detail: 'A precondition of the request was not met.',
+  },
   'range-not-satisfiable': {
     status: 416,
     title: 'Range Not Satisfiable',
@@ -73,7 +82,12 @@ export interface ProblemBody extends Record<string, unknown> {
   detail: string;
 }
 
-export function problemBody(baseUrl: string, slug: ProblemSlug, detail?: string, extensions: ProblemExtensions = {}): ProblemBody {
+export function problemBody(
+  baseUrl: string,
+  slug: ProblemSlug,
+  detail?: string,
+  extensions: ProblemExtensions = {},
+): ProblemBody {
   const entry = PROBLEMS[slug];
   return {
     type: `${baseUrl}/error/${entry.status}/${slug}`,
@@ -86,8 +100,9 @@ export function problemBody(baseUrl: string, slug: ProblemSlug, detail?: string,
 
 /** Shorthands for the problems thrown most often. */
 export const notFound = () => new Problem('not-found');
-export const badContent = (detail: string, extensions?: ProblemExtensions) => new Problem('bad-content', detail, extensions);
+export const badContent = (detail: string, extensions?: ProblemExtensions) =>
+  new Problem('bad-content', detail, extensions);
 /** Seconds a client is asked to wait (Retry-After) when the service is short of a resource for the moment. */
-export const RETRY_AFTER_SECONDS = 5;
+const RETRY_AFTER_SECONDS = 5;
 export const serviceUnavailable = (detail: string) =>
   new Problem('service-unavailable', detail, {}, { 'retry-after': String(RETRY_AFTER_SECONDS) });

@@ -18,9 +18,18 @@ export function startJobs(services: Services, _config: Config, logger: Logger, e
   const jobs: Job[] = [
     { name: 'delete-expired-tokens', intervalMs: 60_000, run: () => services.accounts.deleteExpiredTokens() },
     { name: 'clean-uploads', intervalMs: 60_000, run: () => services.uploads.cleanup() },
-    { name: 'forget-credential-failures', intervalMs: 60_000, run: () => services.accounts.forgetOldCredentialFailures() },
+    {
+      name: 'forget-credential-failures',
+      intervalMs: 60_000,
+      run: () => services.accounts.forgetOldCredentialFailures(),
+    },
     // A crash's leftovers in the blob store (the startup sweep ran before the server listened).
-    { name: 'sweep-files', intervalMs: SHARED_STORE_GRACE_MS, delayed: true, run: () => services.files.sweep(SHARED_STORE_GRACE_MS) },
+    {
+      name: 'sweep-files',
+      intervalMs: SHARED_STORE_GRACE_MS,
+      delayed: true,
+      run: () => services.files.sweep(SHARED_STORE_GRACE_MS),
+    },
     // PGlite has no autovacuum of its own (storage/maintenance.ts); a PostgreSQL server has.
     ...(services.db.kind === 'pglite' ? [vacuumJob(services, logger)] : []),
     ...extra,

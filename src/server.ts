@@ -1,7 +1,7 @@
 // Runs the service: database, background jobs, HTTP listener, the CLI's admin socket, graceful shutdown.
 import pino from 'pino';
 import { startAdminSocket } from './cli/admin-socket.js';
-import { systemClock, type Clock } from './clock.js';
+import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { buildApp } from './http/app.js';
 import { startJobs } from './jobs.js';
@@ -9,7 +9,7 @@ import { createServices } from './services.js';
 import { acquireDataDirLock } from './storage/datadir-lock.js';
 import { openDatabase } from './storage/open.js';
 
-export const REDACT = ['req.headers.authorization', '*.password', '*.currentPassword', '*.newPassword', '*.token'];
+const REDACT = ['req.headers.authorization', '*.password', '*.currentPassword', '*.newPassword', '*.token'];
 
 export interface RunningServer {
   url: string;
@@ -23,7 +23,10 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   try {
     const db = await openDatabase(config.runtime, config.settings.database);
     const services = createServices(config, db, clock);
-    logger.info({ swept: await services.files.sweep(), leasesReleased: await services.uploads.releaseStaleLeases() }, 'file store checked');
+    logger.info(
+      { swept: await services.files.sweep(), leasesReleased: await services.uploads.releaseStaleLeases() },
+      'file store checked',
+    );
     const app = await buildApp({ config, services, logger });
     await app.listen({ port: config.runtime.port, host: config.runtime.host });
     const jobs = startJobs(services, config, logger);

@@ -10,7 +10,7 @@
 
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { startCluster, type PgCluster } from '../bench/lib/cluster.js';
+import { type PgCluster, startCluster } from '../bench/lib/cluster.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -26,7 +26,9 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     .filter(Boolean);
   const unknown = backends.filter((b) => b !== 'pglite' && b !== 'postgres');
   if (unknown.length > 0) {
-    throw new Error(`TRELLIS_TEST_BACKENDS: unknown backend(s) ${unknown.join(', ')} (expected pglite and/or postgres)`);
+    throw new Error(
+      `TRELLIS_TEST_BACKENDS: unknown backend(s) ${unknown.join(', ')} (expected pglite and/or postgres)`,
+    );
   }
 
   let pgUrl: string | null = null;

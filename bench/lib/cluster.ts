@@ -9,7 +9,10 @@ export interface PgCluster {
 }
 
 interface PgClusterModule {
-  startCluster(options?: { log?: (msg: string) => void; settings?: Record<string, string | number> }): Promise<PgCluster>;
+  startCluster(options?: {
+    log?: (msg: string) => void;
+    settings?: Record<string, string | number>;
+  }): Promise<PgCluster>;
   freePort(host?: string): Promise<number>;
 }
 

@@ -28,7 +28,9 @@ function groupOf(pid: number, comm: string): string {
 function snapshot(): Snapshot | null {
   let pids: number[];
   try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+    pids = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number);
   } catch {
     return null;
   }
@@ -64,7 +66,8 @@ export async function cpuSplitDuring(seconds: number): Promise<CpuSplit | null> 
   if (!before || !after) return null;
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
   const ticks: Record<string, number> = {};
-  for (const [pid, { group, ticks: t }] of after) ticks[group] = (ticks[group] ?? 0) + t - (before.get(pid)?.ticks ?? 0);
+  for (const [pid, { group, ticks: t }] of after)
+    ticks[group] = (ticks[group] ?? 0) + t - (before.get(pid)?.ticks ?? 0);
   return Object.fromEntries(
     Object.entries(ticks)
       .filter(([, t]) => t > 0)

@@ -6,8 +6,8 @@
 // relation from a user for every node (as the API writes them), and HAS_TAG relations from leaves to Tag nodes.
 // `nodes` counts nodes; relations are elements too and come on top (about 2.3 relations per node).
 import { randomUUID } from 'node:crypto';
-import { generateToken, hashToken } from '../../src/domain/accounts/tokens.js';
 import { hashPassword } from '../../src/domain/accounts/passwords.js';
+import { generateToken, hashToken } from '../../src/domain/accounts/tokens.js';
 import { isoTime } from '../../src/domain/values.js';
 import type { Db, Queryable } from '../../src/storage/db.js';
 import { deferAccessIndex, rebuildAccessIndex } from '../../src/storage/queries/access.js';
@@ -21,7 +21,7 @@ export interface DatasetSpec {
 }
 
 /** An element and the token of a user who reaches it through 2 IS_IN_GROUP hops and 4 OWNS hops. */
-export interface Target {
+interface Target {
   id: string;
   token: string;
   /** The target's grandparent (a level-2 folder): 3 OWNS hops above the target's children. */
@@ -34,7 +34,15 @@ export interface Dataset {
   users: { id: string; identifier: string; token: string }[];
   /** Level-4 tree nodes: user -IS_IN_GROUP-> g1 -IS_IN_GROUP-> g2 -OWNS-> a -OWNS-> b -OWNS-> c -OWNS-> target. Each has 30 children. */
   targets: Target[];
-  counts: { nodes: number; relations: number; users: number; groups: number; trees: number; tags: number; hasTag: number };
+  counts: {
+    nodes: number;
+    relations: number;
+    users: number;
+    groups: number;
+    trees: number;
+    tags: number;
+    hasTag: number;
+  };
   seconds: number;
 }
 
@@ -67,7 +75,10 @@ function rng(seed: number) {
   };
 }
 
-const WORDS = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega'.split(' ');
+const WORDS =
+  'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega'.split(
+    ' ',
+  );
 /** 100 words for `title`, two per node: each word is in about 2% of the tree nodes (the search scenario's selectivity). */
 export const TITLE_WORDS = WORDS.flatMap((a, i) => WORDS.slice(i + 1, i + 6).map((b) => `${a}${b}`)).slice(0, 100);
 
@@ -125,7 +136,14 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
     const token = generateToken();
     const tokenId = node('Token', { state: 'ACTIVE', expirationDate: isoTime(expires) });
     relation('OWNS', id, tokenId);
-    tokenRows.push({ id: tokenId, hash: hashToken(token), user_id: id, state: 'ACTIVE', issued: now.toISOString(), expires: expires.toISOString() });
+    tokenRows.push({
+      id: tokenId,
+      hash: hashToken(token),
+      user_id: id,
+      state: 'ACTIVE',
+      issued: now.toISOString(),
+      expires: expires.toISOString(),
+    });
     users.push({ id, identifier, token });
   }
   const tokenOf = new Map(users.map((u) => [u.id, u.token]));
@@ -206,7 +224,9 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
     const j = Math.floor(random() * (i + 1));
     [targets[i], targets[j]] = [targets[j]!, targets[i]!];
   }
-  log(`data set: ${nodes.length} nodes, ${relations.length} relations built in memory (${Date.now() - started} ms), inserting...`);
+  log(
+    `data set: ${nodes.length} nodes, ${relations.length} relations built in memory (${Date.now() - started} ms), inserting...`,
+  );
 
   await db.transaction(async (tx) => {
     // The throw-away cluster runs with synchronous_commit = off. VACUUM cannot mark a page all-visible while the
@@ -251,7 +271,9 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
     );
     pending = rows.filter((r) => r.relallvisible < r.relpages).map((r) => r.relname);
     if (pending.length === 0 || attempt === 10)
-      log(`all-visible pages after ${attempt} VACUUM(s): ${rows.map((r) => `${r.relname} ${r.relallvisible} of ${r.relpages}`).join(', ')}`);
+      log(
+        `all-visible pages after ${attempt} VACUUM(s): ${rows.map((r) => `${r.relname} ${r.relallvisible} of ${r.relpages}`).join(', ')}`,
+      );
   }
 
   return {

@@ -116,7 +116,16 @@ let scriptSerial = 0;
 async function runWrk(options: LoadOptions, workDir: string): Promise<LoadResult> {
   const script = join(workDir, `wrk-${++scriptSerial}.lua`);
   await writeFile(script, wrkScript(options.requests));
-  const args = ['-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '10s', '-s', script, options.baseUrl];
+  const args = [
+    '-t1',
+    `-c${options.connections}`,
+    `-d${options.seconds}s`,
+    '--timeout',
+    '10s',
+    '-s',
+    script,
+    options.baseUrl,
+  ];
   const { stdout, stderr, code } = await capture('wrk', args);
   const line = stdout.split('\n').find((l) => l.startsWith('BENCHJSON '));
   if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${stderr.trim() || stdout.trim()}`);
@@ -146,7 +155,11 @@ async function runAutocannon(options: LoadOptions, workDir: string): Promise<Loa
   return JSON.parse(line.slice('BENCHJSON '.length)) as LoadResult;
 }
 
-export function capture(cmd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+export function capture(
+  cmd: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
     let stdout = '';

@@ -1,6 +1,6 @@
 // Child processes of the benchmark (servers under test, baselines): started with their output in a log file,
 // ready once an HTTP probe answers, stopped with SIGTERM (SIGKILL after a grace period), and killed on exit.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 
@@ -46,7 +46,11 @@ export async function startServer(options: {
 }): Promise<ServerProcess> {
   installHandlers();
   const out = openSync(options.logFile, 'a');
-  const child = spawn(options.command, options.args, { cwd: options.cwd, env: options.env, stdio: ['ignore', out, out] });
+  const child = spawn(options.command, options.args, {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ['ignore', out, out],
+  });
   running.add(child);
   let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   const exit = new Promise<void>((resolve) =>
@@ -59,7 +63,10 @@ export async function startServer(options: {
   const baseUrl = `http://127.0.0.1:${options.port}`;
   const deadline = Date.now() + (options.timeoutMs ?? 120_000);
   for (;;) {
-    if (exited) throw new Error(`${options.name} exited during start-up (${JSON.stringify(exited)}):\n${tailOf(options.logFile)}`);
+    if (exited)
+      throw new Error(
+        `${options.name} exited during start-up (${JSON.stringify(exited)}):\n${tailOf(options.logFile)}`,
+      );
     try {
       const response = await fetch(baseUrl + options.readyPath, { signal: AbortSignal.timeout(2000) });
       await response.arrayBuffer();

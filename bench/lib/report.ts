@@ -1,7 +1,7 @@
 // The result rows of a run, the printed table and the JSON file.
-import { formatCpuSplit, type CpuSplit } from './cpu-split.js';
+import { type CpuSplit, formatCpuSplit } from './cpu-split.js';
 
-export type RowStatus = 'measured' | 'failed' | 'not available' | 'not available yet' | 'not run';
+type RowStatus = 'measured' | 'failed' | 'not available' | 'not available yet' | 'not run';
 
 export interface Row {
   scenario: string;
@@ -60,17 +60,26 @@ export function formatTable(rows: Row[]): string {
     throughput(r),
     ms(r.p50),
     ms(r.p99),
-    r.ratio === undefined ? '' : `${r.ratio.toFixed(2)} x ${r.baseline}${r.baselineValue === undefined ? '' : ` (${int(r.baselineValue)})`}`,
+    r.ratio === undefined
+      ? ''
+      : `${r.ratio.toFixed(2)} x ${r.baseline}${r.baselineValue === undefined ? '' : ` (${int(r.baselineValue)})`}`,
     r.target ?? '',
     verdict(r),
-    [r.rssGrowthMiB === undefined ? '' : `RSS +${r.rssGrowthMiB.toFixed(0)} MiB`, r.errors ? `${r.errors} errors` : '', r.note ?? '',
+    [
+      r.rssGrowthMiB === undefined ? '' : `RSS +${r.rssGrowthMiB.toFixed(0)} MiB`,
+      r.errors ? `${r.errors} errors` : '',
+      r.note ?? '',
       r.cpu ? formatCpuSplit(r.cpu) : '',
-      r.machineBusy !== undefined && r.machineBusy > 0.1 ? `machine ${Math.round(r.machineBusy * 100)}% busy before` : '']
+      r.machineBusy !== undefined && r.machineBusy > 0.1
+        ? `machine ${Math.round(r.machineBusy * 100)}% busy before`
+        : '',
+    ]
       .filter(Boolean)
       .join('; '),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: string[]) => `| ${c.map((v, i) => (i >= 2 && i <= 4 ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))).join(' | ')} |`;
+  const line = (c: string[]) =>
+    `| ${c.map((v, i) => (i >= 2 && i <= 4 ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))).join(' | ')} |`;
   const rule = `|${widths.map((w, i) => (i >= 2 && i <= 4 ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`;
   return [line(header), rule, ...cells.map(line)].join('\n');
 }

@@ -18,7 +18,7 @@ export interface Step {
   end?: number;
 }
 
-export interface StepResult {
+interface StepResult {
   status: number;
   bytes: number;
   sent: number;

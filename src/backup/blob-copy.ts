@@ -57,13 +57,19 @@ export async function copyIntoBlobStore(
     const sha256 = hash.digest('hex');
     if (given && given.hash.sha256 !== null && given.hash.sha256 !== sha256)
       throw new BackupError(name, `SHA-256 ${sha256} does not match the metadata's ${given.hash.sha256}`);
-    if (given && given.contentLength !== size) throw new BackupError(name, `holds ${size} bytes, the metadata says ${given.contentLength}`);
+    if (given && given.contentLength !== size)
+      throw new BackupError(name, `holds ${size} bytes, the metadata says ${given.contentLength}`);
     await mkdir(dirname(final), { recursive: true });
     await rename(temp, final);
     placed.push({ final });
     if (given) return { ...given, hash: { sha256 } };
     const detected = size > 0 ? await fileTypeFromBuffer(Buffer.concat(head)) : undefined;
-    return { contentLength: size, extension: extname(name).slice(1) || 'bin', mimeType: detected?.mime ?? 'application/octet-stream', hash: { sha256 } };
+    return {
+      contentLength: size,
+      extension: extname(name).slice(1) || 'bin',
+      mimeType: detected?.mime ?? 'application/octet-stream',
+      hash: { sha256 },
+    };
   } catch (error) {
     await rm(temp, { force: true });
     throw error;
@@ -84,7 +90,10 @@ const SYNC_CONCURRENCY = 32;
  */
 export async function syncPlaced(placed: readonly Placed[]): Promise<void> {
   const dirs = new Set(placed.map((p) => dirname(p.final)));
-  await eachConcurrently(placed.map((p) => p.final), syncPath);
+  await eachConcurrently(
+    placed.map((p) => p.final),
+    syncPath,
+  );
   await eachConcurrently([...dirs], syncPath);
 }
 

@@ -5,27 +5,29 @@
 // pagination over the primary key (WHERE id > last ORDER BY id LIMIT n), and each page is written out before the
 // page after next is read, so memory does not grow with the database. Atomic: the folder is assembled under a
 // temporary name beside the target and renamed into place at the end; a failed backup leaves no half folder.
+
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type { BlobFiles } from '../blob/blob-store.js';
+import type { FileMeta } from '../domain/files/types.js';
 import { isoTime } from '../domain/values.js';
 import type { Db } from '../storage/db.js';
-import { beginSnapshot, countElements, dumpPage, type DumpRow } from '../storage/queries/backup.js';
-import type { FileMeta } from '../domain/files/types.js';
+import { beginSnapshot, countElements, type DumpRow, dumpPage } from '../storage/queries/backup.js';
 import {
-  BACKUP_FORMAT_VERSION, BACKUP_VERSION,
-  elementPath,
-  filePath,
-  serializeElement,
-  SUMMARY_FILE,
-  summaryTime,
+  BACKUP_FORMAT_VERSION,
+  BACKUP_VERSION,
   type BackupElement,
   type BackupSummary,
+  elementPath,
+  filePath,
+  SUMMARY_FILE,
+  serializeElement,
+  summaryTime,
 } from './format.js';
-import { silentProgress, type Progress } from './progress.js';
+import { type Progress, silentProgress } from './progress.js';
 
 export interface CreateContext {
   db: Db;
@@ -56,7 +58,7 @@ export class BackupTargetError extends Error {
 }
 
 /** The backup form of one stored element: what the service keeps outside `data` goes back into it. */
-export function toBackupElement(row: DumpRow): BackupElement {
+function toBackupElement(row: DumpRow): BackupElement {
   const data: Record<string, unknown> = { ...row.data, ...row.internal };
   data.created = isoTime(row.created);
   data.updated = isoTime(row.updated);
@@ -90,7 +92,11 @@ async function prepareTarget(target: string): Promise<{ existedEmpty: boolean }>
   return { existedEmpty: true };
 }
 
-export async function createBackup(ctx: CreateContext, dir: string, options: CreateOptions = {}): Promise<CreateReport> {
+export async function createBackup(
+  ctx: CreateContext,
+  dir: string,
+  options: CreateOptions = {},
+): Promise<CreateReport> {
   const began = performance.now();
   const progress = options.progress ?? silentProgress;
   const pageSize = options.pageSize ?? 1000;
@@ -121,13 +127,18 @@ export async function createBackup(ctx: CreateContext, dir: string, options: Cre
       await chmod(out, 0o600); // copyFile keeps the source's mode
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      warn(`element ${row.id} has file metadata but the blob store holds no bytes for it; its file is missing from the backup`);
+      warn(
+        `element ${row.id} has file metadata but the blob store holds no bytes for it; its file is missing from the backup`,
+      );
       return;
     }
     files++;
     // Blob bytes live outside the database snapshot: a file replaced while the backup ran shows as a new length.
     const size = (await stat(out)).size;
-    if (size !== row.file.contentLength) warn(`the file of element ${row.id} changed while the backup ran (${size} bytes, metadata says ${row.file.contentLength})`);
+    if (size !== row.file.contentLength)
+      warn(
+        `the file of element ${row.id} changed while the backup ran (${size} bytes, metadata says ${row.file.contentLength})`,
+      );
   };
   // Element files are small: written synchronously, which is several times faster than through fs.promises (as
   // for reading in load.ts). File bytes can be large and are copied asynchronously.

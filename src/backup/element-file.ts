@@ -1,11 +1,11 @@
 // One element file of a backup: parsed, checked and split into what the service stores where. backup:load parses
 // every file with it once; the relations it holds back until after its pass are parsed again (and must keep their id).
 import { hashToken, TOKEN_PATTERN } from '../domain/accounts/tokens.js';
-import { isPlainObject, isUuid } from '../domain/values.js';
 import type { FileMeta } from '../domain/files/types.js';
-import { BackupError, parseJsonObject, TOKEN_STATES, type BackupTokenState } from './format.js';
+import { isPlainObject, isUuid } from '../domain/values.js';
+import { BackupError, type BackupTokenState, parseJsonObject, TOKEN_STATES } from './format.js';
 
-export interface ParsedToken {
+interface ParsedToken {
   hash: string | null;
   state: BackupTokenState;
   expires: string | null;
@@ -33,8 +33,11 @@ const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)
 function isoTimeOf(file: string, key: string, value: unknown): string {
   const m = typeof value === 'string' ? ISO_TIME.exec(value) : null;
   // Date.parse checks the calendar (no February 30th); it only needs milliseconds, PostgreSQL keeps the rest.
-  const normalized = m ? `${m[1]}T${m[2]!.replace(/(\.\d{3})\d+$/, '$1')}${m[3]!.length === 3 ? `${m[3]}:00` : m[3]}` : '';
-  if (!m || Number.isNaN(Date.parse(normalized))) throw new BackupError(file, `'${key}' must be an ISO 8601 timestamp with an offset, got ${JSON.stringify(value)}`);
+  const normalized = m
+    ? `${m[1]}T${m[2]!.replace(/(\.\d{3})\d+$/, '$1')}${m[3]!.length === 3 ? `${m[3]}:00` : m[3]}`
+    : '';
+  if (!m || Number.isNaN(Date.parse(normalized)))
+    throw new BackupError(file, `'${key}' must be an ISO 8601 timestamp with an offset, got ${JSON.stringify(value)}`);
   return value as string;
 }
 
@@ -47,32 +50,46 @@ function parseFileMeta(file: string, value: unknown): FileMeta {
   };
   if (!isPlainObject(value)) return fail('must be an object');
   const { contentLength, extension, mimeType, hash } = value;
-  if (!Number.isSafeInteger(contentLength) || (contentLength as number) < 0) fail('needs a non-negative integer contentLength');
+  if (!Number.isSafeInteger(contentLength) || (contentLength as number) < 0)
+    fail('needs a non-negative integer contentLength');
   if (typeof extension !== 'string') fail('needs a string extension');
   if (typeof mimeType !== 'string') fail('needs a string mimeType');
   let sha256: string | null = null;
   if (hash !== undefined && hash !== null) {
     if (!isPlainObject(hash)) return fail("has a 'hash' that is not an object");
     if (hash.sha256 !== undefined && hash.sha256 !== null) {
-      if (typeof hash.sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(hash.sha256)) fail('has a hash.sha256 that is not 64 hex digits');
+      if (typeof hash.sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(hash.sha256))
+        fail('has a hash.sha256 that is not 64 hex digits');
       sha256 = (hash.sha256 as string).toLowerCase();
     }
   }
-  return { contentLength: contentLength as number, extension: extension as string, mimeType: mimeType as string, hash: { sha256 } };
+  return {
+    contentLength: contentLength as number,
+    extension: extension as string,
+    mimeType: mimeType as string,
+    hash: { sha256 },
+  };
 }
 
 function parseToken(file: string, data: Record<string, unknown>): ParsedToken {
   let hash: string | null = null;
   if (data.hash !== undefined && data.hash !== null) {
-    if (typeof data.hash !== 'string' || !/^[0-9a-f]{64}$/i.test(data.hash)) throw new BackupError(file, "the token 'hash' must be 64 hex digits (SHA3-256)");
+    if (typeof data.hash !== 'string' || !/^[0-9a-f]{64}$/i.test(data.hash))
+      throw new BackupError(file, "the token 'hash' must be 64 hex digits (SHA3-256)");
     hash = data.hash.toLowerCase();
   } else if (typeof data.token === 'string' && TOKEN_PATTERN.test(data.token)) {
     hash = hashToken(data.token);
   }
   const state = data.state ?? 'ACTIVE';
   if (!TOKEN_STATES.includes(state as BackupTokenState))
-    throw new BackupError(file, `the token 'state' must be one of ${TOKEN_STATES.join(', ')}, got ${JSON.stringify(data.state)}`);
-  const expires = data.expirationDate === undefined || data.expirationDate === null ? null : isoTimeOf(file, 'expirationDate', data.expirationDate);
+    throw new BackupError(
+      file,
+      `the token 'state' must be one of ${TOKEN_STATES.join(', ')}, got ${JSON.stringify(data.state)}`,
+    );
+  const expires =
+    data.expirationDate === undefined || data.expirationDate === null
+      ? null
+      : isoTimeOf(file, 'expirationDate', data.expirationDate);
   // The plaintext is never stored; the hash lives in the tokens table. state/expirationDate stay as display.
   delete data.token;
   delete data.hash;
@@ -80,7 +97,8 @@ function parseToken(file: string, data: Record<string, unknown>): ParsedToken {
 }
 
 export function parseElement(file: string, text: string, isRelation: boolean, identifierKey: string): ParsedElement {
-  if (NUL_ESCAPE.test(text)) throw new BackupError(file, 'contains the character U+0000, which the database cannot store');
+  if (NUL_ESCAPE.test(text))
+    throw new BackupError(file, 'contains the character U+0000, which the database cannot store');
   const json = parseJsonObject(file, text);
   const { type, id, start, end } = json;
   if (typeof type !== 'string' || type.length === 0 || type.length > 256 || /[\u0000-\u001f]/.test(type))
@@ -102,7 +120,8 @@ export function parseElement(file: string, text: string, isRelation: boolean, id
   for (const [key, value] of Object.entries(json.data)) {
     if (key.startsWith('_')) {
       if (key === '_passwordHash' && type === 'User' && !isRelation) {
-        if (value !== null && typeof value !== 'string') throw new BackupError(file, "'_passwordHash' must be a string");
+        if (value !== null && typeof value !== 'string')
+          throw new BackupError(file, "'_passwordHash' must be a string");
         passwordHash = value as string | null;
       } else internal[key] = value;
     } else data[key] = value;

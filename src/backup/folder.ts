@@ -1,11 +1,12 @@
 // Reading a backup folder: the element and file paths below it (any sub-folder structure), and its summary.
+import type { Dirent } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BackupError, parseJsonObject, SUMMARY_FILE } from './format.js';
 
 /** Appends the files below `root/rel` to `out` (relative paths, sorted by name, dot files skipped). */
 export async function walk(root: string, rel: string, out: string[]): Promise<void> {
-  let entries;
+  let entries: Dirent[];
   try {
     entries = await readdir(join(root, rel), { withFileTypes: true });
   } catch (error) {
@@ -16,7 +17,8 @@ export async function walk(root: string, rel: string, out: string[]): Promise<vo
   for (const entry of entries) {
     const path = join(rel, entry.name);
     if (entry.isDirectory()) await walk(root, path, out);
-    else if (entry.name.startsWith('.')) continue; // .gitignore, editor files
+    else if (entry.name.startsWith('.'))
+      continue; // .gitignore, editor files
     else out.push(path);
   }
 }
@@ -37,7 +39,8 @@ export async function readSummary(dir: string): Promise<Record<string, unknown>>
   try {
     text = await readFile(join(dir, SUMMARY_FILE), 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new BackupError(SUMMARY_FILE, 'missing: this is not a backup folder');
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new BackupError(SUMMARY_FILE, 'missing: this is not a backup folder');
     throw error;
   }
   return parseJsonObject(SUMMARY_FILE, text);
@@ -47,7 +50,11 @@ export async function readSummary(dir: string): Promise<Record<string, unknown>>
 export function checkCount(summary: Record<string, unknown>, key: string, actual: number) {
   const stated = summary[key];
   if (stated === undefined) return;
-  if (stated !== actual) throw new BackupError(SUMMARY_FILE, `'${key}' is ${JSON.stringify(stated)} but the backup holds ${actual} (incomplete copy?)`);
+  if (stated !== actual)
+    throw new BackupError(
+      SUMMARY_FILE,
+      `'${key}' is ${JSON.stringify(stated)} but the backup holds ${actual} (incomplete copy?)`,
+    );
 }
 
 export function chunks<T>(items: readonly T[], size: number): T[][] {

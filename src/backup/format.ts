@@ -61,7 +61,8 @@ export type BackupTokenState = (typeof TOKEN_STATES)[number];
 const shard = (id: string) => id.slice(0, 2);
 
 /** Where `create` writes an element, relative to the backup folder. */
-export const elementPath = (isRelation: boolean, id: string) => join(isRelation ? RELATION_DIR : NODE_DIR, shard(id), `${id}.json`);
+export const elementPath = (isRelation: boolean, id: string) =>
+  join(isRelation ? RELATION_DIR : NODE_DIR, shard(id), `${id}.json`);
 
 /** Where `create` writes the bytes of an element's file, relative to the backup folder. */
 export const filePath = (id: string) => join(FILE_DIR, shard(id), id);
@@ -73,7 +74,7 @@ export function fileOwnerId(name: string): string | null {
 }
 
 /** A copy of a JSON value with the keys of every object sorted (code unit order), for byte-stable output. */
-export function sortKeys(value: unknown): unknown {
+function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
@@ -86,11 +87,20 @@ export function serializeElement(element: BackupElement): string {
   const ordered: BackupElement =
     element.start === undefined
       ? { type: element.type, id: element.id, data: sortKeys(element.data) as Record<string, unknown> }
-      : { type: element.type, id: element.id, start: element.start, end: element.end!, data: sortKeys(element.data) as Record<string, unknown> };
+      : {
+          type: element.type,
+          id: element.id,
+          start: element.start,
+          end: element.end!,
+          data: sortKeys(element.data) as Record<string, unknown>,
+        };
   return `${JSON.stringify(ordered, null, 2)}\n`;
 }
 
 /** "YYYY-MM-DD HH:MM:SS UTC", as the reference writes `backupCreated`. */
 export function summaryTime(date: Date): string {
-  return date.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+  return date
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d{3}Z$/, ' UTC');
 }

@@ -7,28 +7,28 @@
 import { readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { BlobFiles } from '../blob/blob-store.js';
 import type { Db, Queryable } from '../storage/db.js';
 import { deferAccessIndex, rebuildAccessIndex } from '../storage/queries/access.js';
 import {
+  type BackupElementRow,
+  type BackupTokenRow,
+  type BackupUserRow,
   existingElements,
   existingUsers,
   insertElementRows,
   insertTokenRows,
-  keepUnboundTokenHashes,
   insertUserRows,
   isDatabaseEmpty,
+  keepUnboundTokenHashes,
   takenIdentifiers,
   takenTokenHashes,
-  type BackupElementRow,
-  type BackupTokenRow,
-  type BackupUserRow,
 } from '../storage/queries/backup.js';
-import type { BlobFiles } from '../blob/blob-store.js';
-import { copyIntoBlobStore, syncPlaced, type Placed } from './blob-copy.js';
-import { parseElement, type ParsedElement } from './element-file.js';
+import { copyIntoBlobStore, type Placed, syncPlaced } from './blob-copy.js';
+import { type ParsedElement, parseElement } from './element-file.js';
 import { checkCount, chunks, listElementFiles, readSummary, walk } from './folder.js';
-import { BackupError, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR, type BackupTokenState } from './format.js';
-import { silentProgress, type Progress } from './progress.js';
+import { BackupError, type BackupTokenState, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR } from './format.js';
+import { type Progress, silentProgress } from './progress.js';
 
 export interface LoadContext {
   db: Db;
@@ -174,7 +174,8 @@ async function readFolder(dir: string, warn: (line: string) => void): Promise<Fo
       warn(`${path}: ignored (its name does not start with an element id)`);
       continue;
     }
-    if (files.has(owner)) throw new BackupError(path, `a second file for element ${owner} (the first is ${files.get(owner)})`);
+    if (files.has(owner))
+      throw new BackupError(path, `a second file for element ${owner} (the first is ${files.get(owner)})`);
     files.set(owner, path);
   }
   return { paths: [...nodePaths, ...relationPaths], nodeCount: nodePaths.length, files };
@@ -222,7 +223,8 @@ class Load {
       await this.inFlight.catch(() => {});
     }
     const { files, paths } = this.folder;
-    for (const id of files.keys()) if (!this.index.usedFiles.has(id)) this.warn(`${files.get(id)}: ignored (no element ${id} in the backup)`);
+    for (const id of files.keys())
+      if (!this.index.usedFiles.has(id)) this.warn(`${files.get(id)}: ignored (no element ${id} in the backup)`);
     const users = await this.writeUsers();
     const order = await this.orderPending();
     await this.resolveTokenOwners();
@@ -230,7 +232,8 @@ class Load {
       const parsed = batch.map((at) => {
         const el = this.parse(at);
         // The file may have changed since it was read in the pass; the id is what the index was built on.
-        if (el.id !== this.index.ids[at]) throw new BackupError(paths[at]!, 'changed while the backup was being loaded');
+        if (el.id !== this.index.ids[at])
+          throw new BackupError(paths[at]!, 'changed while the backup was being loaded');
         return el;
       });
       await this.insert(parsed);
@@ -241,7 +244,12 @@ class Load {
 
   private parse(at: number): ParsedElement {
     const path = this.folder.paths[at]!;
-    return parseElement(path, readFileSync(join(this.dir, path), 'utf8'), at >= this.folder.nodeCount, this.ctx.identifierKey);
+    return parseElement(
+      path,
+      readFileSync(join(this.dir, path), 'utf8'),
+      at >= this.folder.nodeCount,
+      this.ctx.identifierKey,
+    );
   }
 
   /** Reads and checks every element file; writes the nodes and the relations between two nodes as it goes. */
@@ -268,16 +276,26 @@ class Load {
       if (seen !== undefined) throw new BackupError(path, `duplicate id ${el.id} (also in ${paths[seen]})`);
       index.set(el.id, at);
       ids[at] = el.id;
-      kind[at] = isRelation ? KIND_RELATION : el.type === 'User' ? KIND_USER : el.type === 'Token' ? KIND_TOKEN : KIND_NODE;
+      kind[at] = isRelation
+        ? KIND_RELATION
+        : el.type === 'User'
+          ? KIND_USER
+          : el.type === 'Token'
+            ? KIND_TOKEN
+            : KIND_NODE;
 
       if (el.fileMeta !== undefined || files.has(el.id)) {
         const bytes = files.get(el.id);
-        if (bytes === undefined) this.warn(`${path}: has file metadata but file/ holds no bytes for ${el.id}; loaded without a file`);
+        if (bytes === undefined)
+          this.warn(`${path}: has file metadata but file/ holds no bytes for ${el.id}; loaded without a file`);
         else {
           usedFiles.add(el.id);
           const size = statSync(join(this.dir, bytes)).size;
           if (el.fileMeta && el.fileMeta.contentLength !== size)
-            throw new BackupError(bytes, `holds ${size} bytes but ${path} says contentLength ${el.fileMeta.contentLength}`);
+            throw new BackupError(
+              bytes,
+              `holds ${size} bytes but ${path} says contentLength ${el.fileMeta.contentLength}`,
+            );
         }
       }
 
@@ -295,7 +313,9 @@ class Load {
           identifiers.set(keep, el.identifier);
           const substitute = `duplicate-identifier:${ids[shadow]}:${el.identifier}`;
           identifiers.set(shadow, substitute);
-          this.warn(`${paths[shadow]}: identifier ${JSON.stringify(el.identifier)} is also used by ${paths[keep]}; this user logs in as ${JSON.stringify(substitute)}`);
+          this.warn(
+            `${paths[shadow]}: identifier ${JSON.stringify(el.identifier)} is also used by ${paths[keep]}; this user logs in as ${JSON.stringify(substitute)}`,
+          );
         }
       }
       if (el.token) {
@@ -304,14 +324,26 @@ class Load {
           if (other !== undefined) throw new BackupError(path, `the same token hash as ${paths[other]}`);
           tokenHashes.set(el.token.hash, at);
         }
-        tokens.set(at, { hash: el.token.hash, state: el.token.state, issued: el.created, expires: el.token.expires, owners: [] });
+        tokens.set(at, {
+          hash: el.token.hash,
+          state: el.token.state,
+          issued: el.created,
+          expires: el.token.expires,
+          owners: [],
+        });
       }
       if (isRelation) {
         const s = index.get(el.start!);
         const e = index.get(el.end!);
-        if (el.type === 'OWNS' && e !== undefined && kind[e] === KIND_TOKEN && (s === undefined || kind[s] === KIND_USER))
+        if (
+          el.type === 'OWNS' &&
+          e !== undefined &&
+          kind[e] === KIND_TOKEN &&
+          (s === undefined || kind[s] === KIND_USER)
+        )
           tokens.get(e)!.owners.push(el.start!);
-        const endsAtNodes = s !== undefined && e !== undefined && kind[s] !== KIND_RELATION && kind[e] !== KIND_RELATION;
+        const endsAtNodes =
+          s !== undefined && e !== undefined && kind[s] !== KIND_RELATION && kind[e] !== KIND_RELATION;
         if (!endsAtNodes) {
           pending.push({ at, start: el.start!, end: el.end! });
           continue;
@@ -327,15 +359,32 @@ class Load {
   /** Inserts elements (copying their file bytes first); on a database that is not empty, after checking their ids. */
   private async insert(parsed: ParsedElement[]) {
     if (!this.empty)
-      for (const id of (await existingElements(this.tx, parsed.map((el) => el.id))).keys())
+      for (const id of (
+        await existingElements(
+          this.tx,
+          parsed.map((el) => el.id),
+        )
+      ).keys())
         throw new BackupError(this.folder.paths[this.index.at.get(id)!]!, `id ${id} already exists in the database`);
     const rows: BackupElementRow[] = [];
     for (const el of parsed) {
       const bytes = this.folder.files.get(el.id);
       const file =
-        bytes === undefined ? null : await copyIntoBlobStore(this.ctx.blobs, join(this.dir, bytes), bytes, el.id, el.fileMeta, this.placed);
+        bytes === undefined
+          ? null
+          : await copyIntoBlobStore(this.ctx.blobs, join(this.dir, bytes), bytes, el.id, el.fileMeta, this.placed);
       const created = el.created ?? this.nowIso;
-      rows.push({ id: el.id, type: el.type, start_id: el.start, end_id: el.end, data: el.data, internal: el.internal, file, created, updated: el.updated ?? created });
+      rows.push({
+        id: el.id,
+        type: el.type,
+        start_id: el.start,
+        end_id: el.end,
+        data: el.data,
+        internal: el.internal,
+        file,
+        created,
+        updated: el.updated ?? created,
+      });
     }
     await insertElementRows(this.tx, rows);
     this.progress.tick(parsed.length);
@@ -348,9 +397,16 @@ class Load {
       const byIdentifier = new Map([...identifiers].map(([user, identifier]) => [identifier, user]));
       for (const batch of chunks([...byIdentifier.keys()], DB_LOOKUP_BATCH))
         for (const identifier of await takenIdentifiers(this.tx, batch))
-          throw new BackupError(this.folder.paths[byIdentifier.get(identifier)!]!, `a user with the identifier ${JSON.stringify(identifier)} already exists in the database`);
+          throw new BackupError(
+            this.folder.paths[byIdentifier.get(identifier)!]!,
+            `a user with the identifier ${JSON.stringify(identifier)} already exists in the database`,
+          );
     }
-    const rows: BackupUserRow[] = [...identifiers].map(([user, identifier]) => ({ id: ids[user]!, identifier, password_hash: passwords.get(user) ?? null }));
+    const rows: BackupUserRow[] = [...identifiers].map(([user, identifier]) => ({
+      id: ids[user]!,
+      identifier,
+      password_hash: passwords.get(user) ?? null,
+    }));
     for (const batch of chunks(rows, this.batchSize)) await insertUserRows(this.tx, batch);
     passwords.clear();
     return rows.length;
@@ -368,14 +424,20 @@ class Load {
     for (const p of pending) for (const id of [p.start, p.end]) if (!index.has(id)) external.add(id);
     const inDb = this.empty ? new Map() : await this.existingIn([...external]);
     for (const p of pending)
-      for (const [role, id] of [['start', p.start], ['end', p.end]] as const)
-        if (!index.has(id) && !inDb.has(id)) throw new BackupError(paths[p.at]!, `its ${role} ${id} exists neither in the backup nor in the database`);
+      for (const [role, id] of [
+        ['start', p.start],
+        ['end', p.end],
+      ] as const)
+        if (!index.has(id) && !inDb.has(id))
+          throw new BackupError(paths[p.at]!, `its ${role} ${id} exists neither in the backup nor in the database`);
 
     // Levels of the pending relations that depend on pending relations; all others are level 1.
     const isPending = new Set(pending.map((p) => p.at));
     const deps = new Map<number, number[]>();
     for (const p of pending) {
-      const on = [p.start, p.end].map((id) => index.get(id)).filter((i): i is number => i !== undefined && kind[i] === KIND_RELATION && isPending.has(i));
+      const on = [p.start, p.end]
+        .map((id) => index.get(id))
+        .filter((i): i is number => i !== undefined && kind[i] === KIND_RELATION && isPending.has(i));
       if (on.length > 0) deps.set(p.at, on);
     }
     // Depth-first without recursion (a long chain must not exhaust the stack). A dependency met again while it is
@@ -395,7 +457,8 @@ class Load {
           expanding.add(at);
           for (const d of on) {
             if (level.has(d) || !deps.has(d)) continue;
-            if (expanding.has(d)) throw new BackupError(paths[d]!, 'is part of a cycle of relations attached to each other');
+            if (expanding.has(d))
+              throw new BackupError(paths[d]!, 'is part of a cycle of relations attached to each other');
             stack.push(d);
           }
           continue;
@@ -419,7 +482,8 @@ class Load {
 
   private async existingIn(ids: string[]): Promise<Map<string, { type: string; isNode: boolean }>> {
     const found = new Map<string, { type: string; isNode: boolean }>();
-    for (const batch of chunks(ids, DB_LOOKUP_BATCH)) for (const [id, v] of await existingElements(this.tx, batch)) found.set(id, v);
+    for (const batch of chunks(ids, DB_LOOKUP_BATCH))
+      for (const [id, v] of await existingElements(this.tx, batch)) found.set(id, v);
     return found;
   }
 
@@ -435,12 +499,18 @@ class Load {
     for (const t of tokens.values()) for (const owner of t.owners) if (!index.has(owner)) outside.add(owner);
     const users = this.empty ? new Set<string>() : await existingUsers(this.tx, [...outside]);
     for (const [at, t] of tokens) {
-      t.owners = [...new Set(t.owners.filter((owner) => {
-        const i = index.get(owner);
-        return i !== undefined ? kind[i] === KIND_USER : users.has(owner);
-      }))];
+      t.owners = [
+        ...new Set(
+          t.owners.filter((owner) => {
+            const i = index.get(owner);
+            return i !== undefined ? kind[i] === KIND_USER : users.has(owner);
+          }),
+        ),
+      ];
       if (t.owners.length !== 1) {
-        this.warn(`${paths[at]}: token has ${t.owners.length === 0 ? 'no owning user' : `${t.owners.length} owning users`}; loaded, but it will not authenticate`);
+        this.warn(
+          `${paths[at]}: token has ${t.owners.length === 0 ? 'no owning user' : `${t.owners.length} owning users`}; loaded, but it will not authenticate`,
+        );
         continue;
       }
       if (t.hash === null) throw new BackupError(paths[at]!, "a token with an owner needs its 'hash'");
@@ -453,7 +523,10 @@ class Load {
     if (!this.empty)
       for (const batch of chunks([...tokenHashes.keys()], DB_LOOKUP_BATCH))
         for (const hash of await takenTokenHashes(this.tx, batch))
-          throw new BackupError(this.folder.paths[tokenHashes.get(hash)!]!, 'a token with the same hash already exists in the database');
+          throw new BackupError(
+            this.folder.paths[tokenHashes.get(hash)!]!,
+            'a token with the same hash already exists in the database',
+          );
     const rows: BackupTokenRow[] = [];
     const unbound: Array<{ id: string; hash: string }> = [];
     for (const [at, t] of tokens) {
@@ -464,7 +537,14 @@ class Load {
       const issued = t.issued ?? this.nowIso;
       // The table knows ACTIVE and REVOKED; an EXPIRED token of the reference is as dead as a revoked one (its
       // element keeps showing state EXPIRED).
-      rows.push({ id: ids[at]!, hash: t.hash!, user_id: t.owners[0]!, state: t.state === 'ACTIVE' ? 'ACTIVE' : 'REVOKED', issued, expires: t.expires });
+      rows.push({
+        id: ids[at]!,
+        hash: t.hash!,
+        user_id: t.owners[0]!,
+        state: t.state === 'ACTIVE' ? 'ACTIVE' : 'REVOKED',
+        issued,
+        expires: t.expires,
+      });
     }
     for (const batch of chunks(rows, this.batchSize)) await insertTokenRows(this.tx, batch);
     for (const batch of chunks(unbound, this.batchSize)) await keepUnboundTokenHashes(this.tx, batch);

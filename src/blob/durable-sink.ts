@@ -5,7 +5,7 @@
 // Why: Linux starts writing dirty pages back only past dirty_background_ratio, so a large upload stays in the page
 // cache and one fsync at the end would flush all of it while the client waits. Flushing as the bytes arrive lets the
 // disk write while the network delivers (docs/decisions/015-write-behind.md).
-import { open, type FileHandle } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 
 export interface DurableSinkOptions {

@@ -5,12 +5,25 @@
 // the sweep settles those a crash left by asking the database which tag won.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, type Stats } from 'node:fs';
-import { link, mkdir, open, readdir, rename, rm, stat, truncate } from 'node:fs/promises';
+import { type FileHandle, link, mkdir, open, readdir, rename, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import {
+  type Appended,
+  type AppendOptions,
+  type BlobFiles,
+  BlobLimitError,
+  type BlobStore,
+  type ByteRange,
+  PartialAppendError,
+  type Replacement,
+  type SweepPolicy,
+  type SweepReport,
+  type TempBlob,
+  type WriteOptions,
+} from './blob-store.js';
 import { DurableFileSink, syncPath } from './durable-sink.js';
-import { BlobLimitError, PartialAppendError, type Appended, type AppendOptions, type BlobFiles, type BlobStore, type ByteRange, type Replacement, type SweepPolicy, type SweepReport, type TempBlob, type WriteOptions } from './blob-store.js';
 
 const KEY = /^[A-Za-z0-9_-]{2,128}$/;
 const ASIDE = /^([A-Za-z0-9_-]{2,128})\.aside-([A-Za-z0-9]{1,128})-[0-9a-f]{12}$/;
@@ -105,7 +118,13 @@ export class FsBlobStore implements BlobStore, BlobFiles {
   async write(source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<TempBlob> {
     const temp = join(this.tmpDir, randomBytes(16).toString('hex'));
     const hash = createHash('sha256');
-    const m = meter({ ...options, observe: (chunk) => (hash.update(chunk), options.observe?.(chunk)) });
+    const m = meter({
+      ...options,
+      observe: (chunk) => {
+        hash.update(chunk);
+        options.observe?.(chunk);
+      },
+    });
     // Durable before it resolves (flushed behind as it arrives, fsync at the end), so a rename later never exposes
     // bytes that are not on disk yet.
     const sink = new DurableFileSink(temp, { flags: 'wx', mode: FILE_MODE });
@@ -181,7 +200,12 @@ export class FsBlobStore implements BlobStore, BlobFiles {
     };
   }
 
-  async append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: AppendOptions): Promise<Appended> {
+  async append(
+    key: string,
+    offset: number,
+    source: AsyncIterable<Uint8Array>,
+    options: AppendOptions,
+  ): Promise<Appended> {
     const path = this.pathOf(key);
     const dir = join(this.root, key.slice(0, 2));
     await mkdir(dir, { recursive: true });
@@ -228,7 +252,7 @@ export class FsBlobStore implements BlobStore, BlobFiles {
   }
 
   async open(key: string, range?: ByteRange): Promise<{ stream: Readable; size: number } | null> {
-    let handle;
+    let handle: FileHandle;
     try {
       handle = await open(this.pathOf(key), 'r');
     } catch (error) {
@@ -304,7 +328,8 @@ export class FsBlobStore implements BlobStore, BlobFiles {
       const keys = (await readdir(dir)).filter((name) => KEY.test(name));
       for (let i = 0; i < keys.length; i += SWEEP_BATCH) {
         const batch: string[] = [];
-        for (const key of keys.slice(i, i + SWEEP_BATCH)) if (settled(await statOrNull(join(dir, key)))) batch.push(key);
+        for (const key of keys.slice(i, i + SWEEP_BATCH))
+          if (settled(await statOrNull(join(dir, key)))) batch.push(key);
         if (batch.length === 0) continue;
         const wanted = await policy.wanted(batch);
         for (const key of batch) {
@@ -323,4 +348,3 @@ async function closed(stream: Writable): Promise<void> {
   if (stream.closed) return;
   await new Promise<void>((resolve) => stream.once('close', () => resolve()));
 }
-

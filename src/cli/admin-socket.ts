@@ -2,23 +2,24 @@
 // a unix socket inside DATA_DIR (mode 0600, so only the owner of the data can use it) and run in the server with
 // its database. Protocol: newline-delimited JSON. Client: {command, args, interactive}, later {answer}.
 // Server: {out} | {err} | {confirm} | {exit}. `cwd` is the CLI's working directory, for relative paths.
+
+import { createHash } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
 import { createConnection, createServer, type Socket } from 'node:net';
-import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Services } from '../services.js';
-import type { CommandIO } from './io.js';
 import { dbCommands } from './commands/index.js';
+import type { CommandIO } from './io.js';
 
 /**
  * DATA_DIR/admin.sock, or, when that path is too long for a unix socket (about 104 bytes on some systems), a path in
  * the temp directory derived from DATA_DIR so that the CLI finds the same one.
  */
-export function adminSocketPath(dataDir: string): string {
+function adminSocketPath(dataDir: string): string {
   const path = join(dataDir, 'admin.sock');
   if (Buffer.byteLength(path) < 100) return path;
   return join(tmpdir(), `trellis-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}.sock`);
@@ -111,7 +112,12 @@ export function runViaServer(dataDir: string, command: string, args: string[], i
       }
     });
     socket.on('close', () => {
-      if (!exited) reject(new ServerGoneError('the server closed the admin connection before the command finished (did it stop?); run the command again once it is up'));
+      if (!exited)
+        reject(
+          new ServerGoneError(
+            'the server closed the admin connection before the command finished (did it stop?); run the command again once it is up',
+          ),
+        );
     });
   });
 }

@@ -1,7 +1,7 @@
 // What a CLI command may do with its terminal: print, and ask a yes/no question. The same command runs in the CLI
 // process or, beside a running embedded server, inside the server with this IO carried over the admin socket.
 import { createInterface } from 'node:readline/promises';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { Config } from '../config/schema.js';
 import type { Services } from '../services.js';
 
@@ -15,7 +15,7 @@ export interface CommandIO {
   readonly cwd: string;
 }
 
-export interface CommandContext {
+interface CommandContext {
   config: Config;
   services: Services;
 }

@@ -9,7 +9,7 @@ import { IncompatibleSchemaError } from '../storage/migrate.js';
 import { openDatabase } from '../storage/open.js';
 import { runViaServer, ServerGoneError } from './admin-socket.js';
 import { dbCommands } from './commands/index.js';
-import { processIO, type CommandIO } from './io.js';
+import { type CommandIO, processIO } from './io.js';
 
 const USAGE = `usage: trellis <command>
   serve                                      run the HTTP service (what npm start runs)
@@ -24,7 +24,8 @@ const USAGE = `usage: trellis <command>
 const SERVER_START_WAIT_MS = 60_000;
 
 /** The admin socket is not there (yet, or any more): nothing was sent, the command may go elsewhere. */
-const socketNotReady = (error: unknown) => ['ENOENT', 'ECONNREFUSED'].includes((error as { code?: string })?.code ?? '');
+const socketNotReady = (error: unknown) =>
+  ['ENOENT', 'ECONNREFUSED'].includes((error as { code?: string })?.code ?? '');
 
 async function runDbCommand(config: Config, name: string, args: string[], io: CommandIO): Promise<number> {
   const command = dbCommands[name]!;
@@ -78,7 +79,16 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO
   }
   try {
     if (name === 'config:check') {
-      io.out(JSON.stringify({ ...config.settings, runtime: { ...config.runtime, databaseUrl: config.runtime.databaseUrl ? '(set)' : null } }, null, 2));
+      io.out(
+        JSON.stringify(
+          {
+            ...config.settings,
+            runtime: { ...config.runtime, databaseUrl: config.runtime.databaseUrl ? '(set)' : null },
+          },
+          null,
+          2,
+        ),
+      );
       io.out('configuration is valid');
       return 0;
     }

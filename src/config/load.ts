@@ -3,11 +3,11 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
 import Value from 'typebox/value';
+import { parse as parseYaml } from 'yaml';
 import { BASE_RESERVED } from '../domain/elements/properties.js';
 import { isUuid } from '../domain/values.js';
-import { SettingsSchema, STORAGE_CEILING_BYTES, type Config, type Runtime, type Settings } from './schema.js';
+import { type Config, type Runtime, type Settings, SettingsSchema, STORAGE_CEILING_BYTES } from './schema.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -20,7 +20,7 @@ export class ConfigError extends Error {
 }
 
 /** The security.txt shipped with Trellis (assets/ at the package root, two levels above src/config or dist/config). */
-export const DEFAULT_SECURITY_TXT = fileURLToPath(new URL('../../assets/security.txt', import.meta.url));
+const DEFAULT_SECURITY_TXT = fileURLToPath(new URL('../../assets/security.txt', import.meta.url));
 
 function keyOf(instancePath: string): string {
   return instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)';
@@ -50,14 +50,18 @@ export function validateSettings(input: unknown): Settings {
   const settings = value as Settings;
   const f = settings.file;
   if (f.maxFileSizeInBytes > STORAGE_CEILING_BYTES)
-    throw new ConfigError('file.maxFileSizeInBytes', `exceeds the storage ceiling of ${STORAGE_CEILING_BYTES} bytes (5 TiB)`);
+    throw new ConfigError(
+      'file.maxFileSizeInBytes',
+      `exceeds the storage ceiling of ${STORAGE_CEILING_BYTES} bytes (5 TiB)`,
+    );
   if (f.uploadMaxChunkSizeInBytes > f.maxFileSizeInBytes)
     throw new ConfigError('file.uploadMaxChunkSizeInBytes', 'must not exceed file.maxFileSizeInBytes');
   if (f.uploadMinChunkSizeInBytes > f.uploadMaxChunkSizeInBytes)
     throw new ConfigError('file.uploadMinChunkSizeInBytes', 'must not exceed file.uploadMaxChunkSizeInBytes');
   const p = settings.pageSize;
   if (p.min > p.max) throw new ConfigError('pageSize.min', 'must not exceed pageSize.max');
-  if (p.default < p.min || p.default > p.max) throw new ConfigError('pageSize.default', 'must lie between pageSize.min and pageSize.max');
+  if (p.default < p.min || p.default > p.max)
+    throw new ConfigError('pageSize.default', 'must lie between pageSize.min and pageSize.max');
   const t = settings.token;
   if (t.minLifetimeInSeconds > t.maxLifetimeInSeconds)
     throw new ConfigError('token.minLifetimeInSeconds', 'must not exceed token.maxLifetimeInSeconds');
@@ -66,16 +70,25 @@ export function validateSettings(input: unknown): Settings {
   // A counter forgotten before its longest delay has passed would never let the delay grow to its maximum.
   const lt = settings.login.throttle;
   if (lt.forgetFailuresAfterSeconds < Math.max(lt.maxDelayPerIdentifierInSeconds, lt.maxDelayPerAddressInSeconds))
-    throw new ConfigError('login.throttle.forgetFailuresAfterSeconds', 'must not be shorter than the longest maximum delay');
+    throw new ConfigError(
+      'login.throttle.forgetFailuresAfterSeconds',
+      'must not be shorter than the longest maximum delay',
+    );
   // The identifier is stored under this key in the User's data; a key the service sets itself would overwrite it (and
   // backups would lose it).
   if (BASE_RESERVED.includes(settings.register.uniqueIdentifier))
-    throw new ConfigError('register.uniqueIdentifier', `'${settings.register.uniqueIdentifier}' is a property the service sets on every element`);
+    throw new ConfigError(
+      'register.uniqueIdentifier',
+      `'${settings.register.uniqueIdentifier}' is a property the service sets on every element`,
+    );
   if (settings.register.uniqueIdentifierRegex !== false) {
     try {
       new RegExp(settings.register.uniqueIdentifierRegex, 'u');
     } catch (error) {
-      throw new ConfigError('register.uniqueIdentifierRegex', `not a valid regular expression: ${(error as Error).message}`);
+      throw new ConfigError(
+        'register.uniqueIdentifierRegex',
+        `not a valid regular expression: ${(error as Error).message}`,
+      );
     }
   }
   if (settings.securityTxt !== null) {
@@ -89,7 +102,7 @@ export function validateSettings(input: unknown): Settings {
   return settings;
 }
 
-export function readSettingsFile(path: string): Settings {
+function readSettingsFile(path: string): Settings {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -113,7 +126,7 @@ function integerEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min:
   return Number(raw);
 }
 
-export function readRuntime(env: NodeJS.ProcessEnv): Runtime {
+function readRuntime(env: NodeJS.ProcessEnv): Runtime {
   const anonymous = env.ANONYMOUS_USER_UUID || null;
   if (anonymous !== null && !isUuid(anonymous)) throw new ConfigError('ANONYMOUS_USER_UUID', 'must be a UUID');
   const databaseUrl = env.DATABASE_URL || null;

@@ -19,8 +19,9 @@ const int = (defaultValue: number, minimum = 0) => Type.Integer({ minimum, defau
  * (token and upload expiry), which a backup writes with a four-digit year; a longer one made `POST /token` fail
  * with an invalid date (a 500) or wrote a timestamp backup:load refuses.
  */
-export const MAX_DURATION_SECONDS = 100 * 366 * 24 * 3600;
-const seconds = (defaultValue: number, minimum = 0) => Type.Integer({ minimum, maximum: MAX_DURATION_SECONDS, default: defaultValue });
+const MAX_DURATION_SECONDS = 100 * 366 * 24 * 3600;
+const seconds = (defaultValue: number, minimum = 0) =>
+  Type.Integer({ minimum, maximum: MAX_DURATION_SECONDS, default: defaultValue });
 const obj = <T extends Type.TProperties>(properties: T) =>
   Type.Object(properties, { additionalProperties: false, default: {} });
 
@@ -77,7 +78,10 @@ export const SettingsSchema = Type.Object(
     expression: obj({ enabled: Type.Boolean({ default: true }), maxLength: int(10240, 1) }),
     // The time every statement of a search may take; the default depends on the backend (domain/search/pipeline.ts).
     search: obj({ statementTimeoutInSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })) }),
-    instanceConfiguration: obj({ enabled: Type.Boolean({ default: true }), showVersion: Type.Boolean({ default: true }) }),
+    instanceConfiguration: obj({
+      enabled: Type.Boolean({ default: true }),
+      showVersion: Type.Boolean({ default: true }),
+    }),
     cache: obj({ etagUpperLimitInCollectionEndpoints: int(100) }),
     // What one element's data may hold (domain/elements/data-limits.ts): each key, array item and word costs the write's
     // search document, so these bound the work of one write (SECURITY.md).

@@ -68,5 +68,7 @@ export function unstorableParameter(value: unknown, cast: string): boolean {
   if (unstorableAt(value) !== null) return true;
   if (!cast.startsWith('jsonb')) return false;
   const texts = Array.isArray(value) ? value : [value];
-  return texts.some((t) => typeof t === 'string' && SUSPECT_JSON_ESCAPE.test(t) && unstorableAt(JSON.parse(t)) !== null);
+  return texts.some(
+    (t) => typeof t === 'string' && SUSPECT_JSON_ESCAPE.test(t) && unstorableAt(JSON.parse(t)) !== null,
+  );
 }

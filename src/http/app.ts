@@ -1,23 +1,23 @@
 // Builds the Fastify application from configuration and services that are passed in (nothing is read globally).
 import { ServerResponse } from 'node:http';
+import { type TypeBoxTypeProvider, TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
-import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
 import type { Services } from '../services.js';
-import { COMMON_HEADERS } from './headers.js';
 import { guardConnections } from './body-watch.js';
+import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
-import { requestLogger } from './request-logger.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
-import type { App } from './types.js';
+import { requestLogger } from './request-logger.js';
 import { WEBDAV_METHODS } from './resource.js';
-import systemRoutes from './routes/system.js';
 import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
 import fileRoutes from './routes/files.js';
-import uploadRoutes from './routes/uploads.js';
 import searchRoutes from './routes/search.js';
+import systemRoutes from './routes/system.js';
+import uploadRoutes from './routes/uploads.js';
+import type { App } from './types.js';
 
 export interface AppDeps {
   config: Config;
@@ -26,7 +26,7 @@ export interface AppDeps {
   logger?: FastifyBaseLogger;
 }
 
-export const JSON_BODY_LIMIT = 8 * 1024 * 1024;
+const JSON_BODY_LIMIT = 8 * 1024 * 1024;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
   const app = Fastify({
@@ -72,7 +72,8 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   app.setErrorHandler(async (error, request, reply) => {
     const { problem, unexpected } = toProblem(error);
     if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'unexpected error');
-    else if (problem.status === 503) request.log.warn({ err: error, method: request.method, url: request.url }, 'service unavailable');
+    else if (problem.status === 503)
+      request.log.warn({ err: error, method: request.method, url: request.url }, 'service unavailable');
     // A body Fastify could not parse fails before the handler authenticates; bad credentials still answer 401
     // first (spec "Authentication" 3), so only this error path pays for the lookup.
     if (!unexpected && !(error instanceof Problem) && request.routeOptions.config.authorization !== 'ignored') {

@@ -97,13 +97,25 @@ export class BodyWatch {
   private cut(w: Watched, detail: string): void {
     this.watched.delete(w);
     const { request, response } = w;
-    w.log.info({ method: request.method, url: request.url, bytesRead: request.socket.bytesRead }, 'slow request body cut off');
+    w.log.info(
+      { method: request.method, url: request.url, bytesRead: request.socket.bytesRead },
+      'slow request body cut off',
+    );
     const socket = request.socket;
     // Only when the connection belongs to this answer and none of it was written (not so for a pipelined request).
     if (response.socket === socket && !response.headersSent && socket.writable) {
       const body = JSON.stringify({ type: 'about:blank', title: 'Request Timeout', status: 408, detail });
-      const headers = { ...COMMON_HEADERS, 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
-      socket.write(`HTTP/1.1 408 Request Timeout\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`);
+      const headers = {
+        ...COMMON_HEADERS,
+        'content-type': PROBLEM_CONTENT_TYPE,
+        'content-length': String(Buffer.byteLength(body)),
+        connection: 'close',
+      };
+      socket.write(
+        `HTTP/1.1 408 Request Timeout\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n${body}`,
+      );
     }
     // Destroying the request closes the connection: whoever reads the body sees it break off.
     request.destroy();

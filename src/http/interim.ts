@@ -12,7 +12,12 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
 
 /** Writes `HTTP/1.1 <status> <reason>` with `fields` before the final response; false when it cannot be sent. */
-export function sendInterim(reply: FastifyReply, status: number, reason: string, fields: Record<string, string>): boolean {
+export function sendInterim(
+  reply: FastifyReply,
+  status: number,
+  reason: string,
+  fields: Record<string, string>,
+): boolean {
   if (status < 100 || status > 199 || status === 101) throw new Error(`not an interim status: ${status}`);
   const request = reply.request.raw;
   const response = reply.raw;

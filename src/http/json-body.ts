@@ -4,8 +4,8 @@
 // The first two can only be written as \u escapes in JSON text, so an ordinary body pays for a scan of its text, not
 // a walk of its value.
 import type { FastifyInstance } from 'fastify';
-import { Problem } from '../errors.js';
 import { unstorableAt } from '../domain/values.js';
+import { Problem } from '../errors.js';
 
 const SUSPECT_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;
@@ -39,7 +39,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
 
 function moreOpeningBracketsThan(text: string, max: number): boolean {
   let n = 0;
-  for (const bracket of ['[', '{']) for (let i = text.indexOf(bracket); i !== -1; i = text.indexOf(bracket, i + 1)) if (++n > max) return true;
+  for (const bracket of ['[', '{'])
+    for (let i = text.indexOf(bracket); i !== -1; i = text.indexOf(bracket, i + 1)) if (++n > max) return true;
   return false;
 }
 
@@ -50,13 +51,22 @@ export function installJsonBodyParser(app: FastifyInstance, bodyLimit: number): 
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (request, body, done) => {
     const text = body as string;
     if (nestsDeeperThan(text, MAX_JSON_DEPTH))
-      return done(new Problem('bad-content', `Malformed request body: it nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`), undefined);
+      return done(
+        new Problem(
+          'bad-content',
+          `Malformed request body: it nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`,
+        ),
+        undefined,
+      );
     parseJson(request, text, (error, value) => {
       if (error) return done(error, undefined);
       const at = suspect(text) ? unstorableAt(value) : null;
       if (at !== null)
         return done(
-          new Problem('bad-content', `Malformed request body: the value at ${at} cannot be stored (U+0000, an unpaired surrogate, or a number beyond the double range).`),
+          new Problem(
+            'bad-content',
+            `Malformed request body: the value at ${at} cannot be stored (U+0000, an unpaired surrogate, or a number beyond the double range).`,
+          ),
           undefined,
         );
       done(null, value);

@@ -1,7 +1,8 @@
 // The one error handler: renders every failure as application/problem+json from the catalogue in src/errors.ts.
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { Problem, problemBody, serviceUnavailable, type ProblemSlug } from '../errors.js';
+
 import type { Socket } from 'node:net';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { Problem, type ProblemSlug, problemBody, serviceUnavailable } from '../errors.js';
 import { baseUrlOf, COMMON_HEADERS } from './headers.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
@@ -11,20 +12,37 @@ export function toProblem(error: unknown): { problem: Problem; unexpected: boole
   if (error instanceof Problem) return { problem: error, unexpected: false };
   // The process ran out of file descriptors (or the system did): the request may well succeed a little later.
   if (outOfDescriptors(error))
-    return { problem: serviceUnavailable('The server has too many open files right now; nothing was changed.'), unexpected: false };
+    return {
+      problem: serviceUnavailable('The server has too many open files right now; nothing was changed.'),
+      unexpected: false,
+    };
   const e = error as FastifyError & { validation?: unknown; validationContext?: string };
-  if (e && e.validation) return { problem: new Problem('bad-content', `Invalid ${e.validationContext ?? 'request'}: ${e.message}`), unexpected: false };
+  if (e?.validation)
+    return {
+      problem: new Problem('bad-content', `Invalid ${e.validationContext ?? 'request'}: ${e.message}`),
+      unexpected: false,
+    };
   const code = typeof e?.code === 'string' ? e.code : '';
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-    return { problem: new Problem('bad-content', `Unsupported Content-Type: this endpoint expects application/json.`), unexpected: false };
+    return {
+      problem: new Problem('bad-content', `Unsupported Content-Type: this endpoint expects application/json.`),
+      unexpected: false,
+    };
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-    return { problem: new Problem('bad-content', 'The request body is larger than this endpoint accepts.'), unexpected: false };
+    return {
+      problem: new Problem('bad-content', 'The request body is larger than this endpoint accepts.'),
+      unexpected: false,
+    };
   if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY')
-    return { problem: new Problem('bad-content', 'The request body is empty but its Content-Type says JSON.'), unexpected: false };
-  if (code.startsWith('FST_ERR_CTP') || e?.statusCode === 400 || (e instanceof SyntaxError))
+    return {
+      problem: new Problem('bad-content', 'The request body is empty but its Content-Type says JSON.'),
+      unexpected: false,
+    };
+  if (code.startsWith('FST_ERR_CTP') || e?.statusCode === 400 || e instanceof SyntaxError)
     return { problem: new Problem('bad-content', `Malformed request body: ${e.message}`), unexpected: false };
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    const slug: ProblemSlug = e.statusCode === 404 ? 'not-found' : e.statusCode === 405 ? 'method-not-allowed' : 'bad-content';
+    const slug: ProblemSlug =
+      e.statusCode === 404 ? 'not-found' : e.statusCode === 405 ? 'method-not-allowed' : 'bad-content';
     return { problem: new Problem(slug, e.message), unexpected: false };
   }
   return { problem: new Problem('internal-server-error'), unexpected: true };
@@ -32,14 +50,23 @@ export function toProblem(error: unknown): { problem: Problem; unexpected: boole
 
 /** EMFILE/ENFILE, also as the cause of another error (a stream that failed to open its file). */
 function outOfDescriptors(error: unknown): boolean {
-  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e = error, depth = 0;
+    e && typeof e === 'object' && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EMFILE' || code === 'ENFILE') return true;
   }
   return false;
 }
 
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem, baseUrl: string | null): FastifyReply {
+export function sendProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  problem: Problem,
+  baseUrl: string | null,
+): FastifyReply {
   const body = problemBody(baseUrlOf(request, baseUrl), problem.slug, problem.detail, problem.extensions);
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
   return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
@@ -50,7 +77,8 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
  * segment longer than any id (maxParamLength) names no resource, a 404 like any other unknown path.
  */
 export function frameworkProblem(error: FastifyError): Problem {
-  if (error.code === 'FST_ERR_BAD_URL') return new Problem('bad-content', 'The request path is not valid percent-encoding.');
+  if (error.code === 'FST_ERR_BAD_URL')
+    return new Problem('bad-content', 'The request path is not valid percent-encoding.');
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return new Problem('not-found', 'No resource at this path.');
   return toProblem(error).problem;
 }
@@ -65,15 +93,36 @@ export function answerClientError(baseUrl: string | null) {
   return (error: NodeJS.ErrnoException, socket: Socket): void => {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     const [status, reason] =
-      error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout']
+        : error.code === 'HPE_HEADER_OVERFLOW'
+          ? [431, 'Request Header Fields Too Large']
+          : [400, 'Bad Request'];
     const body = JSON.stringify(
       status === 400
         ? problemBody(baseUrl ?? '', 'bad-content', 'The request is not valid HTTP.')
-        : { type: 'about:blank', title: reason, status, detail: status === 431 ? 'The request headers are larger than the server accepts.' : 'The request did not arrive in time.' },
+        : {
+            type: 'about:blank',
+            title: reason,
+            status,
+            detail:
+              status === 431
+                ? 'The request headers are larger than the server accepts.'
+                : 'The request did not arrive in time.',
+          },
     );
-    const headers = { ...COMMON_HEADERS, 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
+    const headers = {
+      ...COMMON_HEADERS,
+      'content-type': PROBLEM_CONTENT_TYPE,
+      'content-length': String(Buffer.byteLength(body)),
+      connection: 'close',
+    };
     if (socket.writable)
-      socket.write(`HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`);
+      socket.write(
+        `HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n${body}`,
+      );
     socket.destroy(error);
   };
 }

@@ -5,7 +5,8 @@ import type { Services } from '../services.js';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
-export const caller = (services: Services, request: FastifyRequest) => services.accounts.authenticate(request.headers.authorization);
+export const caller = (services: Services, request: FastifyRequest) =>
+  services.accounts.authenticate(request.headers.authorization);
 
 /** A request header as one string (repeated fields joined with ', '), or undefined when absent. */
 export const headerOf = (request: FastifyRequest, name: string): string | undefined => {

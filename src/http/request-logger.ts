@@ -17,7 +17,8 @@ class RequestLogger {
 
   /** The child pino would have made for the request, made once. */
   private real(): Logger {
-    return (this.made ??= this.parent.child(this.bindings));
+    this.made ??= this.parent.child(this.bindings);
+    return this.made;
   }
 
   private write(level: Level, args: Args): void {
@@ -65,8 +66,13 @@ class RequestLogger {
  * Fastify's `childLoggerFactory`: the lazy logger above, unless the route asks for options of its own (a log level
  * or serializers), which pino applies when it makes the child.
  */
-export function requestLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  if (Object.keys(options).length > 0 || typeof (logger as Partial<Logger>).isLevelEnabled !== 'function') return logger.child(bindings, options);
+export function requestLogger(
+  logger: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildLoggerOptions,
+): FastifyBaseLogger {
+  if (Object.keys(options).length > 0 || typeof (logger as Partial<Logger>).isLevelEnabled !== 'function')
+    return logger.child(bindings, options);
   // The service's logger is pino (server.ts), whose isLevelEnabled the lazy logger needs.
   return new RequestLogger(logger as Logger, bindings) as unknown as FastifyBaseLogger;
 }

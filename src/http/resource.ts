@@ -1,6 +1,6 @@
 // Registers the methods of one path and answers every other method with 405 + Allow, so that "known path,
 // wrong method" never falls through to the 404 handler.
-import type { FastifyReply, FastifyRequest, RouteShorthandOptions, RouteHandlerMethod } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteHandlerMethod, RouteShorthandOptions } from 'fastify';
 import { Problem } from '../errors.js';
 import type { App } from './types.js';
 
@@ -37,14 +37,21 @@ export function resource(app: App, url: string, methods: Partial<Record<Method, 
   supported.add('OPTIONS');
   // A GET without a HEAD of its own gets one that runs the GET's handler; it is registered first, so that Fastify
   // does not add its own (whose Content-Length differs from GET's on a 304: headersOfGet).
-  const routes = given.flatMap((method) => (method === 'GET' && !supported.has('HEAD') ? (['HEAD', 'GET'] as const) : [method]));
+  const routes = given.flatMap((method) =>
+    method === 'GET' && !supported.has('HEAD') ? (['HEAD', 'GET'] as const) : [method],
+  );
   if (supported.has('GET')) supported.add('HEAD');
   const allow = [...ALL.filter((m) => supported.has(m)), 'OPTIONS'].join(', ');
   for (const method of routes) {
     const entry = methods[method] ?? methods.GET!;
     const { options = {}, handler } = typeof entry === 'function' ? { handler: entry } : entry;
-    const onSend = method === 'HEAD' && methods.HEAD === undefined ? [...[(options as RouteShorthandOptions).onSend ?? []].flat(), headersOfGet] : undefined;
-    app.route({ ...(options as object), ...(onSend ? { onSend } : {}), method, url, handler } as Parameters<App['route']>[0]);
+    const onSend =
+      method === 'HEAD' && methods.HEAD === undefined
+        ? [...[(options as RouteShorthandOptions).onSend ?? []].flat(), headersOfGet]
+        : undefined;
+    app.route({ ...(options as object), ...(onSend ? { onSend } : {}), method, url, handler } as Parameters<
+      App['route']
+    >[0]);
   }
   // Every other method Fastify routes (TRACE and QUERY too), refused before the body is read or parsed: the answer
   // is 405 whatever was sent, never a 400 about a body nobody wants.
@@ -67,7 +74,12 @@ export function resource(app: App, url: string, methods: Partial<Record<Method, 
  * onSendEnd) and drops the body. Fastify's own HEAD route says `Content-Length: 0` on a 304 or a 204, where GET
  * says none (RFC 9110 8.6: a 304 or 204 carries no Content-Length of a body).
  */
-function headersOfGet(_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: null) => void): void {
+function headersOfGet(
+  _request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (err: null, payload: null) => void,
+): void {
   const status = reply.statusCode;
   const bodiless = status < 200 || status === 204 || status === 304;
   if (payload === undefined || payload === null) {

@@ -1,15 +1,19 @@
 // Set-ups shared by the route plugins (each applies to the encapsulated plugin it is called in).
 import { isUuid } from '../domain/values.js';
 import { Problem } from '../errors.js';
-import { legacyCompleteness } from './upload-replies.js';
 import type { App } from './types.js';
+import { legacyCompleteness } from './upload-replies.js';
 
 /** A path segment `:id` that is not a UUID names nothing: 404 before anything else (no authentication needed). */
 export function rejectNonUuidIds(app: App): void {
   // Callback style rather than async: this runs on every request, and an async hook costs a promise and a tick.
   app.addHook('onRequest', (request, _reply, done) => {
     const id = (request.params as { id?: string }).id;
-    done(id !== undefined && !isUuid(id) ? new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`) : undefined);
+    done(
+      id !== undefined && !isUuid(id)
+        ? new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`)
+        : undefined,
+    );
   });
 }
 

@@ -1,7 +1,12 @@
 // The HTTP side of resumable uploads shared by the two route files that touch them: `/<id>/file` (a POST/PUT with
 // `Upload-Complete: ?0` starts one) and `/upload/<id>`.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { interopVersion, progressFields, usesUploadIncomplete, type UploadState } from '../domain/uploads/upload-fields.js';
+import {
+  interopVersion,
+  progressFields,
+  type UploadState,
+  usesUploadIncomplete,
+} from '../domain/uploads/upload-fields.js';
 import type { RequestControl } from '../domain/uploads/uploads.js';
 import { sendInterim } from './interim.js';
 import { headerOf } from './reply.js';
@@ -35,7 +40,10 @@ export const controlOf = (request: FastifyRequest, interop: number | null): Requ
  */
 export function announceUpload(reply: FastifyReply, state: UploadState): boolean {
   const { 'upload-limit': limit } = progressFields(state);
-  return sendInterim(reply, 104, 'Upload Resumption Supported', { Location: uploadPath(state.id), 'Upload-Limit': limit! });
+  return sendInterim(reply, 104, 'Upload Resumption Supported', {
+    Location: uploadPath(state.id),
+    'Upload-Limit': limit!,
+  });
 }
 
 export const uploadPath = (id: string) => `/upload/${id}`;

@@ -7,7 +7,7 @@ import type { Credentials } from '../domain/accounts/types.js';
 import type { Permission } from '../domain/elements/types.js';
 
 /** How many decisions a process keeps: about 200 bytes each, so about 7 MiB when full. */
-export const ACCESS_DECISIONS_CAPACITY = 32_768;
+const ACCESS_DECISIONS_CAPACITY = 32_768;
 
 export interface AccessDecision {
   /** The access epoch the decision was made under (bigint as text). */

@@ -6,7 +6,7 @@ import type { SessionAccessEpoch } from './access-decisions.js';
 import type { ReadLanes } from './read-lanes.js';
 
 // Rows are typed by the caller; interfaces (without index signatures) are fine.
-export type Row = object;
+type Row = object;
 
 /**
  * Settings of every database session of ours (both backends).
@@ -19,9 +19,13 @@ export type Row = object;
  *   JIT; the setting is harmless there.
  * docs/decisions/009-session-settings.md holds the measurements.
  */
-export const SESSION_SETTINGS: Record<string, string> = { plan_cache_mode: 'force_generic_plan', random_page_cost: '1.1', jit: 'off' };
+export const SESSION_SETTINGS: Record<string, string> = {
+  plan_cache_mode: 'force_generic_plan',
+  random_page_cost: '1.1',
+  jit: 'off',
+};
 
-export interface QueryResult<R extends Row = Row> {
+interface QueryResult<R extends Row = Row> {
   rows: R[];
   rowCount: number;
 }
@@ -58,14 +62,24 @@ type PgRunner = Pick<pg.PoolClient, 'query'>;
  * copies a config object property by property (`cloneQueryConfig`, visible in CPU profiles of GET /<id>) and wraps
  * its own promise in a second one; a text it takes as it is.
  */
-function statementOn<R extends Row>(client: PgRunner, text: string, values: readonly unknown[], name: string | undefined, done: (error: Error | null, result: QueryResult<R> | null) => void): void {
+function statementOn<R extends Row>(
+  client: PgRunner,
+  text: string,
+  values: readonly unknown[],
+  name: string | undefined,
+  done: (error: Error | null, result: QueryResult<R> | null) => void,
+): void {
   let params: unknown[];
   try {
     params = values.map(serialisedObject);
   } catch (error) {
-    return done(error as Error, null); // nothing has been sent
+    done(error as Error, null); // nothing has been sent
+    return;
   }
-  const statement = new pg.Query(text, params) as pg.Query & { name?: string; callback?: (error: Error | null, result: pg.QueryResult) => void };
+  const statement = new pg.Query(text, params) as pg.Query & {
+    name?: string;
+    callback?: (error: Error | null, result: pg.QueryResult) => void;
+  };
   if (name !== undefined) statement.name = name;
   statement.callback = (error: Error | null, result: pg.QueryResult) => {
     if (error) return done(error, null);
@@ -76,12 +90,20 @@ function statementOn<R extends Row>(client: PgRunner, text: string, values: read
 }
 
 /** One statement on a checked-out connection. */
-function run<R extends Row>(client: PgRunner, text: string, values: readonly unknown[], name: string | undefined): Promise<QueryResult<R>> {
-  return new Promise((resolve, reject) => statementOn<R>(client, text, values, name, (error, result) => (error ? reject(error) : resolve(result!))));
+function run<R extends Row>(
+  client: PgRunner,
+  text: string,
+  values: readonly unknown[],
+  name: string | undefined,
+): Promise<QueryResult<R>> {
+  return new Promise((resolve, reject) =>
+    statementOn<R>(client, text, values, name, (error, result) => (error ? reject(error) : resolve(result!))),
+  );
 }
 
 function runner(target: PgRunner): Queryable {
-  const query = <R extends Row>(text: string, values: readonly unknown[] = [], name?: string) => run<R>(target, text, values, name);
+  const query = <R extends Row>(text: string, values: readonly unknown[] = [], name?: string) =>
+    run<R>(target, text, values, name);
   return { query, read: query };
 }
 
@@ -94,7 +116,14 @@ function runner(target: PgRunner): Queryable {
  * been sent.
  */
 function serialisedObject(value: unknown): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof Date || ArrayBuffer.isView(value)) return value;
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    Array.isArray(value) ||
+    value instanceof Date ||
+    ArrayBuffer.isView(value)
+  )
+    return value;
   if (typeof (value as { toPostgres?: unknown }).toPostgres === 'function') return value;
   return JSON.stringify(value);
 }
@@ -128,7 +157,7 @@ export interface StatementBudget {
 }
 
 /** A PostgreSQL server's own: statement_timeout, local to the transaction. SET takes no bind parameters; `ms` is a checked integer. */
-export const serverBudget: StatementBudget = { begin: (ms) => `BEGIN; SET LOCAL statement_timeout = ${ms}` };
+const serverBudget: StatementBudget = { begin: (ms) => `BEGIN; SET LOCAL statement_timeout = ${ms}` };
 
 export interface PoolDbOptions {
   onClose?: () => Promise<void>;
@@ -172,9 +201,13 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions =
       }
       return run<R>(client, text, values, name);
     },
-    async transaction<T>(work: (tx: Queryable) => Promise<T>, options: { statementTimeoutMs?: number } = {}): Promise<T> {
+    async transaction<T>(
+      work: (tx: Queryable) => Promise<T>,
+      options: { statementTimeoutMs?: number } = {},
+    ): Promise<T> {
       const timeout = options.statementTimeoutMs;
-      if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout > 0)) throw new Error(`invalid statement timeout ${timeout}`);
+      if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout > 0))
+        throw new Error(`invalid statement timeout ${timeout}`);
       const client = await checkOut(pool);
       let broken = false;
       try {

@@ -39,7 +39,9 @@ export async function maintainEmbedded(db: Db): Promise<MaintenanceRound> {
   // PGlite collects the statistics but flushes them only when asked.
   await db.query('SELECT pg_stat_force_next_flush()');
   const round: MaintenanceRound = { vacuumed: [], analyzed: [], database: false };
-  const { rows: [wrap] } = await db.query<{ due: boolean }>(
+  const {
+    rows: [wrap],
+  } = await db.query<{ due: boolean }>(
     `SELECT age(datfrozenxid) > ${setting('autovacuum_freeze_max_age')} AS due FROM pg_database WHERE datname = current_database()`,
   );
   if (wrap?.due) {

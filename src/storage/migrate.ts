@@ -30,7 +30,9 @@ export async function migrate(db: Db, migrations: Migration[] = allMigrations): 
     await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await tx.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version');
+    const { rows } = await tx.query<{ version: number; name: string }>(
+      'SELECT version, name FROM schema_migrations ORDER BY version',
+    );
     for (const row of rows) {
       const known = migrations.find((m) => m.version === row.version);
       if (known && known.name !== row.name) throw new IncompatibleSchemaError(row.version, row.name, known.name);
@@ -40,7 +42,10 @@ export async function migrate(db: Db, migrations: Migration[] = allMigrations): 
     for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
       if (done.has(migration.version)) continue;
       for (const statement of splitStatements(migration.sql)) await tx.query(statement);
-      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
       applied.push(migration.version);
     }
     return applied;

@@ -11,10 +11,10 @@ import type { PgliteWire } from './pglite-socket.js';
 const SESSION_RESET = Buffer.concat([serialize.sync(), serialize.query('ROLLBACK; DEALLOCATE ALL')]);
 
 /** The SQLSTATE PostgreSQL gives a statement that exceeds its stack (statement_too_complex). */
-export const STATEMENT_TOO_COMPLEX = '54001';
+const STATEMENT_TOO_COMPLEX = '54001';
 
 /** The error of an exchange that overflowed the JavaScript stack inside PGlite. */
-export class EmbeddedStackOverflow extends Error {
+class EmbeddedStackOverflow extends Error {
   readonly code = STATEMENT_TOO_COMPLEX;
   constructor(cause: unknown) {
     super('stack depth limit exceeded in the embedded database', { cause });
@@ -56,7 +56,10 @@ export class EmbeddedBudget {
 
   /** Runs one synchronous step of PostgreSQL under the deadline of the current exchange, if one is armed. */
   watch(step: () => void): void {
-    if (this.deadline === Infinity) return step();
+    if (this.deadline === Infinity) {
+      step();
+      return;
+    }
     const original = Object.getOwnPropertyDescriptor(performance, 'now');
     const read = performance.now.bind(performance);
     // Only PostgreSQL's clock reads run while the step does (it is synchronous), so nothing else sees this clock.

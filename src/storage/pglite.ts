@@ -8,19 +8,20 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import { EMBEDDED_CACHE_MIB, MiB } from '../config/schema.js';
 import { ACCESS_EPOCH_CHANNEL, SessionAccessEpoch } from './access-decisions.js';
-import { poolDb, SESSION_SETTINGS, type Db, type StatementBudget } from './db.js';
+import { type Db, poolDb, SESSION_SETTINGS, type StatementBudget } from './db.js';
 import { PgliteSocket, type PgliteWire } from './pglite-socket.js';
-import { EMBEDDED_BUDGET_SETTINGS, localWire, type EmbeddedBudget } from './pglite-wire.js';
+import { EMBEDDED_BUDGET_SETTINGS, type EmbeddedBudget, localWire } from './pglite-wire.js';
 
 // auto_explain times the statements of a budgeted transaction (pglite-wire.ts, EmbeddedBudget).
-export const pgliteExtensions = { pg_trgm, auto_explain };
+const pgliteExtensions = { pg_trgm, auto_explain };
 
 /**
  * Opens (creating when absent) a PGlite database in `dataDir`, or in memory when `dataDir` is undefined, with a page
  * cache (shared_buffers) of `cacheMiB` (PGlite's default, 128 MiB, when undefined).
  */
 export async function createPglite(dataDir?: string, cacheMiB?: number): Promise<PGlite> {
-  const startParams = cacheMiB === undefined ? {} : { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${cacheMiB}MB`] };
+  const startParams =
+    cacheMiB === undefined ? {} : { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${cacheMiB}MB`] };
   return PGlite.create({ dataDir, extensions: pgliteExtensions, ...startParams });
 }
 
@@ -130,7 +131,7 @@ export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
 }
 
 /** The statement budget on PGlite: statement_timeout would be ignored (pglite-wire.ts, EmbeddedBudget). */
-export const embeddedBudget = (budget: EmbeddedBudget): StatementBudget => ({
+const embeddedBudget = (budget: EmbeddedBudget): StatementBudget => ({
   begin: () => `BEGIN; ${EMBEDDED_BUDGET_SETTINGS}`,
   arm: (ms) => budget.arm(ms),
   disarm: () => budget.disarm(),

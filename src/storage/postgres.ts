@@ -1,7 +1,7 @@
 // The PostgreSQL server backend (DATABASE_URL).
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import { poolDb, SESSION_SETTINGS, type Db } from './db.js';
+import { type Db, poolDb, SESSION_SETTINGS } from './db.js';
 import { defaultReadLanes, ReadLanes } from './read-lanes.js';
 
 /**
@@ -21,13 +21,25 @@ export function defaultPoolSize(cores = availableParallelism()): number {
  * clears a timer at every check-in, and a connection opened again has to prepare every statement again; a pool of
  * at most 10 connections is small enough to keep open.
  */
-export const poolOptions = (url: string, size: number): pg.PoolConfig => ({ connectionString: url, max: size, idleTimeoutMillis: 0, options: sessionOptions() });
+export const poolOptions = (url: string, size: number): pg.PoolConfig => ({
+  connectionString: url,
+  max: size,
+  idleTimeoutMillis: 0,
+  options: sessionOptions(),
+});
 
 /** The connection option that applies SESSION_SETTINGS to every session of a pool, from its start. */
-export const sessionOptions = (): string => Object.entries(SESSION_SETTINGS).map(([k, v]) => `-c ${k}=${v}`).join(' ');
+const sessionOptions = (): string =>
+  Object.entries(SESSION_SETTINGS)
+    .map(([k, v]) => `-c ${k}=${v}`)
+    .join(' ');
 
 /** The database on a PostgreSQL server: a pool of `poolSize` connections, and `readLanes` pipelined ones for short reads. */
-export async function openPostgres(url: string, poolSize = defaultPoolSize(), readLanes = defaultReadLanes(availableParallelism())): Promise<Db> {
+export async function openPostgres(
+  url: string,
+  poolSize = defaultPoolSize(),
+  readLanes = defaultReadLanes(availableParallelism()),
+): Promise<Db> {
   const pool = new pg.Pool(poolOptions(url, poolSize));
   // An idle client that errors (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});

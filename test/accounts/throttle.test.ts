@@ -3,7 +3,7 @@
 // loopback address (Linux routes all of 127/8 to the loopback interface).
 import { request as httpRequest } from 'node:http';
 import { expect, it } from 'vitest';
-import { describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
 interface Answer {
   status: number;
@@ -17,13 +17,24 @@ function postFrom(h: Harness, from: string, path: string, body: unknown): Promis
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: hostname, port, path, method: 'POST', localAddress: from, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+      {
+        host: hostname,
+        port,
+        path,
+        method: 'POST',
+        localAddress: from,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (text += chunk));
         res.on('end', () =>
-          resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'] as string | undefined, json: text ? JSON.parse(text) : undefined }),
+          resolve({
+            status: res.statusCode!,
+            retryAfter: res.headers['retry-after'] as string | undefined,
+            json: text ? JSON.parse(text) : undefined,
+          }),
         );
       },
     );
@@ -35,7 +46,12 @@ function postFrom(h: Harness, from: string, path: string, body: unknown): Promis
 const login = (h: Harness, from: string, identifier: string, password: string) =>
   postFrom(h, from, '/token', { type: 'Token', uniqueUserIdentifier: identifier, password });
 const changePassword = (h: Harness, from: string, identifier: string, currentPassword: string, newPassword: string) =>
-  postFrom(h, from, '/change-password', { type: 'ActionChangePassword', uniqueUserIdentifier: identifier, currentPassword, newPassword });
+  postFrom(h, from, '/change-password', {
+    type: 'ActionChangePassword',
+    uniqueUserIdentifier: identifier,
+    currentPassword,
+    newPassword,
+  });
 
 /** A fresh client address for every call, so that the address counters stay out of an identifier's test. */
 let nextAddress = 0;
@@ -80,7 +96,8 @@ describeBackends('credential throttle', (h) => {
   it('per address: 10 failures on any identifiers make every attempt from it wait; other addresses are unaffected', async () => {
     const user = await userWithToken(h(), 'bystander@throttle.dev', 'bystander-secret');
     const attacker = fresh();
-    for (let i = 0; i < 10; i++) expect((await login(h(), attacker, `guess-${i}@throttle.dev`, 'wrong')).status).toBe(401);
+    for (let i = 0; i < 10; i++)
+      expect((await login(h(), attacker, `guess-${i}@throttle.dev`, 'wrong')).status).toBe(401);
     expectThrottled(await login(h(), attacker, user.identifier, user.password), h(), 1);
     expect((await login(h(), fresh(), user.identifier, user.password)).status).toBe(201);
     h().clock.advance(1);
@@ -112,7 +129,8 @@ describeBackends('credential throttle', (h) => {
 
   it('counts failed change-password attempts with failed log-ins, and refuses before checking the password', async () => {
     const user = await userWithToken(h(), 'changer@throttle.dev', 'changer-secret');
-    for (let i = 0; i < 3; i++) expect((await changePassword(h(), fresh(), user.identifier, 'wrong', 'next-secret')).status).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect((await changePassword(h(), fresh(), user.identifier, 'wrong', 'next-secret')).status).toBe(401);
     for (let i = 0; i < 2; i++) expect((await login(h(), fresh(), user.identifier, 'wrong')).status).toBe(401);
     expectThrottled(await changePassword(h(), fresh(), user.identifier, user.password, 'next-secret'), h(), 1);
     expectThrottled(await login(h(), fresh(), user.identifier, user.password), h(), 1);
@@ -131,7 +149,8 @@ describeBackends('credential throttle', (h) => {
     // Counting starts again: four more failures are free.
     for (let i = 0; i < 4; i++) expect((await login(h(), fresh(), user.identifier, 'wrong')).status).toBe(401);
     expect((await login(h(), fresh(), user.identifier, user.password)).status).toBe(201);
-    const count = async () => (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM credential_failures')).rows[0]!.n;
+    const count = async () =>
+      (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM credential_failures')).rows[0]!.n;
     expect(await count()).toBeGreaterThan(0);
     h().clock.advance(901);
     expect(await h().services.accounts.forgetOldCredentialFailures()).toBeGreaterThan(0);
@@ -139,11 +158,15 @@ describeBackends('credential throttle', (h) => {
   });
 });
 
-describeBackends('credential throttle disabled', (h) => {
-  it('answers every wrong password with 401 and the right one with 201', async () => {
-    const user = await userWithToken(h(), 'free@throttle.dev', 'free-secret');
-    for (let i = 0; i < 30; i++) expect((await login(h(), '127.0.0.1', user.identifier, 'wrong')).status).toBe(401);
-    expect((await login(h(), '127.0.0.1', user.identifier, user.password)).status).toBe(201);
-    expect((await h().db.query('SELECT 1 FROM credential_failures')).rows).toHaveLength(0);
-  });
-}, { settings: { login: { throttle: { enabled: false } } } });
+describeBackends(
+  'credential throttle disabled',
+  (h) => {
+    it('answers every wrong password with 401 and the right one with 201', async () => {
+      const user = await userWithToken(h(), 'free@throttle.dev', 'free-secret');
+      for (let i = 0; i < 30; i++) expect((await login(h(), '127.0.0.1', user.identifier, 'wrong')).status).toBe(401);
+      expect((await login(h(), '127.0.0.1', user.identifier, user.password)).status).toBe(201);
+      expect((await h().db.query('SELECT 1 FROM credential_failures')).rows).toHaveLength(0);
+    });
+  },
+  { settings: { login: { throttle: { enabled: false } } } },
+);

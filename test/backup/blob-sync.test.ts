@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { syncPlaced, type Placed } from '../../src/backup/blob-copy.js';
+import { type Placed, syncPlaced } from '../../src/backup/blob-copy.js';
 
 describe('syncPlaced', () => {
   let root: string;

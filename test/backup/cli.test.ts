@@ -46,7 +46,9 @@ for (const backend of backendsUnderTest()) {
     it('backup:load loads the reference dataset, reporting progress and warnings on stderr', async () => {
       const io = captureIO();
       expect(await main(['backup:load', REFERENCE], env, io)).toBe(0);
-      expect(io.stdout.join('\n')).toMatch(/^Loaded 782 nodes, 1606 relations, 0 files, 82 users and 89 tokens in [\d.]+ s \(\d+ elements\/s\), with 4 warning\(s\)\.$/);
+      expect(io.stdout.join('\n')).toMatch(
+        /^Loaded 782 nodes, 1606 relations, 0 files, 82 users and 89 tokens in [\d.]+ s \(\d+ elements\/s\), with 4 warning\(s\)\.$/,
+      );
       const stderr = io.stderr.join('\n');
       expect(stderr).toMatch(/^loading: 2,388 elements in [\d.]+ s/m);
       expect(stderr).toContain('warning: node/security/edgeCase/tokenWithNoOwner/token.json: token has no owning user');
@@ -61,7 +63,9 @@ for (const backend of backendsUnderTest()) {
       const broken = await writeBackup({ 'node/data.json': '{"type": "Data",' });
       const forced = captureIO();
       expect(await main(['backup:load', broken, '--force'], env, forced)).toBe(1);
-      expect(forced.stderr.join('\n')).toContain('backup:load: invalid backup, nothing was loaded: node/data.json: not valid JSON');
+      expect(forced.stderr.join('\n')).toContain(
+        'backup:load: invalid backup, nothing was loaded: node/data.json: not valid JSON',
+      );
 
       const usage = captureIO();
       expect(await main(['backup:load'], env, usage)).toBe(2);
@@ -91,8 +95,8 @@ describe('progress output', () => {
     progress.note('warning: something');
     progress.tick(5);
     progress.done();
-    expect(lines[0]).toMatch(/^loading \[-{24}\]   0% 0\/10 elements/);
-    expect(lines[1]).toMatch(/^\x1b\[1A\x1b\[2Kloading \[#{12}-{12}\]  50% 5\/10 elements, [\d,]+\/s$/);
+    expect(lines[0]).toMatch(/^loading \[-{24}\] {3}0% 0\/10 elements/);
+    expect(lines[1]).toMatch(/^\x1b\[1A\x1b\[2Kloading \[#{12}-{12}\] {2}50% 5\/10 elements, [\d,]+\/s$/);
     expect(lines[2]).toBe('warning: something');
     expect(lines[3]).toMatch(/^loading \[#{24}\] 100% 10\/10/); // after a note: a new line, not over the note
     expect(lines[4]).toMatch(/^\x1b\[1A\x1b\[2Kloading: 10 elements in [\d.]+ s/);
@@ -104,6 +108,9 @@ describe('progress output', () => {
     progress.start('validating', 4);
     progress.tick(2);
     progress.done();
-    expect(lines).toEqual([expect.stringMatching(/^validating: 2\/4 elements, [\d,]+\/s \(50%\)$/), expect.stringMatching(/^validating: 2 elements in/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(/^validating: 2\/4 elements, [\d,]+\/s \(50%\)$/),
+      expect.stringMatching(/^validating: 2 elements in/),
+    ]);
   });
 });

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
-import type { CommandIO } from '../../src/cli/io.js';
 import { createBackup } from '../../src/backup/create.js';
-import { loadBackup, type LoadOptions } from '../../src/backup/load.js';
+import { type LoadOptions, loadBackup } from '../../src/backup/load.js';
+import type { CommandIO } from '../../src/cli/io.js';
 import type { Queryable } from '../../src/storage/db.js';
 import type { Harness } from '../helpers/harness.js';
 
@@ -25,7 +25,12 @@ function referenceDataset(): string {
   if (process.env.TRELLIS_REFERENCE_DATASET) return process.env.TRELLIS_REFERENCE_DATASET;
   const target = mkdtempSync(join(tmpdir(), 'trellis-reference-'));
   created.push(target);
-  execFileSync('tar', ['-xzf', fileURLToPath(new URL('../fixtures/reference-dataset.tar.gz', import.meta.url)), '-C', target]);
+  execFileSync('tar', [
+    '-xzf',
+    fileURLToPath(new URL('../fixtures/reference-dataset.tar.gz', import.meta.url)),
+    '-C',
+    target,
+  ]);
   return join(target, 'reference-dataset');
 }
 
@@ -72,12 +77,19 @@ export async function counts(q: Queryable) {
   return rows[0]!;
 }
 
-export function loadContext(h: Harness) {
-  return { db: h.db, blobs: h.services.blobs, identifierKey: h.config.settings.register.uniqueIdentifier, now: h.clock.now() };
+function loadContext(h: Harness) {
+  return {
+    db: h.db,
+    blobs: h.services.blobs,
+    identifierKey: h.config.settings.register.uniqueIdentifier,
+    now: h.clock.now(),
+  };
 }
 
-export const loadInto = (h: Harness, dir: string, options: LoadOptions = {}) => loadBackup(loadContext(h), dir, options);
-export const createFrom = (h: Harness, dir: string) => createBackup({ db: h.db, blobs: h.services.blobs, now: h.clock.now() }, dir);
+export const loadInto = (h: Harness, dir: string, options: LoadOptions = {}) =>
+  loadBackup(loadContext(h), dir, options);
+export const createFrom = (h: Harness, dir: string) =>
+  createBackup({ db: h.db, blobs: h.services.blobs, now: h.clock.now() }, dir);
 
 export async function tempDir(prefix = 'trellis-backup-test-'): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
@@ -90,10 +102,16 @@ export async function writeBackup(files: Record<string, unknown>, summary?: Reco
   const dir = await tempDir();
   const nodes = Object.keys(files).filter((p) => p.startsWith('node/')).length;
   const relations = Object.keys(files).filter((p) => p.startsWith('relation/')).length;
-  const all: Record<string, unknown> = { 'summary.json': summary ?? { nodeCount: nodes, relationCount: relations, fileCount: 0, version: 'dev' }, ...files };
+  const all: Record<string, unknown> = {
+    'summary.json': summary ?? { nodeCount: nodes, relationCount: relations, fileCount: 0, version: 'dev' },
+    ...files,
+  };
   for (const [path, value] of Object.entries(all)) {
     await mkdir(dirname(join(dir, path)), { recursive: true });
-    await writeFile(join(dir, path), typeof value === 'string' || Buffer.isBuffer(value) ? value : JSON.stringify(value, null, 2));
+    await writeFile(
+      join(dir, path),
+      typeof value === 'string' || Buffer.isBuffer(value) ? value : JSON.stringify(value, null, 2),
+    );
   }
   return dir;
 }
@@ -102,7 +120,15 @@ export async function writeBackup(files: Record<string, unknown>, summary?: Reco
 export function captureIO(interactive = false): CommandIO & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];
   const stderr: string[] = [];
-  return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l), interactive, cwd: process.cwd(), confirm: async () => false };
+  return {
+    stdout,
+    stderr,
+    out: (l) => stdout.push(l),
+    err: (l) => stderr.push(l),
+    interactive,
+    cwd: process.cwd(),
+    confirm: async () => false,
+  };
 }
 
 /** Every file below `dir` (relative path -> bytes), for comparing two backups. */

@@ -1,11 +1,19 @@
 // Compatibility with the reference dataset: it loads on both backends, its users log in, its tokens authenticate
 // or not according to their state, and its security scenarios behave as DESIGN.md's access model says.
 import { beforeAll, expect, it } from 'vitest';
+import type { LoadReport } from '../../src/backup/load.js';
 import { isoTime } from '../../src/domain/values.js';
 import { permittedIds } from '../../src/storage/queries/access.js';
 import { describeBackends } from '../helpers/harness.js';
-import { ANONYMOUS_USER_UUID, counts, loadInto, ref, REFERENCE, referenceElements, type FixtureElement } from './helpers.js';
-import type { LoadReport } from '../../src/backup/load.js';
+import {
+  ANONYMOUS_USER_UUID,
+  counts,
+  type FixtureElement,
+  loadInto,
+  REFERENCE,
+  ref,
+  referenceElements,
+} from './helpers.js';
 
 const S = 'node/security';
 const R = 'relation/security';
@@ -13,7 +21,11 @@ const bearer = (token: FixtureElement) => token.data.token as string;
 
 /** Tokens that authenticate: ACTIVE, not expired, owned (OWNS) by exactly one User. */
 function owningUsers(token: FixtureElement): string[] {
-  const users = new Set(referenceElements().filter((e) => e.type === 'User').map((e) => e.id));
+  const users = new Set(
+    referenceElements()
+      .filter((e) => e.type === 'User')
+      .map((e) => e.id),
+  );
   return referenceElements()
     .filter((e) => e.type === 'OWNS' && e.end === token.id && users.has(e.start!))
     .map((e) => e.start!);
@@ -29,7 +41,8 @@ describeBackends(
       report = await loadInto(h(), REFERENCE);
     });
 
-    const get = (path: string, token?: FixtureElement) => h().request('GET', path, token ? { token: bearer(token) } : {});
+    const get = (path: string, token?: FixtureElement) =>
+      h().request('GET', path, token ? { token: bearer(token) } : {});
     const expectRead = async (token: FixtureElement, element: FixtureElement, status: 200 | 404) => {
       const res = await get(`/${element.id}`, token);
       expect(res.status, `${token.path} GET ${element.path}`).toBe(status);
@@ -62,14 +75,19 @@ describeBackends(
             OR data ? 'created' OR data ? 'updated'`,
       );
       expect(rows[0]!.n).toBe(0);
-      const hashes = await h().db.query<{ id: string; password_hash: string }>('SELECT id, password_hash FROM users WHERE password_hash IS NOT NULL ORDER BY id');
+      const hashes = await h().db.query<{ id: string; password_hash: string }>(
+        'SELECT id, password_hash FROM users WHERE password_hash IS NOT NULL ORDER BY id',
+      );
       const expected = referenceElements()
         .filter((e) => e.type === 'User' && e.data._passwordHash)
         .map((e) => ({ id: e.id, password_hash: e.data._passwordHash }))
         .sort((a, b) => (a.id < b.id ? -1 : 1));
       expect(hashes.rows).toEqual(expected);
       const token = ref(`${S}/tokenState/token-active`);
-      const stored = await h().db.query<{ hash: string; state: string; expires: Date | null }>('SELECT hash, state, expires FROM tokens WHERE id = $1', [token.id]);
+      const stored = await h().db.query<{ hash: string; state: string; expires: Date | null }>(
+        'SELECT hash, state, expires FROM tokens WHERE id = $1',
+        [token.id],
+      );
       expect(stored.rows).toEqual([{ hash: token.data.hash, state: 'ACTIVE', expires: null }]);
     });
 
@@ -114,7 +132,9 @@ describeBackends(
     });
 
     it('authenticates every ACTIVE token that has one owner, as that owner', async () => {
-      const tokens = referenceElements().filter((e) => e.type === 'Token' && e.data.state === 'ACTIVE' && owningUsers(e).length === 1);
+      const tokens = referenceElements().filter(
+        (e) => e.type === 'Token' && e.data.state === 'ACTIVE' && owningUsers(e).length === 1,
+      );
       expect(tokens.length).toBe(87);
       for (const token of tokens) {
         const me = await get('/me', token);
@@ -136,7 +156,12 @@ describeBackends(
     });
 
     it('answers 401 for the REVOKED and EXPIRED tokens and for tokens without exactly one owning user', async () => {
-      for (const path of [`${S}/tokenState/token-revoked`, `${S}/tokenState/token-expired`, `${S}/edgeCase/tokenWithNoOwner/token`, `${S}/edgeCase/tokenWithTwoOwners/token`]) {
+      for (const path of [
+        `${S}/tokenState/token-revoked`,
+        `${S}/tokenState/token-expired`,
+        `${S}/edgeCase/tokenWithNoOwner/token`,
+        `${S}/edgeCase/tokenWithTwoOwners/token`,
+      ]) {
         const token = ref(path);
         const me = await get('/me', token);
         expect(me.status, path).toBe(401);
@@ -158,14 +183,20 @@ describeBackends(
       expect((await h().request('GET', `/${ref(`${S}/tokenState/data`).id}`)).status).toBe(404);
       await expectRead(ref(`${S}/tokenState/token-active`), data, 404);
       // The anonymous user also logs in with its password.
-      const login = await h().request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: 'anonymous-user@localhost.dev', password: '1234' } });
+      const login = await h().request('POST', '/token', {
+        body: { type: 'Token', uniqueUserIdentifier: 'anonymous-user@localhost.dev', password: '1234' },
+      });
       expect(login.status).toBe(201);
     });
 
     it('general.ownershipModel: a user reaches data owned by a group of a group it is in', async () => {
       const user = ref('node/general/ownershipModel/user');
-      const login = await h().request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: user.data.email, password: user.data.password } });
-      const res = await h().request('GET', `/${ref('node/general/ownershipModel/data').id}`, { token: login.json.token });
+      const login = await h().request('POST', '/token', {
+        body: { type: 'Token', uniqueUserIdentifier: user.data.email, password: user.data.password },
+      });
+      const res = await h().request('GET', `/${ref('node/general/ownershipModel/data').id}`, {
+        token: login.json.token,
+      });
       expect(res.status).toBe(200);
       expect(res.json.data.scenario).toBe('general.ownershipModel');
     });
@@ -175,7 +206,11 @@ describeBackends(
       await expectRead(ref(`${b}/noConnection/token`), ref(`${b}/noConnection/data`), 404);
       await expectRead(ref(`${b}/noConnection/token`), ref(`${b}/noConnection/user`), 200); // its own User node
       await expectRead(ref(`${b}/noRelevantConnection/token`), ref(`${b}/noRelevantConnection/data`), 404);
-      await expectRead(ref(`${b}/noRelevantConnection/token`), ref(`${R}/basic/noRelevantConnection/some-relation`), 404);
+      await expectRead(
+        ref(`${b}/noRelevantConnection/token`),
+        ref(`${R}/basic/noRelevantConnection/some-relation`),
+        404,
+      );
       await expectRead(ref(`${b}/directedOwnsRelation/token1`), ref(`${b}/directedOwnsRelation/data1`), 200);
       await expectRead(ref(`${b}/directedOwnsRelation/token1`), ref(`${b}/directedOwnsRelation/data2`), 200);
       await expectRead(ref(`${b}/directedOwnsRelation/token2`), ref(`${b}/directedOwnsRelation/data2`), 200);
@@ -183,13 +218,26 @@ describeBackends(
       // DESIGN.md: an access-granting relation is readable by the owners of its end, even without READ on its start.
       await expectRead(ref(`${b}/directedOwnsRelation/token2`), ref(`${R}/basic/directedOwnsRelation/owns2`), 200);
       await expectRead(ref(`${b}/immediateNodeOwnership/token`), ref(`${b}/immediateNodeOwnership/data`), 200);
-      await expectRead(ref(`${b}/immediateRelationOwnership/token`), ref(`${R}/basic/immediateRelationOwnership/relationship`), 200);
+      await expectRead(
+        ref(`${b}/immediateRelationOwnership/token`),
+        ref(`${R}/basic/immediateRelationOwnership/relationship`),
+        200,
+      );
       const missing = `${b}/missingAccessToStartOrEndNode`;
       await expectRead(ref(`${missing}/token`), ref(`${missing}/data1`), 200);
-      for (const other of [`${missing}/data2`, `${missing}/data3`, `${R}/basic/missingAccessToStartOrEndNode/relationship1`, `${R}/basic/missingAccessToStartOrEndNode/relationship2`])
+      for (const other of [
+        `${missing}/data2`,
+        `${missing}/data3`,
+        `${R}/basic/missingAccessToStartOrEndNode/relationship1`,
+        `${R}/basic/missingAccessToStartOrEndNode/relationship2`,
+      ])
         await expectRead(ref(`${missing}/token`), ref(other), 404);
       await expectRead(ref(`${b}/pathNodeOwnership/token`), ref(`${b}/pathNodeOwnership/data3`), 200);
-      await expectRead(ref(`${b}/pathRelationOwnership/token`), ref(`${R}/basic/pathRelationOwnership/relationship`), 200);
+      await expectRead(
+        ref(`${b}/pathRelationOwnership/token`),
+        ref(`${R}/basic/pathRelationOwnership/relationship`),
+        200,
+      );
       await expectRead(ref(`${b}/pathRelationOwnership/token`), ref(`${b}/pathRelationOwnership/data6`), 200);
     });
 
@@ -197,17 +245,31 @@ describeBackends(
       for (const group of ['singleGroup', 'multipleGroups']) {
         const g = `${S}/${group}`;
         await expectRead(ref(`${g}/immediateNodeOwnership/token`), ref(`${g}/immediateNodeOwnership/data`), 200);
-        await expectRead(ref(`${g}/immediateRelationOwnership/token`), ref(`${R}/${group}/immediateRelationOwnership/relationship`), 200);
+        await expectRead(
+          ref(`${g}/immediateRelationOwnership/token`),
+          ref(`${R}/${group}/immediateRelationOwnership/relationship`),
+          200,
+        );
         await expectRead(ref(`${g}/pathNodeOwnership/token`), ref(`${g}/pathNodeOwnership/data3`), 200);
-        await expectRead(ref(`${g}/pathRelationOwnership/token`), ref(`${R}/${group}/pathRelationOwnership/relationship`), 200);
+        await expectRead(
+          ref(`${g}/pathRelationOwnership/token`),
+          ref(`${R}/${group}/pathRelationOwnership/relationship`),
+          200,
+        );
         // Ownership through groups is full ownership: update and delete too.
         const userId = owningUsers(ref(`${g}/pathNodeOwnership/token`))[0]!;
         const data3 = ref(`${g}/pathNodeOwnership/data3`).id;
-        for (const perm of ['UPDATE', 'DELETE'] as const) expect(await permittedIds(h().db, userId, perm, [data3])).toEqual(new Set([data3]));
+        for (const perm of ['UPDATE', 'DELETE'] as const)
+          expect(await permittedIds(h().db, userId, perm, [data3])).toEqual(new Set([data3]));
       }
       const m = `${S}/mixedGroupOwnership`;
-      for (const data of ['data1', 'data2', 'data3']) await expectRead(ref(`${m}/mixedNodeOwnership/token`), ref(`${m}/mixedNodeOwnership/${data}`), 200);
-      await expectRead(ref(`${m}/mixedRelationOwnership/token`), ref(`${R}/mixedGroupOwnership/mixedRelationOwnership/relationship`), 200);
+      for (const data of ['data1', 'data2', 'data3'])
+        await expectRead(ref(`${m}/mixedNodeOwnership/token`), ref(`${m}/mixedNodeOwnership/${data}`), 200);
+      await expectRead(
+        ref(`${m}/mixedRelationOwnership/token`),
+        ref(`${R}/mixedGroupOwnership/mixedRelationOwnership/relationship`),
+        200,
+      );
     });
 
     it('security.limitedAccess.readAccess: HAS_READ_ACCESS (direct, through a group, through nested groups) reads but does not write', async () => {
@@ -218,8 +280,12 @@ describeBackends(
       for (const n of [1, 2, 3]) await expectRead(token, ref(`${R}/limitedAccess/readAccess/relationship${n}`), 200);
       const userId = owningUsers(token)[0]!;
       const ids = readable.map((d) => d.id);
-      for (const perm of ['UPDATE', 'DELETE', 'CREATE'] as const) expect(await permittedIds(h().db, userId, perm, ids)).toEqual(new Set());
-      const patch = await h().request('PATCH', `/${ref(`${r}/data1`).id}`, { token: bearer(token), body: { name: 'changed' } });
+      for (const perm of ['UPDATE', 'DELETE', 'CREATE'] as const)
+        expect(await permittedIds(h().db, userId, perm, ids)).toEqual(new Set());
+      const patch = await h().request('PATCH', `/${ref(`${r}/data1`).id}`, {
+        token: bearer(token),
+        body: { name: 'changed' },
+      });
       expect(patch.status).toBe(404);
       expect((await get(`/${ref(`${r}/data1`).id}`, token)).json.data.name).toBe('Data 1');
     });
@@ -236,7 +302,9 @@ describeBackends(
         const userId = owningUsers(token)[0]!;
         // Users 1 and 3 own data1 directly, 6 and 7 through group 3 (7 via group 4); 2, 4 and 5 only read.
         const owner = [1, 3, 6, 7].includes(n);
-        expect(await permittedIds(h().db, userId, 'UPDATE', [data1!.id]), `user ${n}`).toEqual(owner ? new Set([data1!.id]) : new Set());
+        expect(await permittedIds(h().db, userId, 'UPDATE', [data1!.id]), `user ${n}`).toEqual(
+          owner ? new Set([data1!.id]) : new Set(),
+        );
         expect(await permittedIds(h().db, userId, 'SEARCH', [data1!.id, data3!.id])).toEqual(new Set([data1!.id]));
       }
     });
@@ -260,7 +328,9 @@ describeBackends(
       let checked = 0;
       let folders = 0;
       for (const [folder, elements] of byFolder) {
-        const token = elements.find((e) => e.type === 'Token' && e.data.state === 'ACTIVE' && owningUsers(e).length === 1);
+        const token = elements.find(
+          (e) => e.type === 'Token' && e.data.state === 'ACTIVE' && owningUsers(e).length === 1,
+        );
         if (!token) continue;
         const owner = owningUsers(token)[0]!;
         const owned = referenceElements().filter((e) => e.type === 'OWNS' && e.start === owner && e.end !== token.id);

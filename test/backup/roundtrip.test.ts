@@ -1,15 +1,16 @@
 // backup:create: the reference format, one snapshot, and the round trip create -> load -> create.
+
+import { createHash, randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createHash, randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';
-import { FsBlobStore } from '../../src/blob/fs-blob-store.js';
 import { BackupTargetError, createBackup } from '../../src/backup/create.js';
 import { loadBackup } from '../../src/backup/load.js';
+import { FsBlobStore } from '../../src/blob/fs-blob-store.js';
 import { beginSnapshot, dumpPage } from '../../src/storage/queries/backup.js';
 import { describeBackends, freshDatabase } from '../helpers/harness.js';
-import { createFrom, loadInto, readTree, ref, REFERENCE, tempDir } from './helpers.js';
+import { createFrom, loadInto, REFERENCE, readTree, ref, tempDir } from './helpers.js';
 
 describeBackends('backup:create and the round trip', (h) => {
   let first: string;
@@ -19,7 +20,12 @@ describeBackends('backup:create and the round trip', (h) => {
   it('writes the reference format: summary, one file per element, internal data and file bytes', async () => {
     await loadInto(h(), REFERENCE);
     // Attach a file to one element the way the file endpoints store it: bytes in the blob store, metadata in `file`.
-    const meta = { contentLength: bytes.length, extension: 'txt', mimeType: 'text/plain', hash: { sha256: createHash('sha256').update(bytes).digest('hex') } };
+    const meta = {
+      contentLength: bytes.length,
+      extension: 'txt',
+      mimeType: 'text/plain',
+      hash: { sha256: createHash('sha256').update(bytes).digest('hex') },
+    };
     const blob = h().services.blobs.pathOf(fileOwner.id);
     await mkdir(dirname(blob), { recursive: true });
     await writeFile(blob, bytes);
@@ -31,7 +37,13 @@ describeBackends('backup:create and the round trip', (h) => {
     const tree = readTree(first);
     expect(tree.size).toBe(1 + 782 + 1606 + 1);
     const summary = JSON.parse(tree.get('summary.json')!.toString());
-    expect(summary).toMatchObject({ nodeCount: 782, relationCount: 1606, fileCount: 1, version: 'dev', backupVersion: '0.0.28' });
+    expect(summary).toMatchObject({
+      nodeCount: 782,
+      relationCount: 1606,
+      fileCount: 1,
+      version: 'dev',
+      backupVersion: '0.0.28',
+    });
     expect(summary.backupCreated).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
     // Password and token hashes inside: the folder is the owner's alone, every file too.
     expect(statSync(first).mode & 0o777).toBe(0o700);
@@ -51,9 +63,18 @@ describeBackends('backup:create and the round trip', (h) => {
     const token = ref('node/command/token/revoke/issuedWithExpirationDate/token2');
     const tokenJson = JSON.parse(tree.get(`node/${token.id.slice(0, 2)}/${token.id}.json`)!.toString());
     const { token: _plaintext, ...withoutPlaintext } = token.data;
-    expect(tokenJson.data).toEqual({ ...withoutPlaintext, updated: tokenJson.data.updated, created: tokenJson.data.created });
+    expect(tokenJson.data).toEqual({
+      ...withoutPlaintext,
+      updated: tokenJson.data.updated,
+      created: tokenJson.data.created,
+    });
     // Tokens without exactly one owning user never authenticate, and keep their hash all the same.
-    for (const path of ['node/security/tokenState/token-expired', 'node/security/tokenState/token-revoked', 'node/security/edgeCase/tokenWithNoOwner/token', 'node/security/edgeCase/tokenWithTwoOwners/token']) {
+    for (const path of [
+      'node/security/tokenState/token-expired',
+      'node/security/tokenState/token-revoked',
+      'node/security/edgeCase/tokenWithNoOwner/token',
+      'node/security/edgeCase/tokenWithTwoOwners/token',
+    ]) {
       const t = ref(path);
       const json = JSON.parse(tree.get(`node/${t.id.slice(0, 2)}/${t.id}.json`)!.toString());
       expect([json.data.state, json.data.hash]).toEqual([t.data.state, t.data.hash]);
@@ -61,11 +82,18 @@ describeBackends('backup:create and the round trip', (h) => {
 
     const relation = ref('relation/security/tokenState/owns');
     expect(JSON.parse(tree.get(`relation/${relation.id.slice(0, 2)}/${relation.id}.json`)!.toString())).toMatchObject({
-      type: 'OWNS', id: relation.id, start: relation.start, end: relation.end,
+      type: 'OWNS',
+      id: relation.id,
+      start: relation.start,
+      end: relation.end,
     });
 
     const withFile = JSON.parse(tree.get(`node/${fileOwner.id.slice(0, 2)}/${fileOwner.id}.json`)!.toString());
-    expect(withFile.data).toMatchObject({ hasFile: true, file: { contentLength: bytes.length, extension: 'txt' }, created: '2020-01-01T00:00:00+00:00' });
+    expect(withFile.data).toMatchObject({
+      hasFile: true,
+      file: { contentLength: bytes.length, extension: 'txt' },
+      created: '2020-01-01T00:00:00+00:00',
+    });
     expect(tree.get(`file/${fileOwner.id.slice(0, 2)}/${fileOwner.id}`)).toEqual(bytes);
   });
 
@@ -82,7 +110,10 @@ describeBackends('backup:create and the round trip', (h) => {
       await createBackup({ db: second.db, blobs, now: new Date() }, again, { pageSize: 7 });
       const a = readTree(first);
       const b = readTree(again);
-      const summaryOf = (tree: Map<string, Buffer>) => ({ ...JSON.parse(tree.get('summary.json')!.toString()), backupCreated: null });
+      const summaryOf = (tree: Map<string, Buffer>) => ({
+        ...JSON.parse(tree.get('summary.json')!.toString()),
+        backupCreated: null,
+      });
       expect(summaryOf(b)).toEqual(summaryOf(a));
       a.delete('summary.json');
       b.delete('summary.json');
@@ -111,7 +142,10 @@ describeBackends('backup:create and the round trip', (h) => {
       const firstPage = await dumpPage(tx, null, 10);
       // Another connection commits an element that sorts after everything read so far.
       const late = `ffffffff-ffff-4fff-8fff-${randomUUID().slice(-12)}`;
-      await h().db.query(`INSERT INTO elements (id, type, data, created, updated) VALUES ($1, 'Data', '{}', now(), now())`, [late]);
+      await h().db.query(
+        `INSERT INTO elements (id, type, data, created, updated) VALUES ($1, 'Data', '{}', now(), now())`,
+        [late],
+      );
       const rest: string[] = [];
       let page = await dumpPage(tx, firstPage[firstPage.length - 1]!.id, 1000);
       while (page.length > 0) {

@@ -1,6 +1,7 @@
 // backup:load refuses a broken backup before writing anything, and refuses a non-empty database without --force.
-import { existsSync } from 'node:fs';
+
 import { createHash, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { beforeEach, expect, it } from 'vitest';
 import { BackupError } from '../../src/backup/format.js';
 import { DatabaseNotEmptyError, type LoadOptions } from '../../src/backup/load.js';
@@ -19,8 +20,16 @@ function graph() {
   return {
     ids: { user, token, data, owns, ownsToken },
     files: {
-      'node/user.json': { type: 'User', id: user, data: { email: 'a@example.dev', name: 'A', created: '2021-02-03T04:05:06+00:00' } },
-      'node/token.json': { type: 'Token', id: token, data: { token: secret, hash: createHash('sha3-256').update(secret).digest('hex'), state: 'ACTIVE' } },
+      'node/user.json': {
+        type: 'User',
+        id: user,
+        data: { email: 'a@example.dev', name: 'A', created: '2021-02-03T04:05:06+00:00' },
+      },
+      'node/token.json': {
+        type: 'Token',
+        id: token,
+        data: { token: secret, hash: createHash('sha3-256').update(secret).digest('hex'), state: 'ACTIVE' },
+      },
       'node/data.json': { type: 'Data', id: data, data: { name: 'D' } },
       'relation/owns.json': { type: 'OWNS', id: owns, start: user, end: data, data: {} },
       'relation/owns-token.json': { type: 'OWNS', id: ownsToken, start: user, end: token, data: {} },
@@ -29,7 +38,13 @@ function graph() {
   };
 }
 
-async function expectRejected(h: Harness, dir: string, file: string, message: RegExp | string, options: LoadOptions = {}) {
+async function expectRejected(
+  h: Harness,
+  dir: string,
+  file: string,
+  message: RegExp | string,
+  options: LoadOptions = {},
+) {
   const error = await loadInto(h, dir, options).then(
     () => null,
     (e: unknown) => e,
@@ -54,12 +69,22 @@ describeBackends('backup:load validation', (h) => {
     const me = await h().request('GET', '/me', { token: g.secret });
     expect(me.status).toBe(200);
     expect(me.json.id).toBe(g.ids.user);
-    expect(me.json.data).toMatchObject({ email: 'a@example.dev', name: 'A', created: '2021-02-03T04:05:06+00:00', updated: '2021-02-03T04:05:06+00:00' });
+    expect(me.json.data).toMatchObject({
+      email: 'a@example.dev',
+      name: 'A',
+      created: '2021-02-03T04:05:06+00:00',
+      updated: '2021-02-03T04:05:06+00:00',
+    });
   });
 
   it('rejects a file that is not valid JSON, naming it', async () => {
     const g = graph();
-    await expectRejected(h(), await writeBackup({ ...g.files, 'node/data.json': '{"type": "Data", "id": ' }), 'node/data.json', /not valid JSON/);
+    await expectRejected(
+      h(),
+      await writeBackup({ ...g.files, 'node/data.json': '{"type": "Data", "id": ' }),
+      'node/data.json',
+      /not valid JSON/,
+    );
   });
 
   it('rejects missing or malformed fields', async () => {
@@ -68,18 +93,38 @@ describeBackends('backup:load validation', (h) => {
       ['node/data.json', { type: 'Data', data: {} }, /'id' is missing/],
       ['node/data.json', { id: g.ids.data, data: {} }, /'type' is missing/],
       ['node/data.json', { type: '_Hidden', id: g.ids.data, data: {} }, /starts with '_', which marks it internal/],
-      ['relation/owns.json', { type: '_OWNS', id: g.ids.owns, start: g.ids.user, end: g.ids.data, data: {} }, /starts with '_'/],
+      [
+        'relation/owns.json',
+        { type: '_OWNS', id: g.ids.owns, start: g.ids.user, end: g.ids.data, data: {} },
+        /starts with '_'/,
+      ],
       ['node/data.json', { type: 'Data', id: g.ids.data }, /'data' is missing/],
       ['node/data.json', { type: 'Data', id: 'not-a-uuid', data: {} }, /not a UUID/],
-      ['node/data.json', { type: 'Data', id: g.ids.data, data: { created: 'yesterday' } }, /'created' must be an ISO 8601 timestamp/],
+      [
+        'node/data.json',
+        { type: 'Data', id: g.ids.data, data: { created: 'yesterday' } },
+        /'created' must be an ISO 8601 timestamp/,
+      ],
       ['node/data.json', { type: 'Data', id: g.ids.data, data: { updated: '2020-01-01T00:00:00' } }, /with an offset/],
       ['node/data.json', { type: 'Data', id: g.ids.data, data: { name: 'a\u0000b' } }, /U\+0000/],
-      ['node/data.json', { type: 'Data', id: g.ids.data, start: g.ids.user, end: g.ids.user, data: {} }, /relations belong below relation/],
+      [
+        'node/data.json',
+        { type: 'Data', id: g.ids.data, start: g.ids.user, end: g.ids.user, data: {} },
+        /relations belong below relation/,
+      ],
       ['relation/owns.json', { type: 'OWNS', id: g.ids.owns, start: g.ids.user, data: {} }, /needs 'start' and 'end'/],
       ['node/user.json', { type: 'User', id: g.ids.user, data: { name: 'no email' } }, /identifier property 'email'/],
       ['node/token.json', { type: 'Token', id: g.ids.token, data: { hash: 'abc' } }, /64 hex digits/],
-      ['node/token.json', { type: 'Token', id: g.ids.token, data: { hash: 'a'.repeat(64), state: 'PAUSED' } }, /'state' must be one of/],
-      ['node/token.json', { type: 'Token', id: g.ids.token, data: { state: 'ACTIVE' } }, /a token with an owner needs its 'hash'/],
+      [
+        'node/token.json',
+        { type: 'Token', id: g.ids.token, data: { hash: 'a'.repeat(64), state: 'PAUSED' } },
+        /'state' must be one of/,
+      ],
+      [
+        'node/token.json',
+        { type: 'Token', id: g.ids.token, data: { state: 'ACTIVE' } },
+        /a token with an owner needs its 'hash'/,
+      ],
     ];
     for (const [file, content, message] of cases) {
       const dir = await writeBackup({ ...g.files, [file]: content });
@@ -97,14 +142,23 @@ describeBackends('backup:load validation', (h) => {
       'node/data.json': { type: 'Data', id: g.ids.data, data: { name: 'D', hasFile: true } },
       [`file/${g.ids.data}.txt`]: bytes,
     };
-    const summary = (nodes: number, relations: number) => ({ nodeCount: nodes, relationCount: relations, fileCount: 1 });
+    const summary = (nodes: number, relations: number) => ({
+      nodeCount: nodes,
+      relationCount: relations,
+      fileCount: 1,
+    });
     // Found while reading: the last node file.
     const lateNode = await writeBackup({ ...withFile, 'node/zz.json': '{"type": "Data"' }, summary(4, 2));
     await expectRejected(h(), lateNode, 'node/zz.json', /not valid JSON/, { batchSize: 1 });
     expect(existsSync(h().services.blobs.pathOf(g.ids.data))).toBe(false);
     // Found after reading every file: a relation attached to nothing.
-    const dangling = await writeBackup({ ...withFile, 'relation/zz.json': { type: 'OWNS', id: id(), start: g.ids.user, end: id(), data: {} } }, summary(3, 3));
-    await expectRejected(h(), dangling, 'relation/zz.json', /exists neither in the backup nor in the database/, { batchSize: 1 });
+    const dangling = await writeBackup(
+      { ...withFile, 'relation/zz.json': { type: 'OWNS', id: id(), start: g.ids.user, end: id(), data: {} } },
+      summary(3, 3),
+    );
+    await expectRejected(h(), dangling, 'relation/zz.json', /exists neither in the backup nor in the database/, {
+      batchSize: 1,
+    });
     expect(existsSync(h().services.blobs.pathOf(g.ids.data))).toBe(false);
     // The same backup without the violation loads.
     expect((await loadInto(h(), await writeBackup(withFile, summary(3, 2)), { batchSize: 1 })).files).toBe(1);
@@ -116,7 +170,10 @@ describeBackends('backup:load validation', (h) => {
     const missing = id();
     await expectRejected(
       h(),
-      await writeBackup({ ...g.files, 'relation/owns.json': { type: 'OWNS', id: g.ids.owns, start: g.ids.user, end: missing, data: {} } }),
+      await writeBackup({
+        ...g.files,
+        'relation/owns.json': { type: 'OWNS', id: g.ids.owns, start: g.ids.user, end: missing, data: {} },
+      }),
       'relation/owns.json',
       `its end ${missing} exists neither in the backup nor in the database`,
     );
@@ -134,7 +191,12 @@ describeBackends('backup:load validation', (h) => {
 
   it('rejects a summary whose counts do not match (an incomplete copy) and a folder without summary.json', async () => {
     const g = graph();
-    await expectRejected(h(), await writeBackup(g.files, { nodeCount: 4, relationCount: 2 }), 'summary.json', /'nodeCount' is 4 but the backup holds 3/);
+    await expectRejected(
+      h(),
+      await writeBackup(g.files, { nodeCount: 4, relationCount: 2 }),
+      'summary.json',
+      /'nodeCount' is 4 but the backup holds 3/,
+    );
     const dir = await writeBackup(g.files);
     const { rm } = await import('node:fs/promises');
     await rm(`${dir}/summary.json`);
@@ -170,7 +232,13 @@ describeBackends('backup:load validation', (h) => {
     // File names sort in the opposite order of the chain: every relation is read before the one it attaches to.
     chain.forEach((rid, i) => {
       const on = i === 0 ? g.ids.owns : chain[i - 1]!;
-      files[`relation/chain/${String(chain.length - i).padStart(6, '0')}.json`] = { type: 'NEXT', id: rid, start: on, end: g.ids.data, data: {} };
+      files[`relation/chain/${String(chain.length - i).padStart(6, '0')}.json`] = {
+        type: 'NEXT',
+        id: rid,
+        start: on,
+        end: g.ids.data,
+        data: {},
+      };
     });
     const report = await loadInto(h(), await writeBackup(files));
     expect(report.relations).toBe(2 + chain.length);
@@ -187,7 +255,9 @@ describeBackends('backup:load validation', (h) => {
     });
     const report = await loadInto(h(), dir);
     expect(report.tokens).toBe(0);
-    expect(report.warnings).toEqual(['node/token.json: token has 2 owning users; loaded, but it will not authenticate']);
+    expect(report.warnings).toEqual([
+      'node/token.json: token has 2 owning users; loaded, but it will not authenticate',
+    ]);
     expect((await h().request('GET', '/me', { token: g.secret })).status).toBe(401);
   });
 
@@ -206,7 +276,10 @@ describeBackends('backup:load validation', (h) => {
     expect((await loadInto(h(), attached, { force: true })).relations).toBe(1);
     expect((await counts(h().db)).elements).toBe(7);
 
-    const colliding = await writeBackup({ 'node/a.json': { type: 'Data', id: id(), data: {} }, 'node/b.json': { type: 'Data', id: g.ids.data, data: {} } });
+    const colliding = await writeBackup({
+      'node/a.json': { type: 'Data', id: id(), data: {} },
+      'node/b.json': { type: 'Data', id: g.ids.data, data: {} },
+    });
     for (const batchSize of [1000, 1]) {
       // batchSize 1: node/a.json is written before node/b.json collides, and rolled back.
       const error = await loadInto(h(), colliding, { force: true, batchSize }).catch((e: unknown) => e);
@@ -216,7 +289,9 @@ describeBackends('backup:load validation', (h) => {
       expect((await counts(h().db)).elements).toBe(7);
     }
     const sameUser = await writeBackup({ 'node/u.json': { type: 'User', id: id(), data: { email: 'a@example.dev' } } });
-    await expect(loadInto(h(), sameUser, { force: true })).rejects.toThrow(/node\/u.json: a user with the identifier "a@example.dev" already exists/);
+    await expect(loadInto(h(), sameUser, { force: true })).rejects.toThrow(
+      /node\/u.json: a user with the identifier "a@example.dev" already exists/,
+    );
     expect((await counts(h().db)).elements).toBe(7);
   });
 
@@ -241,7 +316,10 @@ describeBackends('backup:load validation', (h) => {
 
     const report = await loadInto(h(), await writeBackup(withFile(meta), summary));
     expect(report.files).toBe(1);
-    const { rows } = await h().db.query<{ file: unknown; data: unknown }>('SELECT file, data FROM elements WHERE id = $1', [g.ids.data]);
+    const { rows } = await h().db.query<{ file: unknown; data: unknown }>(
+      'SELECT file, data FROM elements WHERE id = $1',
+      [g.ids.data],
+    );
     expect(rows[0]).toEqual({ file: meta, data: { name: 'D' } });
     const { readFile } = await import('node:fs/promises');
     expect(await readFile(h().services.blobs.pathOf(g.ids.data))).toEqual(bytes);
@@ -249,20 +327,41 @@ describeBackends('backup:load validation', (h) => {
 
   it('derives file metadata from the bytes when the backup has none, and drops metadata without bytes', async () => {
     const g = graph();
-    const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201ffa3c2f7a30000000049454e44ae426082', 'hex');
+    const png = Buffer.from(
+      '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201ffa3c2f7a30000000049454e44ae426082',
+      'hex',
+    );
     const dir = await writeBackup(
       {
         ...g.files,
         [`file/${g.ids.data}.png`]: png,
-        'node/user.json': { type: 'User', id: g.ids.user, data: { email: 'a@example.dev', hasFile: true, file: { contentLength: 1, extension: 'txt', mimeType: 'text/plain' } } },
+        'node/user.json': {
+          type: 'User',
+          id: g.ids.user,
+          data: {
+            email: 'a@example.dev',
+            hasFile: true,
+            file: { contentLength: 1, extension: 'txt', mimeType: 'text/plain' },
+          },
+        },
       },
       { nodeCount: 3, relationCount: 2, fileCount: 1 },
     );
     const report = await loadInto(h(), dir);
-    expect(report.warnings).toEqual([`node/user.json: has file metadata but file/ holds no bytes for ${g.ids.user}; loaded without a file`]);
-    const { rows } = await h().db.query<{ id: string; file: unknown }>('SELECT id, file FROM elements WHERE id = ANY($1::uuid[]) ORDER BY id', [[g.ids.data, g.ids.user]]);
+    expect(report.warnings).toEqual([
+      `node/user.json: has file metadata but file/ holds no bytes for ${g.ids.user}; loaded without a file`,
+    ]);
+    const { rows } = await h().db.query<{ id: string; file: unknown }>(
+      'SELECT id, file FROM elements WHERE id = ANY($1::uuid[]) ORDER BY id',
+      [[g.ids.data, g.ids.user]],
+    );
     const byId = Object.fromEntries(rows.map((r) => [r.id, r.file]));
-    expect(byId[g.ids.data]).toEqual({ contentLength: png.length, extension: 'png', mimeType: 'image/png', hash: { sha256: createHash('sha256').update(png).digest('hex') } });
+    expect(byId[g.ids.data]).toEqual({
+      contentLength: png.length,
+      extension: 'png',
+      mimeType: 'image/png',
+      hash: { sha256: createHash('sha256').update(png).digest('hex') },
+    });
     expect(byId[g.ids.user]).toBeNull();
   });
 });

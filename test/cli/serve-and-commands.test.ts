@@ -21,7 +21,11 @@ async function freePort(): Promise<number> {
 }
 
 async function token(url: string, identifier: string, password: string): Promise<string> {
-  const res = await fetch(`${url}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'Token', uniqueUserIdentifier: identifier, password }) });
+  const res = await fetch(`${url}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'Token', uniqueUserIdentifier: identifier, password }),
+  });
   expect(res.status).toBe(201);
   return ((await res.json()) as { token: string }).token;
 }
@@ -49,7 +53,11 @@ describe('trellis serve (embedded PGlite)', () => {
     const cfg = join(dataDir, 'bad.yaml');
     await writeFile(cfg, 'file:\n  uploadMinChunkSizeInBytes: -1\n');
     const otherPort = await freePort();
-    const res = await runCli(['serve'], { DATA_DIR: join(dataDir, 'other'), PORT: String(otherPort), TRELLIS_CONFIG: cfg });
+    const res = await runCli(['serve'], {
+      DATA_DIR: join(dataDir, 'other'),
+      PORT: String(otherPort),
+      TRELLIS_CONFIG: cfg,
+    });
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('file.uploadMinChunkSizeInBytes');
     await expect(fetch(`http://127.0.0.1:${otherPort}/`)).rejects.toThrow();
@@ -58,7 +66,11 @@ describe('trellis serve (embedded PGlite)', () => {
     expect(check.stderr).toContain('file.uploadMinChunkSizeInBytes');
     const good = await runCli(['config:check'], {});
     expect(good.code).toBe(0);
-    expect(JSON.parse(good.stdout.slice(0, good.stdout.lastIndexOf('}') + 1)).pageSize).toEqual({ min: 5, default: 25, max: 100 });
+    expect(JSON.parse(good.stdout.slice(0, good.stdout.lastIndexOf('}') + 1)).pageSize).toEqual({
+      min: 5,
+      default: 25,
+      max: 100,
+    });
   });
 
   it('a second server on the same DATA_DIR fails fast with a clear message', async () => {
@@ -68,25 +80,48 @@ describe('trellis serve (embedded PGlite)', () => {
   });
 
   it('user:create and token:revoke run through the running server', async () => {
-    const created = await runCli(['user:create', 'cli@example.dev', 'pw-cli-secret', '--name', 'CLI User'], { DATA_DIR: dataDir });
+    const created = await runCli(['user:create', 'cli@example.dev', 'pw-cli-secret', '--name', 'CLI User'], {
+      DATA_DIR: dataDir,
+    });
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
     const id = created.stdout.trim();
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     const t = await token(url, 'cli@example.dev', 'pw-cli-secret');
     const me = await fetch(`${url}/me`, { headers: { authorization: `Bearer ${t}` } });
-    expect(((await me.json()) as { id: string; data: { name: string } })).toMatchObject({ id, data: { name: 'CLI User' } });
+    expect((await me.json()) as { id: string; data: { name: string } }).toMatchObject({
+      id,
+      data: { name: 'CLI User' },
+    });
     const dup = await runCli(['user:create', 'cli@example.dev', 'x'], { DATA_DIR: dataDir });
     expect(dup.code).toBe(1);
     // A password shorter than register.minPasswordLength: a warning, and the user is created all the same.
     const short = await runCli(['user:create', 'cli-short@example.dev', 'short'], { DATA_DIR: dataDir });
-    expect([short.code, short.stderr]).toEqual([0, expect.stringMatching(/^warning: the password is shorter than register\.minPasswordLength \(8 characters\)\n$/)]);
+    expect([short.code, short.stderr]).toEqual([
+      0,
+      expect.stringMatching(/^warning: the password is shorter than register\.minPasswordLength \(8 characters\)\n$/),
+    ]);
     expect(short.stdout.trim()).toMatch(/^[0-9a-f-]{36}$/);
-    for (const [identifier, password] of [['', 'pw'], ['empty-password@example.dev', '']]) {
+    for (const [identifier, password] of [
+      ['', 'pw'],
+      ['empty-password@example.dev', ''],
+    ]) {
       const empty = await runCli(['user:create', identifier, password], { DATA_DIR: dataDir });
-      expect([identifier, empty.code, empty.stderr]).toEqual([identifier, 1, expect.stringMatching(/must be a non-empty string/)]);
+      expect([identifier, empty.code, empty.stderr]).toEqual([
+        identifier,
+        1,
+        expect.stringMatching(/must be a non-empty string/),
+      ]);
     }
-    const users = await fetch(`${url}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'User', uniqueUserIdentifier: 'empty-password@example.dev', password: 'now set right' }) });
+    const users = await fetch(`${url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        type: 'User',
+        uniqueUserIdentifier: 'empty-password@example.dev',
+        password: 'now set right',
+      }),
+    });
     expect(users.status).toBe(201); // the refused user:create left nothing behind
 
     const dry = await runCli(['token:revoke', '--dry-run', '--user', 'cli@example.dev'], { DATA_DIR: dataDir });
@@ -106,9 +141,15 @@ describe('trellis serve (embedded PGlite)', () => {
     try {
       for (const env of [{ DATA_DIR: dataDir }, { DATA_DIR: bareDir }]) {
         const misspelt = await runCli(['user:create', 'a@b.dev', 'pw', '--nmae', 'X'], env);
-        expect([misspelt.code, misspelt.stderr]).toEqual([2, expect.stringMatching(/--nmae[\s\S]*usage: trellis user:create/)]);
+        expect([misspelt.code, misspelt.stderr]).toEqual([
+          2,
+          expect.stringMatching(/--nmae[\s\S]*usage: trellis user:create/),
+        ]);
         const unquoted = await runCli(['token:revoke', '-b', '2024-01-01', '12:00'], env);
-        expect([unquoted.code, unquoted.stderr]).toEqual([2, expect.stringMatching(/unexpected argument 12:00[\s\S]*usage: trellis token:revoke/)]);
+        expect([unquoted.code, unquoted.stderr]).toEqual([
+          2,
+          expect.stringMatching(/unexpected argument 12:00[\s\S]*usage: trellis token:revoke/),
+        ]);
         const unknown = await runCli(['backup:load', '--nope', 'x'], env);
         expect(unknown.code).toBe(2);
         for (const res of [misspelt, unquoted, unknown]) expect(res.stderr).not.toMatch(/\n\s+at /);
@@ -124,7 +165,11 @@ describe('trellis serve (embedded PGlite)', () => {
     expect(inUse.stderr).toMatch(/^trellis: .*EADDRINUSE/m);
     expect(inUse.stderr).not.toMatch(/\n\s+at /);
     const closed = await freePort();
-    const noDb = await runCli(['serve'], { DATA_DIR: join(dataDir, 'no-db'), PORT: String(await freePort()), DATABASE_URL: `postgres://x:y@127.0.0.1:${closed}/none` });
+    const noDb = await runCli(['serve'], {
+      DATA_DIR: join(dataDir, 'no-db'),
+      PORT: String(await freePort()),
+      DATABASE_URL: `postgres://x:y@127.0.0.1:${closed}/none`,
+    });
     expect(noDb.code).toBe(1);
     expect(noDb.stderr).toMatch(/^trellis: .*ECONNREFUSED/m);
     expect(noDb.stderr).not.toMatch(/\n\s+at /);
@@ -186,13 +231,25 @@ describe('trellis serve (embedded PGlite) after kill -9', () => {
     };
     let server = await start();
     try {
-      const registered = await fetch(`${url}/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'User', uniqueUserIdentifier: 'crash@example.dev', password: 'pw-crash' }) });
+      const registered = await fetch(`${url}/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'User', uniqueUserIdentifier: 'crash@example.dev', password: 'pw-crash' }),
+      });
       expect(registered.status).toBe(201);
       const auth = { authorization: `Bearer ${await token(url, 'crash@example.dev', 'pw-crash')}` };
-      const created = await fetch(`${url}/`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'Doc' }) });
+      const created = await fetch(`${url}/`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'Doc' }),
+      });
       const id = created.headers.get('location')!.slice(1);
       const first = Buffer.from('first bytes;');
-      const started = await fetch(`${url}/${id}/file`, { method: 'POST', headers: { ...auth, 'upload-complete': '?0' }, body: first });
+      const started = await fetch(`${url}/${id}/file`, {
+        method: 'POST',
+        headers: { ...auth, 'upload-complete': '?0' },
+        body: first,
+      });
       expect(started.status).toBe(204);
       const uploadPath = started.headers.get('location')!;
       const blob = join(dataDir, 'files', uploadPath.slice(8, 10), uploadPath.slice(8));
@@ -200,7 +257,13 @@ describe('trellis serve (embedded PGlite) after kill -9', () => {
       // A completing append that is under way (it holds the upload's lease) when the process dies.
       const stalled = request(`${url}${uploadPath}`, {
         method: 'PATCH',
-        headers: { ...auth, 'content-type': 'application/partial-upload', 'upload-offset': String(first.length), 'upload-complete': '?1', 'content-length': String(1 << 20) },
+        headers: {
+          ...auth,
+          'content-type': 'application/partial-upload',
+          'upload-offset': String(first.length),
+          'upload-complete': '?1',
+          'content-length': String(1 << 20),
+        },
       });
       stalled.on('error', () => {});
       stalled.write(Buffer.alloc(4096, 7));
@@ -219,7 +282,12 @@ describe('trellis serve (embedded PGlite) after kill -9', () => {
       const rest = Buffer.from('and the rest');
       const completed = await fetch(`${url}${uploadPath}`, {
         method: 'PATCH',
-        headers: { ...auth, 'content-type': 'application/partial-upload', 'upload-offset': String(first.length), 'upload-complete': '?1' },
+        headers: {
+          ...auth,
+          'content-type': 'application/partial-upload',
+          'upload-offset': String(first.length),
+          'upload-complete': '?1',
+        },
         body: rest,
       });
       expect(completed.status).toBe(201); // not a 409 for the dead process's lease
@@ -270,12 +338,27 @@ describe('CLI on PostgreSQL (DATABASE_URL)', () => {
       const ta = await token(base, 'pg-a@example.dev', 'pw');
       const tb = await token(base, 'pg-b@example.dev', 'pw');
       // b is in group g (nested in g2); revoking by g2 hits b only
-      const group = await fetch(`${base}/`, { method: 'POST', headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'Group' }) });
+      const group = await fetch(`${base}/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'Group' }),
+      });
       const g = group.headers.get('location')!.slice(1);
-      const group2 = await fetch(`${base}/`, { method: 'POST', headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'Group' }) });
+      const group2 = await fetch(`${base}/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'Group' }),
+      });
       const g2 = group2.headers.get('location')!.slice(1);
-      for (const [start, end] of [[b, g], [g, g2]]) {
-        const r = await fetch(`${base}/`, { method: 'POST', headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'IS_IN_GROUP', start, end }) });
+      for (const [start, end] of [
+        [b, g],
+        [g, g2],
+      ]) {
+        const r = await fetch(`${base}/`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ta}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'IS_IN_GROUP', start, end }),
+        });
         expect(r.status).toBe(201);
       }
       const none = await runCli(['token:revoke', '-f', '--issued-before', '2000-01-01 00:00'], env);
@@ -294,7 +377,10 @@ describe('CLI on PostgreSQL (DATABASE_URL)', () => {
       expect(byGroup.stdout).toContain('Revoked 1 token(s).');
       expect((await fetch(`${base}/me`, { headers: { authorization: `Bearer ${tb}` } })).status).toBe(401);
       expect((await fetch(`${base}/me`, { headers: { authorization: `Bearer ${ta}` } })).status).toBe(200);
-      const rest = await runCli(['token:revoke', '-f', '--issued-after', '2000-01-01 00:00', '--issued-with-expiration-date'], env);
+      const rest = await runCli(
+        ['token:revoke', '-f', '--issued-after', '2000-01-01 00:00', '--issued-with-expiration-date'],
+        env,
+      );
       expect(rest.stdout).toContain('Revoked 1 token(s).');
       expect((await fetch(`${base}/me`, { headers: { authorization: `Bearer ${ta}` } })).status).toBe(401);
     } finally {
@@ -317,13 +403,24 @@ describe('a database command through a server that dies', () => {
       await mkdir(join(backup, 'node'), { recursive: true });
       await writeFile(
         join(backup, 'summary.json'),
-        JSON.stringify({ backupCreated: new Date().toISOString(), nodeCount: nodes, relationCount: 0, fileCount: 0, hostname: 'test', version: 'dev', backupVersion: '0.0.28' }),
+        JSON.stringify({
+          backupCreated: new Date().toISOString(),
+          nodeCount: nodes,
+          relationCount: 0,
+          fileCount: 0,
+          hostname: 'test',
+          version: 'dev',
+          backupVersion: '0.0.28',
+        }),
       );
       for (let i = 0; i < nodes; i += 1000)
         await Promise.all(
           Array.from({ length: 1000 }, (_, k) => {
             const id = randomUUID();
-            return writeFile(join(backup, 'node', `${id}.json`), JSON.stringify({ type: 'Thing', id, data: { n: i + k } }));
+            return writeFile(
+              join(backup, 'node', `${id}.json`),
+              JSON.stringify({ type: 'Thing', id, data: { n: i + k } }),
+            );
           }),
         );
       await waitForHttp(`http://127.0.0.1:${port}/error/404/not-found`);

@@ -26,9 +26,19 @@ describe('configuration', () => {
       expiredUploadCanBeDeletedAfterExpirationInSeconds: 3600,
       maxConcurrentUploads: 64,
     });
-    expect(s.server).toEqual({ maxConnections: 1000, bodyIdleTimeoutInSeconds: 30, bodyMinBytesPerSecond: 4096, bodyRateWindowInSeconds: 30 });
+    expect(s.server).toEqual({
+      maxConnections: 1000,
+      bodyIdleTimeoutInSeconds: 30,
+      bodyMinBytesPerSecond: 4096,
+      bodyRateWindowInSeconds: 30,
+    });
     expect(s.pageSize).toEqual({ min: 5, default: 25, max: 100 });
-    expect(s.register).toEqual({ enabled: true, uniqueIdentifier: 'email', uniqueIdentifierRegex: false, minPasswordLength: 8 });
+    expect(s.register).toEqual({
+      enabled: true,
+      uniqueIdentifier: 'email',
+      uniqueIdentifierRegex: false,
+      minPasswordLength: 8,
+    });
     expect(s.login.throttle).toEqual({
       enabled: true,
       freeFailuresPerIdentifier: 5,
@@ -37,13 +47,21 @@ describe('configuration', () => {
       maxDelayPerAddressInSeconds: 300,
       forgetFailuresAfterSeconds: 900,
     });
-    expect(s.token).toEqual({ minLifetimeInSeconds: 1800, defaultLifetimeInSeconds: 10800, maxLifetimeInSeconds: 34214400, deleteExpiredTokensAutomaticallyInSeconds: 1209600 });
+    expect(s.token).toEqual({
+      minLifetimeInSeconds: 1800,
+      defaultLifetimeInSeconds: 10800,
+      maxLifetimeInSeconds: 34214400,
+      deleteExpiredTokensAutomaticallyInSeconds: 1209600,
+    });
     expect(s.expression).toEqual({ enabled: true, maxLength: 10240 });
     expect(s.instanceConfiguration).toEqual({ enabled: true, showVersion: true });
     expect(s.cache).toEqual({ etagUpperLimitInCollectionEndpoints: 100 });
     expect(s.database).toEqual({ poolSize: 'auto', embeddedCacheSizeInMiB: 'auto' });
     expect(validateSettings({ database: { poolSize: 3 } }).database.poolSize).toBe(3);
-    expect(validateSettings({ database: { embeddedCacheSizeInMiB: 512 } }).database).toEqual({ poolSize: 'auto', embeddedCacheSizeInMiB: 512 });
+    expect(validateSettings({ database: { embeddedCacheSizeInMiB: 512 } }).database).toEqual({
+      poolSize: 'auto',
+      embeddedCacheSizeInMiB: 512,
+    });
     expect(s.securityTxt).toMatch(/assets\/security\.txt$/);
     expect(validateSettings({ securityTxt: null }).securityTxt).toBeNull();
   });
@@ -52,10 +70,14 @@ describe('configuration', () => {
     expect(keyOf({ file: { uploadMinChunkSizeInBytes: -1 } })).toBe('file.uploadMinChunkSizeInBytes');
     expect(keyOf({ file: { maxFileSizeInBytes: 'big' } })).toBe('file.maxFileSizeInBytes');
     expect(keyOf({ file: { maxFileSizeInBytes: 6 * 1024 ** 4 } })).toBe('file.maxFileSizeInBytes');
-    expect(keyOf({ file: { maxFileSizeInBytes: 1024, uploadMaxChunkSizeInBytes: 2048, uploadMinChunkSizeInBytes: 10 } })).toBe('file.uploadMaxChunkSizeInBytes');
+    expect(
+      keyOf({ file: { maxFileSizeInBytes: 1024, uploadMaxChunkSizeInBytes: 2048, uploadMinChunkSizeInBytes: 10 } }),
+    ).toBe('file.uploadMaxChunkSizeInBytes');
     expect(keyOf({ file: { uploadMinChunkSizeInBytes: 200 * 1024 ** 2 } })).toBe('file.uploadMinChunkSizeInBytes');
     expect(keyOf({ pageSize: { min: 50, max: 10, default: 20 } })).toBe('pageSize.min');
-    expect(keyOf({ token: { minLifetimeInSeconds: 100, maxLifetimeInSeconds: 50, defaultLifetimeInSeconds: 60 } })).toBe('token.minLifetimeInSeconds');
+    expect(
+      keyOf({ token: { minLifetimeInSeconds: 100, maxLifetimeInSeconds: 50, defaultLifetimeInSeconds: 60 } }),
+    ).toBe('token.minLifetimeInSeconds');
     expect(keyOf({ unknownKey: 1 })).toBe('unknownKey');
     expect(keyOf({ file: { nope: 1 } })).toBe('file.nope');
     const reason = (input: unknown) => {
@@ -71,7 +93,9 @@ describe('configuration', () => {
     expect(keyOf({ register: { uniqueIdentifierRegex: '([' } })).toBe('register.uniqueIdentifierRegex');
     expect(keyOf({ securityTxt: '/does/not/exist' })).toBe('securityTxt');
     expect(keyOf({ register: { minPasswordLength: 0 } })).toBe('register.minPasswordLength');
-    expect(keyOf({ login: { throttle: { forgetFailuresAfterSeconds: 120 } } })).toBe('login.throttle.forgetFailuresAfterSeconds');
+    expect(keyOf({ login: { throttle: { forgetFailuresAfterSeconds: 120 } } })).toBe(
+      'login.throttle.forgetFailuresAfterSeconds',
+    );
     expect(keyOf({ login: { throttle: { enabled: 'yes' } } })).toBe('login.throttle.enabled');
     expect(keyOf({ baseUrl: 'ftp://x' })).toBe('baseUrl');
     expect(keyOf({ file: { uploadMaxChunkSizeInBytes: 0 } })).toBe('file.uploadMaxChunkSizeInBytes');
@@ -82,21 +106,38 @@ describe('configuration', () => {
     expect(keyOf({ database: { embeddedCacheSizeInMiB: '512MB' } })).toBe('database.embeddedCacheSizeInMiB');
     // Durations end up in stored timestamps: longer than 100 years would make dates no backup can hold.
     expect(keyOf({ token: { maxLifetimeInSeconds: 10_000_000_000_000 } })).toBe('token.maxLifetimeInSeconds');
-    expect(keyOf({ token: { deleteExpiredTokensAutomaticallyInSeconds: 300_000_000_000 } })).toBe('token.deleteExpiredTokensAutomaticallyInSeconds');
-    expect(keyOf({ file: { uploadExpiresInSecondsAfterFirstRequest: 300_000_000_000 } })).toBe('file.uploadExpiresInSecondsAfterFirstRequest');
+    expect(keyOf({ token: { deleteExpiredTokensAutomaticallyInSeconds: 300_000_000_000 } })).toBe(
+      'token.deleteExpiredTokensAutomaticallyInSeconds',
+    );
+    expect(keyOf({ file: { uploadExpiresInSecondsAfterFirstRequest: 300_000_000_000 } })).toBe(
+      'file.uploadExpiresInSecondsAfterFirstRequest',
+    );
     expect(keyOf({ token: { maxLifetimeInSeconds: 100 * 365 * 24 * 3600 } })).toBeNull();
     // The identifier is a property of the User: not one the service sets itself.
-    for (const key of ['created', 'updated', 'id', 'file', 'hasFile']) expect(keyOf({ register: { uniqueIdentifier: key } })).toBe('register.uniqueIdentifier');
+    for (const key of ['created', 'updated', 'id', 'file', 'hasFile'])
+      expect(keyOf({ register: { uniqueIdentifier: key } })).toBe('register.uniqueIdentifier');
   });
 
   it('reads YAML from TRELLIS_CONFIG and the environment', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'trellis-config-'));
     const path = join(dir, 'trellis.yaml');
     await writeFile(path, 'pageSize:\n  default: 10\nfile:\n  maxFileSizeInBytes: 1048576000\n');
-    const config = loadConfig({ TRELLIS_CONFIG: path, PORT: '9090', HOST: '0.0.0.0', DATA_DIR: dir, ANONYMOUS_USER_UUID: '2D376349-C5E2-42C8-8CE0-D6F525256CF7' });
+    const config = loadConfig({
+      TRELLIS_CONFIG: path,
+      PORT: '9090',
+      HOST: '0.0.0.0',
+      DATA_DIR: dir,
+      ANONYMOUS_USER_UUID: '2D376349-C5E2-42C8-8CE0-D6F525256CF7',
+    });
     expect(config.settings.pageSize.default).toBe(10);
     expect(config.settings.file.maxFileSizeInBytes).toBe(1048576000);
-    expect(config.runtime).toMatchObject({ port: 9090, host: '0.0.0.0', dataDir: dir, databaseUrl: null, anonymousUserId: '2d376349-c5e2-42c8-8ce0-d6f525256cf7' });
+    expect(config.runtime).toMatchObject({
+      port: 9090,
+      host: '0.0.0.0',
+      dataDir: dir,
+      databaseUrl: null,
+      anonymousUserId: '2d376349-c5e2-42c8-8ce0-d6f525256cf7',
+    });
     await writeFile(path, 'file: [unclosed');
     expect(() => loadConfig({ TRELLIS_CONFIG: path })).toThrow(ConfigError);
     expect(() => loadConfig({ PORT: 'x' })).toThrow(/PORT/);

@@ -1,7 +1,7 @@
 // The query_string parser (src/domain/search/lucene.ts): Lucene's classic grammar and QueryParserBase.addClause's
 // reading of conjunctions and modifiers.
 import { describe, expect, it } from 'vitest';
-import { LuceneSyntaxError, parseLucene, type LuceneNode, type LuceneQuery } from '../../src/domain/search/lucene.js';
+import { type LuceneNode, type LuceneQuery, LuceneSyntaxError, parseLucene } from '../../src/domain/search/lucene.js';
 
 /** A compact picture of a parsed query: occurrence prefix (+ must, - must_not, none should) and the node. */
 function show(q: LuceneQuery): string {
@@ -19,7 +19,9 @@ function show(q: LuceneQuery): string {
         return `${f}${n.op} ${n.value}${b}`;
     }
   };
-  return q.clauses.map((c) => `${c.occur === 'must' ? '+' : c.occur === 'must_not' ? '-' : ''}${node(c.node)}`).join(' ');
+  return q.clauses
+    .map((c) => `${c.occur === 'must' ? '+' : c.occur === 'must_not' ? '-' : ''}${node(c.node)}`)
+    .join(' ');
 }
 
 describe('query_string parser', () => {
@@ -39,7 +41,8 @@ describe('query_string parser', () => {
       ['!a b', 'or', '-a b'],
       ['ANDROID ORBIT NOTE', 'or', 'ANDROID ORBIT NOTE'],
     ];
-    for (const [text, operator, expected] of cases) expect([text, operator, show(parseLucene(text, operator))]).toEqual([text, operator, expected]);
+    for (const [text, operator, expected] of cases)
+      expect([text, operator, show(parseLucene(text, operator))]).toEqual([text, operator, expected]);
   });
 
   it('reads fields, groups, phrases, boosts, fuzziness, ranges, comparisons and escapes', () => {
@@ -66,11 +69,41 @@ describe('query_string parser', () => {
     expect(escaped).toMatchObject({ k: 'term', field: 'path', raw: 'a\\:b\\ c', text: 'a:b c' });
     // A phrase's slop (Lucene truncates a fractional one; a bare ~ leaves the default); a term has none.
     const slopOf = (text: string) => (parseLucene(text, 'or').clauses[0]!.node as { slop: number | null }).slop;
-    expect([slopOf('"a b"~2'), slopOf('"a b"~2.7'), slopOf('"a b"~'), slopOf('"a b"'), slopOf('a~1')]).toEqual([2, 2, null, null, null]);
+    expect([slopOf('"a b"~2'), slopOf('"a b"~2.7'), slopOf('"a b"~'), slopOf('"a b"'), slopOf('a~1')]).toEqual([
+      2,
+      2,
+      null,
+      null,
+      null,
+    ]);
   });
 
   it('refuses what Lucene refuses, saying where', () => {
-    for (const text of ['', '   ', 'a AND', 'AND a', 'a OR ', '(a', 'a)', '()', 'x:/re/', '"abc', 'a~3', 'a~1.5', 'a^', 'n:[1 TO', 'n:[1 5]', 'a:', '+', 'x:>', 'a\\', '(a AND)', 'name:(a OR)', '(a NOT)', '(a &&)']) {
+    for (const text of [
+      '',
+      '   ',
+      'a AND',
+      'AND a',
+      'a OR ',
+      '(a',
+      'a)',
+      '()',
+      'x:/re/',
+      '"abc',
+      'a~3',
+      'a~1.5',
+      'a^',
+      'n:[1 TO',
+      'n:[1 5]',
+      'a:',
+      '+',
+      'x:>',
+      'a\\',
+      '(a AND)',
+      'name:(a OR)',
+      '(a NOT)',
+      '(a &&)',
+    ]) {
       let error: unknown = null;
       try {
         parseLucene(text, 'or');
@@ -82,7 +115,9 @@ describe('query_string parser', () => {
     }
     // Nesting is bounded before the recursion could exhaust the stack.
     expect(show(parseLucene(`${'('.repeat(32)}a${')'.repeat(32)}`, 'or'))).toBe(`${'('.repeat(32)}a${')'.repeat(32)}`);
-    expect(() => parseLucene(`${'('.repeat(33)}a${')'.repeat(33)}`, 'or')).toThrow(/nest at most 32 levels deep at position 32/);
+    expect(() => parseLucene(`${'('.repeat(33)}a${')'.repeat(33)}`, 'or')).toThrow(
+      /nest at most 32 levels deep at position 32/,
+    );
     expect(() => parseLucene(`${'('.repeat(200_000)}a`, 'or')).toThrow(LuceneSyntaxError);
   });
 });

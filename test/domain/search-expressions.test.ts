@@ -3,7 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_STEPS, MAX_VALUE_DEPTH } from '../../src/domain/search/expression-interpreter.js';
 import { MAX_NESTING, MAX_TREE_DEPTH } from '../../src/domain/search/expression-syntax.js';
-import { evaluateExpression, isExpression, resolveExpressions, type ExpressionOptions } from '../../src/domain/search/expressions.js';
+import {
+  type ExpressionOptions,
+  evaluateExpression,
+  isExpression,
+  resolveExpressions,
+} from '../../src/domain/search/expressions.js';
 import { Problem } from '../../src/errors.js';
 
 const on: ExpressionOptions = { enabled: true, maxLength: 10240 };
@@ -40,7 +45,8 @@ function problemOf(fn: () => unknown): Problem {
   }
   throw new Error('expected a bad-content problem, but nothing was thrown');
 }
-const fails = (source: string, detail: RegExp, vars: Record<string, unknown> = scope) => expect(problemOf(() => ev(source, vars)).detail).toMatch(detail);
+const fails = (source: string, detail: RegExp, vars: Record<string, unknown> = scope) =>
+  expect(problemOf(() => ev(source, vars)).detail).toMatch(detail);
 
 describe('isExpression', () => {
   it('accepts a string that is wholly one {{ … }}, with whitespace inside the braces', () => {
@@ -52,7 +58,20 @@ describe('isExpression', () => {
   });
 
   it('rejects anything else, including text around the braces and two expressions', () => {
-    for (const s of ['x', '', '{x}', '{{x}', '{x}}', ' {{x}}', '{{x}} ', 'a {{x}}', '{{a}} and {{b}}', '{{a}}{{b}}', '{{ x }}}']) expect(isExpression(s), s).toBe(false);
+    for (const s of [
+      'x',
+      '',
+      '{x}',
+      '{{x}',
+      '{x}}',
+      ' {{x}}',
+      '{{x}} ',
+      'a {{x}}',
+      '{{a}} and {{b}}',
+      '{{a}}{{b}}',
+      '{{ x }}}',
+    ])
+      expect(isExpression(s), s).toBe(false);
   });
 });
 
@@ -87,7 +106,13 @@ describe('literals', () => {
   it('builds arrays and maps, with trailing commas and every kind of key', () => {
     expect(ev('[1, "two", [3], nil,]')).toEqual([1, 'two', [3], null]);
     expect(ev('[]')).toEqual([]);
-    expect(ev('{a: 1, "b c": 2, 3: "three", (s + "!"): 4, nested: {x: [n]},}')).toEqual({ a: 1, 'b c': 2, '3': 'three', 'text!': 4, nested: { x: [7] } });
+    expect(ev('{a: 1, "b c": 2, 3: "three", (s + "!"): 4, nested: {x: [n]},}')).toEqual({
+      a: 1,
+      'b c': 2,
+      '3': 'three',
+      'text!': 4,
+      nested: { x: [7] },
+    });
     expect(ev('{}')).toEqual({});
   });
 });
@@ -132,7 +157,14 @@ describe('operators', () => {
   });
 
   it('combines booleans with && and, || or, ! not, short-circuiting', () => {
-    expect(ev('[true && false, true and true, false || true, false or false, !true, not false]')).toEqual([false, true, true, false, false, true]);
+    expect(ev('[true && false, true and true, false || true, false or false, !true, not false]')).toEqual([
+      false,
+      true,
+      true,
+      false,
+      false,
+      true,
+    ]);
     expect(ev('!flag || n > 5 && s == "text"')).toBe(true); // && binds tighter than ||
     expect(ev('false && 1 / 0 == 1')).toBe(false); // the right side is never evaluated
     expect(ev('true || unknownName')).toBe(true);
@@ -281,7 +313,10 @@ describe('resolveExpressions', () => {
   it('replaces expression strings anywhere in a nested value and keeps everything else', () => {
     const query = {
       bool: {
-        must: [{ terms: { _id: '{{ map(filter(elements, .score > 1), .id) }}' } }, { match: { name: 'plain {{text}}' } }],
+        must: [
+          { terms: { _id: '{{ map(filter(elements, .score > 1), .id) }}' } },
+          { match: { name: 'plain {{text}}' } },
+        ],
         minimum_should_match: 1,
         boost: '{{ n * 2 }}',
         flags: [true, null, 1.5, '{{ flag }}', '{{s}} ', 'x'],
@@ -301,7 +336,9 @@ describe('resolveExpressions', () => {
 
   it('replaces a whole parameter, and works on a bare string', () => {
     const ids = ['0b0a1f5e-0000-4000-8000-000000000001', '0b0a1f5e-0000-4000-8000-000000000002'];
-    expect(resolveExpressions({ terms: { _id: '{{someElementIds}}' } }, { someElementIds: ids }, on)).toEqual({ terms: { _id: ids } });
+    expect(resolveExpressions({ terms: { _id: '{{someElementIds}}' } }, { someElementIds: ids }, on)).toEqual({
+      terms: { _id: ids },
+    });
     expect(resolveExpressions('{{stepResults[0].elements}}', scope, on)).toEqual(scope.stepResults[0]!.elements);
     expect(resolveExpressions('no expression', scope, on)).toBe('no expression');
     expect(resolveExpressions(null, scope, on)).toBeNull();
@@ -333,7 +370,9 @@ describe('resolveExpressions', () => {
   });
 
   it('names where a failing expression is and the offset in that string', () => {
-    const problem = problemOf(() => resolveExpressions({ query: { terms: { _id: ['ok', '{{ 1 + nope }}'] } } }, scope, on));
+    const problem = problemOf(() =>
+      resolveExpressions({ query: { terms: { _id: ['ok', '{{ 1 + nope }}'] } } }, scope, on),
+    );
     expect(problem.detail).toMatch(/in query\.terms\._id\[1\] at offset 7: unknown name 'nope'/);
   });
 });
@@ -427,10 +466,14 @@ describe('errors: every failure is a 400 bad-content naming the offset', () => {
   it('refuses expressions longer than maxLength', () => {
     const short = { enabled: true, maxLength: 10 };
     expect(evaluateExpression('1 + 2 + 34', {}, short)).toBe(37);
-    expect(problemOf(() => evaluateExpression('1 + 2 + 345', {}, short)).detail).toMatch(/11 characters long; at most 10/);
+    expect(problemOf(() => evaluateExpression('1 + 2 + 345', {}, short)).detail).toMatch(
+      /11 characters long; at most 10/,
+    );
     // Through resolveExpressions the characters between the braces count.
     expect(resolveExpressions('{{1 + 2 + 34}}', {}, short)).toBe(37);
-    expect(problemOf(() => resolveExpressions({ q: '{{ 1 + 2 + 34 }}' }, {}, short)).detail).toMatch(/expression in q is 12 characters long/);
+    expect(problemOf(() => resolveExpressions({ q: '{{ 1 + 2 + 34 }}' }, {}, short)).detail).toMatch(
+      /expression in q is 12 characters long/,
+    );
   });
 });
 
@@ -479,7 +522,9 @@ describe('security', () => {
   it('shares the budget between all the expressions of one resolveExpressions call', () => {
     const each = '{{ len(map(1..150000, #)) }}'; // ~450,000 steps
     expect(resolveExpressions([each, each], {}, on)).toEqual([150000, 150000]);
-    expect(problemOf(() => resolveExpressions([each, each, each], {}, on)).detail).toMatch(/in \[2\] at offset \d+: .*needs more than/);
+    expect(problemOf(() => resolveExpressions([each, each, each], {}, on)).detail).toMatch(
+      /in \[2\] at offset \d+: .*needs more than/,
+    );
   });
 
   it('meters long strings when they are built, compared and copied', () => {
@@ -490,15 +535,20 @@ describe('security', () => {
   });
 
   it('refuses nesting deeper than the limits', () => {
-    const parens = (k: number) => '('.repeat(k) + '1' + ')'.repeat(k);
+    const parens = (k: number) => `${'('.repeat(k)}1${')'.repeat(k)}`;
     expect(ev(parens(MAX_NESTING - 2))).toBe(1);
     fails(parens(MAX_NESTING + 1), new RegExp(`nested more than ${MAX_NESTING} levels`));
-    fails('!'.repeat(MAX_NESTING + 1) + 'true', /nested more than/);
+    fails(`${'!'.repeat(MAX_NESTING + 1)}true`, /nested more than/);
     fails('['.repeat(MAX_NESTING + 1) + ']'.repeat(MAX_NESTING + 1), /nested more than/);
     // Long left-leaning chains don't recurse in the parser but make a deep tree.
     expect(ev(Array(100).fill('1').join(' + '))).toBe(100);
-    fails(Array(MAX_TREE_DEPTH + 2).fill('1').join(' + '), new RegExp(`nested more than ${MAX_TREE_DEPTH} levels`));
-    fails('obj' + '.a'.repeat(MAX_TREE_DEPTH + 1), /nested more than/);
+    fails(
+      Array(MAX_TREE_DEPTH + 2)
+        .fill('1')
+        .join(' + '),
+      new RegExp(`nested more than ${MAX_TREE_DEPTH} levels`),
+    );
+    fails(`obj${'.a'.repeat(MAX_TREE_DEPTH + 1)}`, /nested more than/);
   });
 
   it('refuses values nested deeper than the limit instead of overflowing the stack', () => {

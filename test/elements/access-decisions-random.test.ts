@@ -8,21 +8,30 @@
 // set-wise and from the rows against permittedIds.
 import { expect, it } from 'vitest';
 import { hashToken } from '../../src/domain/accounts/tokens.js';
+import { runSearchEngine } from '../../src/domain/search/steps.js';
 import type { SearchEngineOptions } from '../../src/domain/search/types.js';
 import { permittedIds } from '../../src/storage/queries/access.js';
 import { collectionPage } from '../../src/storage/queries/collections.js';
 import { readableElements } from '../../src/storage/search/hydration.js';
-import { runSearchEngine } from '../../src/domain/search/steps.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
-const EVERYTHING: SearchEngineOptions = { page: 1, pageSize: 1000, minScore: null, nodeTypes: null, relationTypes: null };
+const EVERYTHING: SearchEngineOptions = {
+  page: 1,
+  pageSize: 1000,
+  minScore: null,
+  nodeTypes: null,
+  relationTypes: null,
+};
 
 describeBackends('remembered access decisions under random graph changes', (h) => {
   it('always answer as a fresh decision would', async () => {
     let seed = 20261124;
-    const random = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0), (seed >>> 16) % n);
+    const random = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return (seed >>> 16) % n;
+    };
     const pick = <T>(list: readonly T[]): T => list[random(list.length)]!;
 
     const users: User[] = [];
@@ -53,7 +62,15 @@ describeBackends('remembered access decisions under random graph changes', (h) =
       // Every children page (remembered READ_MEMBERS): a decision made at one step answers at the next ones.
       for (const user of users)
         for (const id of [...users.map((u) => u.id), ...groups, ...nodes]) {
-          const fresh = await collectionPage(h().db, 'children', { tokenHash: hashToken(user.token) }, h().clock.now(), id, 100, 0);
+          const fresh = await collectionPage(
+            h().db,
+            'children',
+            { tokenHash: hashToken(user.token) },
+            h().clock.now(),
+            id,
+            100,
+            0,
+          );
           const got = await h().request('GET', `/${id}/children?pageSize=100`, { token: user.token });
           const what = `${step}: GET /${id}/children as ${user.identifier}`;
           expect(got.status, what).toBe(fresh.found ? 200 : 404);
@@ -71,14 +88,19 @@ describeBackends('remembered access decisions under random graph changes', (h) =
       for (const [k, user] of users.entries()) {
         const reached = new Set<string>();
         for (let frontier = [user.id]; frontier.length > 0; ) {
-          frontier = memberships.filter((m) => frontier.includes(m.start_id) && !reached.has(m.end_id)).map((m) => m.end_id);
+          frontier = memberships
+            .filter((m) => frontier.includes(m.start_id) && !reached.has(m.end_id))
+            .map((m) => m.end_id);
           for (const g of frontier) reached.add(g);
         }
         reached.delete(user.id);
         const groupsOf = [...reached];
         mostGroups = Math.max(mostGroups, groupsOf.length);
         for (const perm of ['READ', 'SEARCH', 'CREATE'] as const)
-          expect((await permittedIds(h().db, user.id, perm, groupsOf)).size, `${step}: ${perm} on the groups of ${user.identifier}`).toBe(groupsOf.length);
+          expect(
+            (await permittedIds(h().db, user.id, perm, groupsOf)).size,
+            `${step}: ${perm} on the groups of ${user.identifier}`,
+          ).toBe(groupsOf.length);
         // Search and hydration, decided set-wise and from the rows, agree with the per-element rule on every element
         // (with the OWNS and CREATED relations that POSTs made, and the tokens); one user per step, in turn, which
         // keeps the test within its time on a loaded machine.
@@ -107,18 +129,24 @@ describeBackends('remembered access decisions under random graph changes', (h) =
     for (let step = 0; changes < 40 && step < 400; step++) {
       const actor = pick(users);
       const op = random(10);
-      let res;
+      let res: Awaited<ReturnType<ReturnType<typeof h>['request']>>;
       if (op < 2) {
         // Into a group (half of the time: members may), a node, or the actor's own User node.
         const parent = random(2) === 0 ? pick(groups) : pick([...nodes, actor.id]);
         res = await h().request('POST', `/${parent}`, { token: actor.token, body: { type: 'Doc' } });
         if (res.status === 201) nodes.push(res.headers.get('location')!.slice(1));
-        if (res.status === 201 && groups.includes(parent) && groups.indexOf(parent) !== users.indexOf(actor)) createdInOthersGroup++;
+        if (res.status === 201 && groups.includes(parent) && groups.indexOf(parent) !== users.indexOf(actor))
+          createdInOthersGroup++;
       } else if (op < 6) {
         const type = pick(types);
         const start = type === 'HAS_TAG' ? pick(nodes) : pick([...users.map((u) => u.id), ...groups]);
         // Memberships into the actor's own group half of the time: only an owner of the group may add one.
-        const end = type === 'IS_IN_GROUP' ? (random(2) === 0 ? groups[users.indexOf(actor)]! : pick(groups)) : pick([...groups, ...nodes]);
+        const end =
+          type === 'IS_IN_GROUP'
+            ? random(2) === 0
+              ? groups[users.indexOf(actor)]!
+              : pick(groups)
+            : pick([...groups, ...nodes]);
         res = await h().request('POST', '/', { token: actor.token, body: { type, start, end } });
         if (res.status === 201) relations.push(res.headers.get('location')!.slice(1));
       } else {

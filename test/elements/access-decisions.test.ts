@@ -7,7 +7,7 @@ import { buildApp } from '../../src/http/app.js';
 import { createServices } from '../../src/services.js';
 import { revokeTokens } from '../../src/storage/queries/accounts.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
-import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
@@ -20,7 +20,8 @@ describeBackends('remembered access decisions', (h) => {
     expect(r.status, r.text).toBe(201);
     return r.headers.get('location')!.slice(1);
   };
-  const status = async (user: { token: string }, id: string) => (await h().request('GET', `/${id}`, { token: user.token })).status;
+  const status = async (user: { token: string }, id: string) =>
+    (await h().request('GET', `/${id}`, { token: user.token })).status;
   const patch = async (user: { token: string }, id: string, body: Record<string, unknown>) =>
     (await h().request('PATCH', `/${id}`, { token: user.token, body })).status;
   /** Reads twice: the first read decides and remembers, the second is answered from the remembered decision. */
@@ -28,8 +29,10 @@ describeBackends('remembered access decisions', (h) => {
     expect(await status(user, id)).toBe(200);
     expect(await status(user, id)).toBe(200);
   };
-  const remove = async (token: string, id: string) => expect((await h().request('DELETE', `/${id}`, { token })).status).toBe(204);
-  const epoch = async () => (await h().db.query<{ epoch: string }>('SELECT epoch::text AS epoch FROM access_epoch')).rows[0]!.epoch;
+  const remove = async (token: string, id: string) =>
+    expect((await h().request('DELETE', `/${id}`, { token })).status).toBe(204);
+  const epoch = async () =>
+    (await h().db.query<{ epoch: string }>('SELECT epoch::text AS epoch FROM access_epoch')).rows[0]!.epoch;
 
   beforeAll(async () => {
     owner = await userWithToken(h(), 'owner@grants.dev');
@@ -134,7 +137,9 @@ describeBackends('remembered access decisions', (h) => {
     expect((await h().request('DELETE', '/token', { token: user.token })).status).toBe(204);
     expect(await status(user, doc)).toBe(401);
 
-    const second = await h().request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: user.identifier, password: user.password } });
+    const second = await h().request('POST', '/token', {
+      body: { type: 'Token', uniqueUserIdentifier: user.identifier, password: user.password },
+    });
     await readTwice({ token: second.json.token }, doc);
     const secondId = second.headers.get('location')!.slice(1);
     expect(await h().db.transaction((tx) => revokeTokens(tx, [secondId], new Date()))).toBe(1);
@@ -186,7 +191,10 @@ describeBackends('remembered access decisions', (h) => {
   };
   const children = async (user: { token: string }, id: string) => {
     const r = await h().request('GET', `/${id}/children`, { token: user.token });
-    return { status: r.status, ids: r.status === 200 ? (r.json.nodes as { id: string }[]).map((n) => n.id).sort() : [] };
+    return {
+      status: r.status,
+      ids: r.status === 200 ? (r.json.nodes as { id: string }[]).map((n) => n.id).sort() : [],
+    };
   };
 
   it('lists children from a remembered READ that reaches them, and lists what the page holds now', async () => {
@@ -314,10 +322,18 @@ describeBackends(
     it('forgets them when the grant is deleted', async () => {
       const owner = await userWithToken(h(), 'owner@anonymous-grants.dev');
       const anonymous = '5b0a3c52-8a4f-4a8e-b1d6-0c6f0e1a9b77';
-      const created = await h().services.accounts.createUser('anonymous@anonymous-grants.dev', 'unused password 1', {}, anonymous);
+      const created = await h().services.accounts.createUser(
+        'anonymous@anonymous-grants.dev',
+        'unused password 1',
+        {},
+        anonymous,
+      );
       expect(created).toBe(anonymous);
       const doc = await createElement(h(), owner.token, { type: 'Doc' });
-      const grant = await h().request('POST', '/', { token: owner.token, body: { type: 'HAS_READ_ACCESS', start: anonymous, end: doc } });
+      const grant = await h().request('POST', '/', {
+        token: owner.token,
+        body: { type: 'HAS_READ_ACCESS', start: anonymous, end: doc },
+      });
       expect(grant.status).toBe(201);
       expect((await h().request('GET', `/${doc}`)).status).toBe(200);
       expect((await h().request('GET', `/${doc}`)).status).toBe(200);

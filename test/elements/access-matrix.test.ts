@@ -2,7 +2,7 @@
 import { beforeAll, expect, it } from 'vitest';
 import type { Permission } from '../../src/domain/elements/types.js';
 import { permittedIds } from '../../src/storage/queries/access.js';
-import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
@@ -26,7 +26,13 @@ describeBackends('access matrix', (h) => {
     e.f2 = await createElement(h(), O, { type: 'Folder' }, e.f1);
     e.f3 = await createElement(h(), O, { type: 'Folder' }, e.f2);
     e.doc = await createElement(h(), O, { type: 'Doc', data: { secret: 42 } }, e.f3);
-    for (const [user, type] of [['reader', 'READ'], ['searcher', 'SEARCH'], ['creator', 'CREATE'], ['updater', 'UPDATE'], ['deleter', 'DELETE']])
+    for (const [user, type] of [
+      ['reader', 'READ'],
+      ['searcher', 'SEARCH'],
+      ['creator', 'CREATE'],
+      ['updater', 'UPDATE'],
+      ['deleter', 'DELETE'],
+    ])
       expect((await relate(O, `HAS_${type}_ACCESS`, u[user]!.id, e.f2)).status).toBe(201);
   });
 
@@ -49,7 +55,8 @@ describeBackends('access matrix', (h) => {
         const allowed = await permittedIds(h().db, u[name]!.id, perm, [e.f1!, e.f2!, e.f3!, e.doc!]);
         const owner = name === 'owner' || name === 'member';
         expect(allowed.has(e.f1!), `${name} ${perm} f1`).toBe(owner);
-        for (const el of ['f2', 'f3', 'doc']) expect(allowed.has(e[el]!), `${name} ${perm} ${el}`).toBe(perms.includes(perm));
+        for (const el of ['f2', 'f3', 'doc'])
+          expect(allowed.has(e[el]!), `${name} ${perm} ${el}`).toBe(perms.includes(perm));
       }
     }
   });
@@ -92,7 +99,9 @@ describeBackends('access matrix', (h) => {
     expect(ids.length).toBeGreaterThanOrEqual(3); // the link and the OWNS relations f2 -> f3 -> doc
     for (const [name, perms] of Object.entries(EXPECTED)) {
       const readable = await permittedIds(h().db, u[name]!.id, 'READ', ids);
-      expect(readable.size, `${name} READ of relations between readable nodes`).toBe(perms.includes('READ') ? ids.length : 0);
+      expect(readable.size, `${name} READ of relations between readable nodes`).toBe(
+        perms.includes('READ') ? ids.length : 0,
+      );
     }
   });
 
@@ -106,7 +115,9 @@ describeBackends('access matrix', (h) => {
     const tagged = await relate(R.token, 'HAS_TAG', mine, target);
     expect(tagged.status).toBe(201);
     const tag = tagged.headers.get('location')!.slice(1);
-    expect((await h().request('PATCH', `/${tag}`, { token: R.token, body: { note: 'while readable' } })).status).toBe(204);
+    expect((await h().request('PATCH', `/${tag}`, { token: R.token, body: { note: 'while readable' } })).status).toBe(
+      204,
+    );
     // The grant goes: the tag's end is hidden, so is the tag, and no write may tell it apart from a missing id.
     expect((await h().request('DELETE', `/${grant.headers.get('location')!.slice(1)}`, { token: O })).status).toBe(204);
     const missingId = '9a5e2f60-1d1e-4c55-8a30-222222222222';
@@ -132,7 +143,9 @@ describeBackends('access matrix', (h) => {
     expect(rows[0]!.data).toEqual({ note: 'while readable' });
     // READ again: the writes work again.
     expect((await relate(O, 'HAS_READ_ACCESS', R.id, target)).status).toBe(201);
-    expect((await h().request('PATCH', `/${tag}`, { token: R.token, body: { note: 'readable again' } })).status).toBe(204);
+    expect((await h().request('PATCH', `/${tag}`, { token: R.token, body: { note: 'readable again' } })).status).toBe(
+      204,
+    );
     expect((await h().request('DELETE', `/${tag}`, { token: R.token })).status).toBe(204);
   });
 
@@ -158,7 +171,9 @@ describeBackends('access matrix', (h) => {
     const grants = await h().request('GET', `/${e.f2}/parents`, { token: u.owner!.token });
     const grant = grants.json.relations.find((r: any) => r.type === 'HAS_CREATE_ACCESS');
     expect((await h().request('DELETE', `/${grant.id}`, { token: u.owner!.token })).status).toBe(204);
-    expect((await h().request('POST', `/${e.f3}`, { token: u.creator!.token, body: { type: 'Note' } })).status).toBe(404);
+    expect((await h().request('POST', `/${e.f3}`, { token: u.creator!.token, body: { type: 'Note' } })).status).toBe(
+      404,
+    );
     expect((await h().request('GET', `/${child}`, { token: u.creator!.token })).status).toBe(200);
     expect((await h().request('PATCH', `/${child}`, { token: u.creator!.token, body: { x: 1 } })).status).toBe(404);
     // restore for later tests
@@ -192,7 +207,9 @@ describeBackends('access matrix', (h) => {
     // 400 a wrong start type of its own elements gets.
     const ownGroup = await createElement(h(), u.outsider!.token, { type: 'Group' });
     expect((await relate(u.outsider!.token, 'IS_IN_GROUP', e.doc!, ownGroup)).status).toBe(404);
-    expect((await relate(u.outsider!.token, 'IS_IN_GROUP', '0b8e8a8e-6d4e-4d6f-9c3e-3c0d5a1e2f40', ownGroup)).status).toBe(404);
+    expect(
+      (await relate(u.outsider!.token, 'IS_IN_GROUP', '0b8e8a8e-6d4e-4d6f-9c3e-3c0d5a1e2f40', ownGroup)).status,
+    ).toBe(404);
     const ownDoc = await createElement(h(), u.outsider!.token, { type: 'Doc' });
     expect((await relate(u.outsider!.token, 'IS_IN_GROUP', ownDoc, ownGroup)).status).toBe(400);
     // An owner may not move someone else's element into its own tree either.
@@ -241,7 +258,9 @@ describeBackends('access matrix', (h) => {
     expect(direct.status).toBe(201);
     const directId = direct.headers.get('location')!.slice(1);
     expect((await h().request('DELETE', `/${directId}`, { token: u.member!.token })).status).toBe(204);
-    expect((await h().request('PATCH', `/${shared}`, { token: u.member!.token, body: { still: true } })).status).toBe(204);
+    expect((await h().request('PATCH', `/${shared}`, { token: u.member!.token, body: { still: true } })).status).toBe(
+      204,
+    );
   });
 
   it('members read and search every group they reach over IS_IN_GROUP alone, and create in it; owners alone change it', async () => {
@@ -254,24 +273,34 @@ describeBackends('access matrix', (h) => {
       expect(get.status, `GET ${group}`).toBe(200);
       expect(get.json.id).toBe(group);
       expect((await h().request('GET', `/${group}`, { token: u.outsider!.token })).status).toBe(404);
-      for (const [method, body] of [['PATCH', { renamed: true }], ['PUT', { renamed: true }], ['DELETE', undefined]] as const) {
+      for (const [method, body] of [
+        ['PATCH', { renamed: true }],
+        ['PUT', { renamed: true }],
+        ['DELETE', undefined],
+      ] as const) {
         const res = await h().request(method, `/${group}`, { token: M.token, body });
         expect(res.status, `${method} ${group}`).toBe(404);
         expect(res.text.replaceAll(group, '9a5e2f60-1d1e-4c55-8a30-333333333333')).toBe(missing.text);
       }
       for (const kind of ['parents', 'children', 'related'])
-        expect((await h().request('GET', `/${group}/${kind}`, { token: M.token })).status, `${kind} of ${group}`).toBe(200);
+        expect((await h().request('GET', `/${group}/${kind}`, { token: M.token })).status, `${kind} of ${group}`).toBe(
+          200,
+        );
     }
     for (const perm of ALL) {
       const allowed = await permittedIds(h().db, M.id, perm, [e.g1!, e.g2!]);
       expect(allowed, perm).toEqual(new Set(['READ', 'SEARCH', 'CREATE'].includes(perm) ? [e.g1!, e.g2!] : []));
     }
     // /children of g2 lists what it owns; /parents of g1 the member's own membership.
-    expect((await h().request('GET', `/${e.g2}/children`, { token: M.token })).json.nodes.map((n: any) => n.id)).toContain(e.f1);
+    expect(
+      (await h().request('GET', `/${e.g2}/children`, { token: M.token })).json.nodes.map((n: any) => n.id),
+    ).toContain(e.f1);
     const parents = await h().request('GET', `/${e.g1}/parents`, { token: M.token });
     expect(parents.json.relations.some((r: any) => r.type === 'IS_IN_GROUP' && r.start === M.id)).toBe(true);
     // GET / lists the group the member is in.
-    expect((await h().request('GET', '/?pageSize=1000', { token: M.token })).json.nodes.map((n: any) => n.id)).toContain(e.g1);
+    expect(
+      (await h().request('GET', '/?pageSize=1000', { token: M.token })).json.nodes.map((n: any) => n.id),
+    ).toContain(e.g1);
 
     // Not a group reached through an OWNS or a grant on the way: g1 -OWNS-> viaOwns -IS_IN_GROUP-> beyondOwns, and
     // g1 -HAS_READ_ACCESS-> viaGrant -IS_IN_GROUP-> beyondGrant.
@@ -294,32 +323,62 @@ describeBackends('access matrix', (h) => {
 
     // Search: the search engine (decided from the rows and set-wise), hydration and Cypher paths see the groups too.
     const search = (token: string, body: unknown) => h().request('POST', '/search', { token, body });
-    const found = await search(M.token, { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match_all: {} }, parameters: { nodeTypes: ['Group'], pageSize: 1000 } }] });
+    const found = await search(M.token, {
+      steps: [
+        {
+          type: 'searchengine-query-dsl-mixin',
+          query: { match_all: {} },
+          parameters: { nodeTypes: ['Group'], pageSize: 1000 },
+        },
+      ],
+    });
     expect(found.status, found.text).toBe(200);
     const groups = new Set(found.json.results.map((r: any) => r.id));
     for (const id of [e.g1, e.g2, viaOwns, viaGrant]) expect(groups.has(id), `search finds ${id}`).toBe(true);
     for (const id of [beyondOwns, beyondGrant]) expect(groups.has(id), `search hides ${id}`).toBe(false);
-    const named = await search(M.token, { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: 'outer' } } }] });
+    const named = await search(M.token, {
+      steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: 'outer' } } }],
+    });
     expect(named.json.results.map((r: any) => r.id)).toEqual([e.g2]);
-    const hydrated = await search(M.token, { steps: [{ type: 'element-hydration', query: { elementIds: [e.g1, e.g2, beyondOwns, beyondGrant] } }] });
+    const hydrated = await search(M.token, {
+      steps: [{ type: 'element-hydration', query: { elementIds: [e.g1, e.g2, beyondOwns, beyondGrant] } }],
+    });
     expect(new Set(hydrated.json.results.map((r: any) => r.id))).toEqual(new Set([e.g1, e.g2]));
     const paths = await search(M.token, {
-      steps: [{ type: 'cypher-path-subset', query: 'MATCH p=(u:User)-[:IS_IN_GROUP*]->(g:Group) WHERE u.id = $me RETURN p', parameters: { me: M.id } }],
+      steps: [
+        {
+          type: 'cypher-path-subset',
+          query: 'MATCH p=(u:User)-[:IS_IN_GROUP*]->(g:Group) WHERE u.id = $me RETURN p',
+          parameters: { me: M.id },
+        },
+      ],
     });
     expect(paths.status, paths.text).toBe(200);
-    expect(new Set(paths.json.results.filter((r: any) => r.type === 'Group').map((r: any) => r.id))).toEqual(new Set([e.g1, e.g2]));
-    expect((await search(u.outsider!.token, { steps: [{ type: 'element-hydration', query: { elementIds: [e.g1, e.g2] } }] })).json.results).toEqual([]);
+    expect(new Set(paths.json.results.filter((r: any) => r.type === 'Group').map((r: any) => r.id))).toEqual(
+      new Set([e.g1, e.g2]),
+    );
+    expect(
+      (await search(u.outsider!.token, { steps: [{ type: 'element-hydration', query: { elementIds: [e.g1, e.g2] } }] }))
+        .json.results,
+    ).toEqual([]);
 
     // CREATE in a group: the new element is the group's, so every member (and the group's owner) owns it.
     const other = await userWithToken(h(), 'second-member@matrix.dev');
     expect((await relate(O, 'IS_IN_GROUP', other.id, e.g2!)).status).toBe(201);
     for (const group of [e.g1!, e.g2!]) {
-      const created = await h().request('POST', `/${group}`, { token: M.token, body: { type: 'Note', data: { shared: group } } });
+      const created = await h().request('POST', `/${group}`, {
+        token: M.token,
+        body: { type: 'Note', data: { shared: group } },
+      });
       expect(created.status, created.text).toBe(201);
       const id = created.headers.get('location')!.slice(1);
-      const owners = (await h().request('GET', `/${id}/parents`, { token: M.token })).json.relations.filter((r: any) => r.type === 'OWNS');
+      const owners = (await h().request('GET', `/${id}/parents`, { token: M.token })).json.relations.filter(
+        (r: any) => r.type === 'OWNS',
+      );
       expect(owners.map((r: any) => r.start)).toEqual([group]);
-      expect((await h().request('GET', `/${group}/children`, { token: M.token })).json.nodes.map((n: any) => n.id)).toContain(id);
+      expect(
+        (await h().request('GET', `/${group}/children`, { token: M.token })).json.nodes.map((n: any) => n.id),
+      ).toContain(id);
       expect((await h().request('PATCH', `/${id}`, { token: M.token, body: { edited: true } })).status).toBe(204);
       expect((await h().request('GET', `/${id}`, { token: O })).status).toBe(200);
       expect((await h().request('GET', `/${id}`, { token: u.outsider!.token })).status).toBe(404);
@@ -328,7 +387,9 @@ describeBackends('access matrix', (h) => {
     }
     expect((await h().request('GET', `/${e.g1}`, { token: other.token })).status).toBe(404);
     expect((await h().request('POST', `/${e.g1}`, { token: other.token, body: { type: 'Note' } })).status).toBe(404);
-    expect((await h().request('POST', `/${e.g2}`, { token: u.outsider!.token, body: { type: 'Note' } })).status).toBe(404);
+    expect((await h().request('POST', `/${e.g2}`, { token: u.outsider!.token, body: { type: 'Note' } })).status).toBe(
+      404,
+    );
     // An ordinary relation may start at a group the member is in (CREATE on the start, READ on the end).
     expect((await relate(M.token, 'LINKS', e.g1!, e.f1!)).status).toBe(201);
     expect((await relate(u.outsider!.token, 'LINKS', e.g1!, e.g1!)).status).toBe(404);
@@ -336,19 +397,26 @@ describeBackends('access matrix', (h) => {
 
   it('a user creates in its own node: POST /<own id> makes an element the user owns, as POST / does', async () => {
     const R = u.reader!;
-    const created = await h().request('POST', `/${R.id}`, { token: R.token, body: { type: 'Note', data: { mine: true } } });
+    const created = await h().request('POST', `/${R.id}`, {
+      token: R.token,
+      body: { type: 'Note', data: { mine: true } },
+    });
     expect(created.status, created.text).toBe(201);
     expect(created.text).toBe('');
     const id = created.headers.get('location')!.slice(1);
     const parents = (await h().request('GET', `/${id}/parents`, { token: R.token })).json.relations;
     expect(parents.filter((r: any) => r.type === 'OWNS').map((r: any) => r.start)).toEqual([R.id]);
     expect(parents.filter((r: any) => r.type === 'CREATED').map((r: any) => r.start)).toEqual([R.id]);
-    expect((await h().request('GET', `/${R.id}/children`, { token: R.token })).json.nodes.map((n: any) => n.id)).toContain(id);
+    expect(
+      (await h().request('GET', `/${R.id}/children`, { token: R.token })).json.nodes.map((n: any) => n.id),
+    ).toContain(id);
     expect((await h().request('PATCH', `/${id}`, { token: R.token, body: { edited: true } })).status).toBe(204);
     expect((await permittedIds(h().db, R.id, 'CREATE', [R.id])).has(R.id)).toBe(true);
     expect((await relate(R.token, 'LINKS', R.id, id)).status).toBe(201);
     // Nobody else creates in it.
-    expect((await h().request('POST', `/${R.id}`, { token: u.outsider!.token, body: { type: 'Note' } })).status).toBe(404);
+    expect((await h().request('POST', `/${R.id}`, { token: u.outsider!.token, body: { type: 'Note' } })).status).toBe(
+      404,
+    );
     expect((await h().request('POST', `/${R.id}`, { token: u.owner!.token, body: { type: 'Note' } })).status).toBe(404);
     expect((await h().request('DELETE', `/${id}`, { token: R.token })).status).toBe(204);
   });
@@ -358,13 +426,16 @@ describeBackends('access matrix', (h) => {
     const membership = parents.json.relations.find((r: any) => r.type === 'IS_IN_GROUP' && r.start === u.member!.id);
     expect(membership).toBeTruthy();
     // The member reads the groups (remembered), then drops its own membership: both groups go with it.
-    for (const group of [e.g1!, e.g2!]) expect((await h().request('GET', `/${group}`, { token: u.member!.token })).status).toBe(200);
+    for (const group of [e.g1!, e.g2!])
+      expect((await h().request('GET', `/${group}`, { token: u.member!.token })).status).toBe(200);
     expect((await h().request('DELETE', `/${membership.id}`, { token: u.member!.token })).status).toBe(204);
     expect((await h().request('GET', `/${e.doc}`, { token: u.member!.token })).status).toBe(404);
     for (const group of [e.g1!, e.g2!]) {
       expect((await h().request('GET', `/${group}`, { token: u.member!.token })).status).toBe(404);
       expect((await h().request('GET', `/${group}/children`, { token: u.member!.token })).status).toBe(404);
-      expect((await h().request('POST', `/${group}`, { token: u.member!.token, body: { type: 'Note' } })).status).toBe(404);
+      expect((await h().request('POST', `/${group}`, { token: u.member!.token, body: { type: 'Note' } })).status).toBe(
+        404,
+      );
     }
   });
 });

@@ -13,7 +13,8 @@ describeBackends('collections', (h) => {
     alice = await userWithToken(h(), 'alice@coll.dev');
     bob = await userWithToken(h(), 'bob@coll.dev');
     folder = await createElement(h(), alice.token, { type: 'Folder' });
-    for (let i = 0; i < 12; i++) children.push(await createElement(h(), alice.token, { type: 'Doc', data: { i } }, folder));
+    for (let i = 0; i < 12; i++)
+      children.push(await createElement(h(), alice.token, { type: 'Doc', data: { i } }, folder));
     children.sort();
   });
 
@@ -24,7 +25,12 @@ describeBackends('collections', (h) => {
       type: '_PartialCollection',
       id: `/${folder}/children?pageSize=5`,
       totalNodes: 12,
-      links: { first: `/${folder}/children?pageSize=5`, previous: null, next: `/${folder}/children?page=2&pageSize=5`, last: `/${folder}/children?page=3&pageSize=5` },
+      links: {
+        first: `/${folder}/children?pageSize=5`,
+        previous: null,
+        next: `/${folder}/children?page=2&pageSize=5`,
+        last: `/${folder}/children?page=3&pageSize=5`,
+      },
     });
     expect(res.json.nodes.map((n: any) => n.id)).toEqual(children.slice(0, 5));
     expect(res.json.relations).toHaveLength(5);
@@ -33,7 +39,12 @@ describeBackends('collections', (h) => {
     expect(last.json.nodes.map((n: any) => n.id)).toEqual(children.slice(10));
     expect(last.json.links).toMatchObject({ previous: `/${folder}/children?page=2&pageSize=5`, next: null });
     const def = await h().request('GET', `/${folder}/children`, { token: alice.token });
-    expect(def.json.links).toEqual({ first: `/${folder}/children`, previous: null, next: null, last: `/${folder}/children` });
+    expect(def.json.links).toEqual({
+      first: `/${folder}/children`,
+      previous: null,
+      next: null,
+      last: `/${folder}/children`,
+    });
     expect(def.json.nodes).toHaveLength(12);
     // bob cannot read the folder: 404; and sees only what he may read when granted one child
     expect((await h().request('GET', `/${folder}/children`, { token: bob.token })).status).toBe(404);
@@ -42,7 +53,14 @@ describeBackends('collections', (h) => {
   it('checks each member when READ on the anchor does not propagate (READ through CREATED only)', async () => {
     const carol = await userWithToken(h(), 'carol@coll.dev');
     const folder2 = await createElement(h(), alice.token, { type: 'Folder' });
-    expect((await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_CREATE_ACCESS', start: carol.id, end: folder2 } })).status).toBe(201);
+    expect(
+      (
+        await h().request('POST', '/', {
+          token: alice.token,
+          body: { type: 'HAS_CREATE_ACCESS', start: carol.id, end: folder2 },
+        })
+      ).status,
+    ).toBe(201);
     const c1 = await createElement(h(), carol.token, { type: 'Doc' }, folder2); // carol reads it through CREATED
     await createElement(h(), alice.token, { type: 'Doc' }, c1); // not readable for carol
     const c2 = await createElement(h(), carol.token, { type: 'Doc' }, c1); // readable for carol (CREATED)
@@ -63,7 +81,12 @@ describeBackends('collections', (h) => {
     expect(bad.json.type).toMatch(/bad-content$/);
     expect((await h().request('GET', `/${folder}/children?pageSize=1.5`, { token: alice.token })).status).toBe(400);
     // Integers of any size are clamped (DESIGN: "integers out of range are clamped").
-    for (const query of ['page=1000000000000000', `page=${'9'.repeat(400)}`, 'page=-1000000000000000000', `pageSize=${'9'.repeat(30)}`]) {
+    for (const query of [
+      'page=1000000000000000',
+      `page=${'9'.repeat(400)}`,
+      'page=-1000000000000000000',
+      `pageSize=${'9'.repeat(30)}`,
+    ]) {
       const res = await h().request('GET', `/${folder}/children?${query}`, { token: alice.token });
       expect(res.status, query).toBe(200);
       expect(res.json.totalNodes).toBe(12);
@@ -74,7 +97,10 @@ describeBackends('collections', (h) => {
   });
 
   it('lists parents (every incoming relation), related (both directions) and the index', async () => {
-    const grant = await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_READ_ACCESS', start: bob.id, end: children[0] } });
+    const grant = await h().request('POST', '/', {
+      token: alice.token,
+      body: { type: 'HAS_READ_ACCESS', start: bob.id, end: children[0] },
+    });
     expect(grant.status).toBe(201);
     const parents = await h().request('GET', `/${children[0]}/parents`, { token: alice.token });
     expect(parents.json.totalNodes).toBe(3);
@@ -83,14 +109,22 @@ describeBackends('collections', (h) => {
     expect(new Set(parents.json.nodes.map((n: any) => n.id))).toEqual(new Set([folder, alice.id]));
     // A group's parents are its members: memberships are found there too.
     const group = await createElement(h(), alice.token, { type: 'Group' });
-    const membership = await h().request('POST', '/', { token: alice.token, body: { type: 'IS_IN_GROUP', start: bob.id, end: group } });
+    const membership = await h().request('POST', '/', {
+      token: alice.token,
+      body: { type: 'IS_IN_GROUP', start: bob.id, end: group },
+    });
     expect(membership.status).toBe(201);
     const groupParents = await h().request('GET', `/${group}/parents`, { token: alice.token });
     expect(groupParents.json.relations.map((r: any) => r.type).sort()).toEqual(['CREATED', 'IS_IN_GROUP', 'OWNS']);
     const tag = await createElement(h(), alice.token, { type: 'Tag' });
     await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_TAG', start: children[0], end: tag } });
     const related = await h().request('GET', `/${children[0]}/related`, { token: alice.token });
-    expect(related.json.relations.map((r: any) => r.type).sort()).toEqual(['CREATED', 'HAS_READ_ACCESS', 'HAS_TAG', 'OWNS']);
+    expect(related.json.relations.map((r: any) => r.type).sort()).toEqual([
+      'CREATED',
+      'HAS_READ_ACCESS',
+      'HAS_TAG',
+      'OWNS',
+    ]);
     // bob reads the child now; his index lists it
     const index = await h().request('GET', '/', { token: bob.token });
     expect(index.status).toBe(200);
@@ -130,7 +164,9 @@ describeBackends('collections', (h) => {
       expect(res.status, path).toBe(401);
       expect(res.json.type).toMatch(/\/error\/401\/unauthorized$/);
       expect(res.json.detail).toBe('The token is unknown, expired or revoked.');
-      expect((await h().request('GET', path, { headers: { authorization: 'Bearer nonsense' } })).status, path).toBe(401);
+      expect((await h().request('GET', path, { headers: { authorization: 'Bearer nonsense' } })).status, path).toBe(
+        401,
+      );
       expect((await h().request('GET', path)).status, path).toBe(401); // no anonymous user configured
       expect((await h().request('GET', `${path}?page=abc`, { token: unknown })).status, path).toBe(401);
       expect((await h().request('GET', `${path}?page=abc`, { token: alice.token })).status, path).toBe(400);
@@ -165,7 +201,10 @@ describeBackends('collections', (h) => {
       headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="note.txt"' },
     });
     expect(upload.status).toBe(201);
-    const link = await h().request('POST', '/', { token: alice.token, body: { type: 'LINKS', start: rich, end: bare, data: { why: 'ü "x"' } } });
+    const link = await h().request('POST', '/', {
+      token: alice.token,
+      body: { type: 'LINKS', start: rich, end: bare, data: { why: 'ü "x"' } },
+    });
     expect(link.status).toBe(201);
     h().clock.advance(5);
     await h().request('PATCH', `/${bare}`, { token: alice.token, body: { touched: 1.5 } });
@@ -198,7 +237,10 @@ describeBackends('collections', (h) => {
     const first = await h().request('GET', `/${folder}/children`, { token: alice.token });
     const etag = first.headers.get('etag')!;
     expect(etag).toMatch(/^"/);
-    expect((await h().request('GET', `/${folder}/children`, { token: alice.token, headers: { 'if-none-match': etag } })).status).toBe(304);
+    expect(
+      (await h().request('GET', `/${folder}/children`, { token: alice.token, headers: { 'if-none-match': etag } }))
+        .status,
+    ).toBe(304);
     h().clock.advance(1);
     await h().request('PATCH', `/${children[3]}`, { token: alice.token, body: { changed: true } });
     const afterPatch = await h().request('GET', `/${folder}/children`, { token: alice.token });
@@ -209,15 +251,21 @@ describeBackends('collections', (h) => {
   });
 });
 
-describeBackends('collection ETag limit', (h) => {
-  it('omits the ETag above cache.etagUpperLimitInCollectionEndpoints', async () => {
-    const alice = await userWithToken(h(), 'alice@limit.dev');
-    const folder = await createElement(h(), alice.token, { type: 'Folder' });
-    for (let i = 0; i < 3; i++) await createElement(h(), alice.token, { type: 'Doc' }, folder);
-    expect((await h().request('GET', `/${folder}/children`, { token: alice.token })).headers.get('etag')).toBeTruthy();
-    await createElement(h(), alice.token, { type: 'Doc' }, folder);
-    const res = await h().request('GET', `/${folder}/children`, { token: alice.token });
-    expect(res.json.totalNodes).toBe(4);
-    expect(res.headers.get('etag')).toBeNull();
-  });
-}, { settings: { cache: { etagUpperLimitInCollectionEndpoints: 3 } } });
+describeBackends(
+  'collection ETag limit',
+  (h) => {
+    it('omits the ETag above cache.etagUpperLimitInCollectionEndpoints', async () => {
+      const alice = await userWithToken(h(), 'alice@limit.dev');
+      const folder = await createElement(h(), alice.token, { type: 'Folder' });
+      for (let i = 0; i < 3; i++) await createElement(h(), alice.token, { type: 'Doc' }, folder);
+      expect(
+        (await h().request('GET', `/${folder}/children`, { token: alice.token })).headers.get('etag'),
+      ).toBeTruthy();
+      await createElement(h(), alice.token, { type: 'Doc' }, folder);
+      const res = await h().request('GET', `/${folder}/children`, { token: alice.token });
+      expect(res.json.totalNodes).toBe(4);
+      expect(res.headers.get('etag')).toBeNull();
+    });
+  },
+  { settings: { cache: { etagUpperLimitInCollectionEndpoints: 3 } } },
+);

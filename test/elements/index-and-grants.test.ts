@@ -9,7 +9,14 @@ describeBackends('index and grants', (h) => {
     const owned: string[] = [];
     for (let i = 0; i < 6; i++) owned.push(await createElement(h(), alice.token, { type: 'Doc', data: { i } }));
     const group = await createElement(h(), alice.token, { type: 'Group' });
-    expect((await h().request('POST', '/', { token: alice.token, body: { type: 'IS_IN_GROUP', start: alice.id, end: group } })).status).toBe(201);
+    expect(
+      (
+        await h().request('POST', '/', {
+          token: alice.token,
+          body: { type: 'IS_IN_GROUP', start: alice.id, end: group },
+        })
+      ).status,
+    ).toBe(201);
     // The group is reached over OWNS and IS_IN_GROUP: one member, counted once. alice also owns her token.
     const token = (await h().request('GET', '/token', { token: alice.token })).json.id as string;
     const members = [...owned, group, token].sort();
@@ -35,9 +42,13 @@ describeBackends('index and grants', (h) => {
 
     // The ETag still follows the listed nodes.
     const etag = all.headers.get('etag')!;
-    expect((await h().request('GET', '/', { token: alice.token, headers: { 'if-none-match': etag } })).status).toBe(304);
+    expect((await h().request('GET', '/', { token: alice.token, headers: { 'if-none-match': etag } })).status).toBe(
+      304,
+    );
     h().clock.advance(1);
-    expect((await h().request('PATCH', `/${owned[0]}`, { token: alice.token, body: { changed: true } })).status).toBe(204);
+    expect((await h().request('PATCH', `/${owned[0]}`, { token: alice.token, body: { changed: true } })).status).toBe(
+      204,
+    );
     expect((await h().request('GET', '/', { token: alice.token })).headers.get('etag')).not.toBe(etag);
 
     // The other collections keep their relations.
@@ -52,7 +63,10 @@ describeBackends('index and grants', (h) => {
     const carol = await userWithToken(h(), 'carol@related.dev');
     const doc = await createElement(h(), alice.token, { type: 'Doc' });
     const grant = async (start: string) => {
-      const res = await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_READ_ACCESS', start, end: doc } });
+      const res = await h().request('POST', '/', {
+        token: alice.token,
+        body: { type: 'HAS_READ_ACCESS', start, end: doc },
+      });
       expect(res.status).toBe(201);
       return res.headers.get('location')!.slice(1);
     };
@@ -67,7 +81,12 @@ describeBackends('index and grants', (h) => {
     expect(related.json.totalNodes).toBe(3);
     expect(related.json.nodes.map((n: any) => n.id)).toEqual([alice.id]);
     expect(related.json.relations.map((r: any) => r.id)).toEqual(expect.arrayContaining([toBob, toCarol]));
-    expect(related.json.relations.map((r: any) => r.type).sort()).toEqual(['CREATED', 'HAS_READ_ACCESS', 'HAS_READ_ACCESS', 'OWNS']);
+    expect(related.json.relations.map((r: any) => r.type).sort()).toEqual([
+      'CREATED',
+      'HAS_READ_ACCESS',
+      'HAS_READ_ACCESS',
+      'OWNS',
+    ]);
     // /parents says the same.
     const parents = await h().request('GET', `/${doc}/parents`, { token: alice.token });
     expect(parents.json.totalNodes).toBe(3);

@@ -20,19 +20,19 @@ const FILE_META = {
 // Values whose serialisation is easy to get wrong: integer-like keys, escapes, non-ASCII, nesting, numbers, empty
 // containers.
 const TRICKY: Record<string, unknown> = {
-    b: 1,
-    10: 'ten',
-    2: 'two',
-    'q"uote': 'say "hi"\n\t\\ ü 東京 😀 \u2028 \u0001',
-    nested: { a: [1, 2.5, -0.125, null, { b: true }], 3: 'x', deep: { deeper: { deepest: [] } } },
-    big: 9007199254740991,
-    small: 1e-7,
-    negative: -42,
-    flag: false,
-    nothing: null,
-    empty: {},
-    emptyList: [],
-    'key with spaces': 'x',
+  b: 1,
+  10: 'ten',
+  2: 'two',
+  'q"uote': 'say "hi"\n\t\\ ü 東京 😀 \u2028 \u0001',
+  nested: { a: [1, 2.5, -0.125, null, { b: true }], 3: 'x', deep: { deeper: { deepest: [] } } },
+  big: 9007199254740991,
+  small: 1e-7,
+  negative: -42,
+  flag: false,
+  nothing: null,
+  empty: {},
+  emptyList: [],
+  'key with spaces': 'x',
 };
 // The HTTP API refuses a key named __proto__ (Fastify's body parser); a backup may still hold one.
 const WITH_PROTO: Record<string, unknown> = JSON.parse('{"__proto__": {"polluted": true}, "x": 1}');
@@ -69,10 +69,17 @@ describeBackends('element representation', (h) => {
       headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="note.txt"' },
     });
     expect(upload.status).toBe(201);
-    const rel = await h().request('POST', '/', { token: alice.token, body: { type: 'LINKS', start: tricky, end: bare, data: { why: 'ü "x"' } } });
+    const rel = await h().request('POST', '/', {
+      token: alice.token,
+      body: { type: 'LINKS', start: tricky, end: bare, data: { why: 'ü "x"' } },
+    });
     expect(rel.status).toBe(201);
     link = rel.headers.get('location')!.slice(1);
-    const relFile = await h().request('PUT', `/${link}/file`, { token: alice.token, raw: FILE_BYTES, headers: { 'upload-complete': '?1' } });
+    const relFile = await h().request('PUT', `/${link}/file`, {
+      token: alice.token,
+      raw: FILE_BYTES,
+      headers: { 'upload-complete': '?1' },
+    });
     expect(relFile.status, relFile.text).toBe(201);
     const at = h().clock.now();
     await insertElement(h().db, { id: proto, type: 'Doc', data: WITH_PROTO, at });
@@ -138,11 +145,19 @@ describeBackends('element representation', (h) => {
     const cached = await h().request('GET', `/${tricky}`, { token: alice.token, headers: { 'if-none-match': etag } });
     expect(cached.status).toBe(304);
     expect(cached.text).toBe('');
-    const stale = await h().request('PATCH', `/${tricky}`, { token: alice.token, headers: { 'if-match': '"stale"' }, body: { b: 2 } });
+    const stale = await h().request('PATCH', `/${tricky}`, {
+      token: alice.token,
+      headers: { 'if-match': '"stale"' },
+      body: { b: 2 },
+    });
     expect(stale.status).toBe(412);
     expect((await get(tricky)).text).toBe(res.text);
     h().clock.advance(2);
-    const ok = await h().request('PATCH', `/${tricky}`, { token: alice.token, headers: { 'if-match': etag }, body: { b: 2 } });
+    const ok = await h().request('PATCH', `/${tricky}`, {
+      token: alice.token,
+      headers: { 'if-match': etag },
+      body: { b: 2 },
+    });
     expect(ok.status, ok.text).toBe(204);
     const changed = await get(tricky);
     expect(changed.headers.get('etag')).not.toBe(etag);
@@ -153,7 +168,10 @@ describeBackends('element representation', (h) => {
     expect((await get(tricky)).status).toBe(200);
     // A DELETE whose preconditions compare with the current ETag.
     const current = (await get(proto)).headers.get('etag')!;
-    const unlessSame = await h().request('DELETE', `/${proto}`, { token: alice.token, headers: { 'if-none-match': current } });
+    const unlessSame = await h().request('DELETE', `/${proto}`, {
+      token: alice.token,
+      headers: { 'if-none-match': current },
+    });
     expect(unlessSame.status).toBe(412);
     const gone = await h().request('DELETE', `/${proto}`, { token: alice.token, headers: { 'if-match': current } });
     expect(gone.status, gone.text).toBe(204);
@@ -187,6 +205,9 @@ describeBackends('element representation', (h) => {
       expect(res.text).not.toMatch(/password|argon2/i);
       expect(res.text).not.toContain(alice.token.split(':').at(-1)!);
     }
-    expect(JSON.parse((await h().request('GET', '/me', { token: alice.token })).text)).toMatchObject({ type: 'User', id: alice.id });
+    expect(JSON.parse((await h().request('GET', '/me', { token: alice.token })).text)).toMatchObject({
+      type: 'User',
+      id: alice.id,
+    });
   });
 });

@@ -22,19 +22,23 @@ const expectedDigest = () => blocks.digest(SIZE / CHUNK);
 
 function uploadBig(url: string, path: string, token: string, digest: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url + path, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${token}`,
-        'upload-complete': '?1',
-        'content-length': String(SIZE),
-        'content-disposition': 'attachment; filename="big.bin"',
-        'repr-digest': `sha-256=:${digest.toString('base64')}:`,
+    const req = http.request(
+      url + path,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'upload-complete': '?1',
+          'content-length': String(SIZE),
+          'content-disposition': 'attachment; filename="big.bin"',
+          'repr-digest': `sha-256=:${digest.toString('base64')}:`,
+        },
       },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode!));
-    });
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      },
+    );
     req.on('error', reject);
     let i = 0;
     const pump = () => {
@@ -49,18 +53,24 @@ function uploadBig(url: string, path: string, token: string, digest: Buffer): Pr
   });
 }
 
-function downloadBig(url: string, path: string, token: string): Promise<{ status: number; size: number; digest: Buffer }> {
+function downloadBig(
+  url: string,
+  path: string,
+  token: string,
+): Promise<{ status: number; size: number; digest: Buffer }> {
   return new Promise((resolve, reject) => {
-    http.get(url + path, { headers: { authorization: `Bearer ${token}` } }, (res) => {
-      const hash = createHash('sha256');
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        hash.update(c);
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, size, digest: hash.digest() }));
-      res.on('error', reject);
-    }).on('error', reject);
+    http
+      .get(url + path, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+        const hash = createHash('sha256');
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          hash.update(c);
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, size, digest: hash.digest() }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
   });
 }
 

@@ -30,11 +30,18 @@ describe('FsBlobStore', () => {
 
   const tmpEntries = () => readdirSync(store.tmpDir);
   const read = (key: string) => readFileSync(store.pathOf(key), 'utf8');
-  const entriesOf = (key: string) => readdirSync(join(store.root, key.slice(0, 2))).filter((n) => n.startsWith(key)).sort();
+  const entriesOf = (key: string) =>
+    readdirSync(join(store.root, key.slice(0, 2)))
+      .filter((n) => n.startsWith(key))
+      .sort();
 
   it('writes a stream to a temporary file with its SHA-256, size and head', async () => {
     const seen: string[] = [];
-    const temp = await store.write(chunks('hello ', 'world'), { maxBytes: 11, headBytes: 8, observe: (c) => seen.push(c.toString()) });
+    const temp = await store.write(chunks('hello ', 'world'), {
+      maxBytes: 11,
+      headBytes: 8,
+      observe: (c) => seen.push(c.toString()),
+    });
     expect(temp.size).toBe(11);
     expect(temp.sha256.toString('hex')).toBe(createHash('sha256').update('hello world').digest('hex'));
     expect(temp.head.toString()).toBe('hello wo');
@@ -45,8 +52,12 @@ describe('FsBlobStore', () => {
   });
 
   it('stops at the limit and when the source fails, leaving nothing behind', async () => {
-    await expect(store.write(chunks('12345', '67890', 'never read'), { maxBytes: 9 })).rejects.toBeInstanceOf(BlobLimitError);
-    await expect(store.write(chunks('12345', new Error('client went away')), { maxBytes: 100 })).rejects.toThrow('client went away');
+    await expect(store.write(chunks('12345', '67890', 'never read'), { maxBytes: 9 })).rejects.toBeInstanceOf(
+      BlobLimitError,
+    );
+    await expect(store.write(chunks('12345', new Error('client went away')), { maxBytes: 100 })).rejects.toThrow(
+      'client went away',
+    );
     await expect(store.write(chunks(new Error('at once')), { maxBytes: 100 })).rejects.toThrow('at once');
     expect(tmpEntries()).toEqual([]);
   });
@@ -126,7 +137,11 @@ describe('FsBlobStore', () => {
 
   it('appends, and cuts back to the offset when an append fails or leftovers exist', async () => {
     const key = 'ad1f0e2a-1111-4222-8333-944445555666';
-    expect(await store.append(key, 0, chunks('abc'), { maxBytes: 10, headBytes: 2 })).toEqual({ size: 3, total: 3, head: Buffer.from('ab') });
+    expect(await store.append(key, 0, chunks('abc'), { maxBytes: 10, headBytes: 2 })).toEqual({
+      size: 3,
+      total: 3,
+      head: Buffer.from('ab'),
+    });
     await expect(store.append(key, 3, chunks('def', new Error('gone')), { maxBytes: 10 })).rejects.toThrow('gone');
     expect(read(key)).toBe('abc');
     await expect(store.append(key, 3, chunks('defg', 'hijk'), { maxBytes: 5 })).rejects.toBeInstanceOf(BlobLimitError);

@@ -2,7 +2,8 @@
 // requests with 503 and Retry-After instead of 500, leaves nothing behind, and serves them again once descriptors are
 // free. The exhaustion is real: a child server process under a lowered descriptor limit opens descriptors until
 // EMFILE (test/helpers/fd-server.ts).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -11,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { backendsUnderTest } from '../helpers/harness.js';
@@ -40,7 +40,11 @@ for (const backend of backendsUnderTest()) {
     const next = async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
     const send = (method: string, path: string, headers: Record<string, string> = {}, body?: Buffer) =>
       new Promise<Answer>((resolve, reject) => {
-        const req = http.request(`${url}${path}`, { method, agent, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } });
+        const req = http.request(`${url}${path}`, {
+          method,
+          agent,
+          headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+        });
         req.on('response', (res) => {
           let text = '';
           res.setEncoding('utf8');
@@ -51,7 +55,12 @@ for (const backend of backendsUnderTest()) {
         req.end(body);
       });
     const json = (path: string, body: unknown, token?: string) =>
-      send('POST', path, { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, Buffer.from(JSON.stringify(body)));
+      send(
+        'POST',
+        path,
+        { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        Buffer.from(JSON.stringify(body)),
+      );
 
     beforeAll(async () => {
       dataDir = await mkdtemp(join(tmpdir(), 'trellis-fd-'));
@@ -101,7 +110,9 @@ for (const backend of backendsUnderTest()) {
       const identifier = 'alice@fd.dev';
       const password = 'correct horse battery staple';
       expect((await json('/register', { type: 'User', uniqueUserIdentifier: identifier, password })).status).toBe(201);
-      const token = JSON.parse((await json('/token', { type: 'Token', uniqueUserIdentifier: identifier, password })).body).token as string;
+      const token = JSON.parse(
+        (await json('/token', { type: 'Token', uniqueUserIdentifier: identifier, password })).body,
+      ).token as string;
       const auth = { authorization: `Bearer ${token}` };
       const created = await json('/', { type: 'Doc' }, token);
       const id = created.headers.location!.slice(1);

@@ -57,21 +57,28 @@ describe('DurableFileSink', () => {
   it("with 'r+' writes from `start` over what is there and keeps the bytes before it", async () => {
     const path = join(dir, 'c.bin');
     writeFileSync(path, 'hello, world!');
-    await pipeline(slowly([Buffer.from('W'), Buffer.from('ORLD')]), new DurableFileSink(path, { flags: 'r+', start: 7 }));
+    await pipeline(
+      slowly([Buffer.from('W'), Buffer.from('ORLD')]),
+      new DurableFileSink(path, { flags: 'r+', start: 7 }),
+    );
     expect(readFileSync(path, 'utf8')).toBe('hello, WORLD!');
   });
 
   it("with 'wx' refuses an existing file and leaves it as it was", async () => {
     const path = join(dir, 'd.bin');
     writeFileSync(path, 'kept');
-    await expect(pipeline(slowly([Buffer.from('new')]), new DurableFileSink(path, { flags: 'wx' }))).rejects.toMatchObject({ code: 'EEXIST' });
+    await expect(
+      pipeline(slowly([Buffer.from('new')]), new DurableFileSink(path, { flags: 'wx' })),
+    ).rejects.toMatchObject({ code: 'EEXIST' });
     expect(readFileSync(path, 'utf8')).toBe('kept');
   });
 
   it('releases its descriptor when the source fails midway (what is on disk is a prefix of what arrived)', async () => {
     const path = join(dir, 'e.bin');
     const sink = new DurableFileSink(path, { flags: 'wx', flushEvery: 10 });
-    await expect(pipeline(slowly([Buffer.from('0123456789abc'), new Error('client went away')]), sink)).rejects.toThrow('client went away');
+    await expect(pipeline(slowly([Buffer.from('0123456789abc'), new Error('client went away')]), sink)).rejects.toThrow(
+      'client went away',
+    );
     if (!sink.closed) await new Promise((resolve) => sink.once('close', resolve));
     expect(openPaths()).not.toContain(path);
     // A destroyed stream drops writes it had not started, as fs.WriteStream does; the blob store cuts back then.

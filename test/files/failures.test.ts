@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 import { noise, rawRequest, reprDigest } from './fixtures.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -35,7 +35,14 @@ async function snapshot(h: Harness, id: string, token: string) {
  * Starts an upload, sends `sent` of the `declared` bytes, waits until the server has written part of them to a
  * temporary file, then drops the connection. Resolves once the socket is gone.
  */
-async function disconnectHalfWay(h: Harness, method: string, id: string, token: string, declared: number, sent: number) {
+async function disconnectHalfWay(
+  h: Harness,
+  method: string,
+  id: string,
+  token: string,
+  declared: number,
+  sent: number,
+) {
   const req = http.request(`${h.url}/${id}/file`, {
     method,
     headers: { authorization: `Bearer ${token}`, 'upload-complete': '?1', 'content-length': String(declared) },
@@ -56,7 +63,11 @@ describeBackends('element files: interrupted uploads', (h) => {
   it('keeps the old file when a client disconnects half-way through a PUT, and removes the temporary file', async () => {
     const id = await createElement(h(), alice.token, { type: 'Doc' });
     const old = Buffer.from('the old, intact file');
-    const first = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(old), headers: { 'upload-complete': '?1' } });
+    const first = await h().request('POST', `/${id}/file`, {
+      token: alice.token,
+      raw: new Uint8Array(old),
+      headers: { 'upload-complete': '?1' },
+    });
     expect(first.status).toBe(201);
     const before = await snapshot(h(), id, alice.token);
 
@@ -76,7 +87,11 @@ describeBackends('element files: interrupted uploads', (h) => {
     expect(await snapshot(h(), id, alice.token)).toEqual(before);
     expect(before.fileStatus).toBe(404);
     // The service is fine afterwards: the same element takes a complete upload.
-    const ok = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(Buffer.from('ok')), headers: { 'upload-complete': '?1' } });
+    const ok = await h().request('POST', `/${id}/file`, {
+      token: alice.token,
+      raw: new Uint8Array(Buffer.from('ok')),
+      headers: { 'upload-complete': '?1' },
+    });
     expect(ok.status).toBe(201);
   });
 });
@@ -94,7 +109,13 @@ describeBackends(
     beforeAll(async () => {
       alice = await userWithToken(h(), 'alice@limits.dev');
       id = await createElement(h(), alice.token, { type: 'Doc' });
-      const res = await rawRequest(h().url, 'POST', `/${id}/file`, { ...headers(), 'content-length': String(old.length) }, [old]);
+      const res = await rawRequest(
+        h().url,
+        'POST',
+        `/${id}/file`,
+        { ...headers(), 'content-length': String(old.length) },
+        [old],
+      );
       expect(res.status).toBe(201);
     });
 
@@ -107,7 +128,13 @@ describeBackends(
     it('accepts exactly the maximum size', async () => {
       const other = await createElement(h(), alice.token, { type: 'Doc' });
       const bytes = noise(MAX, 5);
-      const res = await rawRequest(h().url, 'PUT', `/${other}/file`, { ...headers(), 'repr-digest': reprDigest(bytes) }, [bytes]);
+      const res = await rawRequest(
+        h().url,
+        'PUT',
+        `/${other}/file`,
+        { ...headers(), 'repr-digest': reprDigest(bytes) },
+        [bytes],
+      );
       expect(res.status).toBe(201);
     });
 
@@ -115,22 +142,32 @@ describeBackends(
       const before = await snapshot(h(), id, alice.token);
       // 10 MiB announced, 1 KiB sent, the request never finished: the answer must come anyway.
       const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request(`${h().url}/${id}/file`, { method: 'PUT', headers: { ...headers(), 'content-length': String(10 * 1024 * 1024) } }, (r) => {
-          let body = '';
-          r.on('data', (c) => (body += c));
-          r.on('end', () => resolve({ status: r.statusCode!, body }));
-        });
+        const req = http.request(
+          `${h().url}/${id}/file`,
+          { method: 'PUT', headers: { ...headers(), 'content-length': String(10 * 1024 * 1024) } },
+          (r) => {
+            let body = '';
+            r.on('data', (c) => (body += c));
+            r.on('end', () => resolve({ status: r.statusCode!, body }));
+          },
+        );
         req.on('error', reject);
         req.write(noise(1024));
       });
       expect(res.status).toBe(400);
-      expect(JSON.parse(res.body)).toMatchObject({ status: 400, type: expect.stringMatching(/bad-content$/), detail: expect.stringMatching(/larger than the maximum of 1000 bytes/) });
+      expect(JSON.parse(res.body)).toMatchObject({
+        status: 400,
+        type: expect.stringMatching(/bad-content$/),
+        detail: expect.stringMatching(/larger than the maximum of 1000 bytes/),
+      });
       await expectUnchanged(before);
     });
 
     it('refuses a declared Upload-Length over the limit', async () => {
       const before = await snapshot(h(), id, alice.token);
-      const res = await rawRequest(h().url, 'PUT', `/${id}/file`, { ...headers(), 'upload-length': String(MAX + 1) }, [noise(10)]);
+      const res = await rawRequest(h().url, 'PUT', `/${id}/file`, { ...headers(), 'upload-length': String(MAX + 1) }, [
+        noise(10),
+      ]);
       expect(res.status).toBe(400);
       await expectUnchanged(before);
     });
@@ -155,14 +192,22 @@ describeBackends(
 
     it('checks a chunked body against its Upload-Length', async () => {
       const before = await snapshot(h(), id, alice.token);
-      const longer = await rawRequest(h().url, 'PUT', `/${id}/file`, { ...headers(), 'upload-length': '10' }, [noise(6), noise(6)]);
+      const longer = await rawRequest(h().url, 'PUT', `/${id}/file`, { ...headers(), 'upload-length': '10' }, [
+        noise(6),
+        noise(6),
+      ]);
       expect(longer.status).toBe(400);
       expect(JSON.parse(longer.body.toString()).detail).toMatch(/longer than the 10 bytes announced/);
-      const shorter = await rawRequest(h().url, 'PUT', `/${id}/file`, { ...headers(), 'upload-length': '10' }, [noise(6)]);
+      const shorter = await rawRequest(h().url, 'PUT', `/${id}/file`, { ...headers(), 'upload-length': '10' }, [
+        noise(6),
+      ]);
       expect(shorter.status).toBe(400);
       expect(JSON.parse(shorter.body.toString()).detail).toMatch(/has 6 bytes, but 10 were announced/);
       await expectUnchanged(before);
-      const exact = await rawRequest(h().url, 'PUT', `/${id}/file`, { ...headers(), 'upload-length': '10' }, [noise(4), noise(6)]);
+      const exact = await rawRequest(h().url, 'PUT', `/${id}/file`, { ...headers(), 'upload-length': '10' }, [
+        noise(4),
+        noise(6),
+      ]);
       expect(exact.status).toBe(201);
     });
   },

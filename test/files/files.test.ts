@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 import { noise, pdfHeader, reprDigest, sha256, tinyPng, utf8Text } from './fixtures.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -11,8 +11,19 @@ type User = Awaited<ReturnType<typeof userWithToken>>;
 const blobPath = (h: Harness, id: string) => join(h.dataDir, 'files', id.slice(0, 2), id);
 const tmpEntries = (h: Harness) => readdirSync(join(h.dataDir, 'files', 'tmp'));
 
-function upload(h: Harness, method: 'POST' | 'PUT', id: string, token: string, bytes: Buffer, headers: Record<string, string> = {}) {
-  return h.request(method, `/${id}/file`, { token, raw: new Uint8Array(bytes), headers: { 'upload-complete': '?1', ...headers } });
+function upload(
+  h: Harness,
+  method: 'POST' | 'PUT',
+  id: string,
+  token: string,
+  bytes: Buffer,
+  headers: Record<string, string> = {},
+) {
+  return h.request(method, `/${id}/file`, {
+    token,
+    raw: new Uint8Array(bytes),
+    headers: { 'upload-complete': '?1', ...headers },
+  });
 }
 
 async function download(h: Harness, id: string, token: string, headers: Record<string, string> = {}) {
@@ -40,7 +51,12 @@ describeBackends('element files', (h) => {
       expect(res.headers.get('location')).toBe(`/${id}/file`);
       expect(res.text).toBe('');
       expect(res.headers.get('upload-limit')).toBeNull();
-      const file = { contentLength: png.length, extension: 'png', mimeType: 'image/png', hash: { sha256: sha256(png).toString('hex') } };
+      const file = {
+        contentLength: png.length,
+        extension: 'png',
+        mimeType: 'image/png',
+        hash: { sha256: sha256(png).toString('hex') },
+      };
       const element = await h().request('GET', `/${id}`, { token: alice.token });
       expect(element.json.file).toEqual(file);
       expect(element.json.data.file).toEqual(file);
@@ -60,7 +76,12 @@ describeBackends('element files', (h) => {
       });
       expect(res.status).toBe(201);
       const element = await h().request('GET', `/${id}`, { token: alice.token });
-      expect(element.json.file).toEqual({ contentLength: pdf.length, extension: 'pdf', mimeType: 'application/pdf', hash: { sha256: sha256(pdf).toString('hex') } });
+      expect(element.json.file).toEqual({
+        contentLength: pdf.length,
+        extension: 'pdf',
+        mimeType: 'application/pdf',
+        hash: { sha256: sha256(pdf).toString('hex') },
+      });
     });
 
     it('recognises UTF-8 text as text/plain; no Content-Disposition gives extension bin', async () => {
@@ -79,10 +100,16 @@ describeBackends('element files', (h) => {
     it('stores binary without a known signature as application/octet-stream, with no Content-Type sent', async () => {
       const bytes = noise(5000, 7);
       const id = await createElement(h(), alice.token, { type: 'Blob' });
-      const res = await upload(h(), 'POST', id, alice.token, bytes, { 'content-disposition': 'attachment; filename="data.tar.GZ"' });
+      const res = await upload(h(), 'POST', id, alice.token, bytes, {
+        'content-disposition': 'attachment; filename="data.tar.GZ"',
+      });
       expect(res.status).toBe(201);
       const element = await h().request('GET', `/${id}`, { token: alice.token });
-      expect(element.json.file).toMatchObject({ extension: 'gz', mimeType: 'application/octet-stream', contentLength: 5000 });
+      expect(element.json.file).toMatchObject({
+        extension: 'gz',
+        mimeType: 'application/octet-stream',
+        contentLength: 5000,
+      });
     });
 
     it('maps odd filenames to a safe extension', async () => {
@@ -103,7 +130,14 @@ describeBackends('element files', (h) => {
       ];
       for (const [disposition, extension] of cases) {
         const id = await createElement(h(), alice.token, { type: 'Blob' });
-        const res = await upload(h(), 'POST', id, alice.token, Buffer.from('x'), disposition ? { 'content-disposition': disposition } : {});
+        const res = await upload(
+          h(),
+          'POST',
+          id,
+          alice.token,
+          Buffer.from('x'),
+          disposition ? { 'content-disposition': disposition } : {},
+        );
         expect(res.status).toBe(201);
         const element = await h().request('GET', `/${id}`, { token: alice.token });
         expect([disposition, element.json.file.extension]).toEqual([disposition, extension]);
@@ -112,7 +146,9 @@ describeBackends('element files', (h) => {
 
     it('accepts an empty file and serves it', async () => {
       const id = await createElement(h(), alice.token, { type: 'Empty' });
-      const res = await upload(h(), 'POST', id, alice.token, Buffer.alloc(0), { 'content-disposition': 'attachment; filename="nothing.txt"' });
+      const res = await upload(h(), 'POST', id, alice.token, Buffer.alloc(0), {
+        'content-disposition': 'attachment; filename="nothing.txt"',
+      });
       expect(res.status).toBe(201);
       const element = await h().request('GET', `/${id}`, { token: alice.token });
       expect(element.json.file).toEqual({
@@ -127,14 +163,21 @@ describeBackends('element files', (h) => {
       expect(got.body.length).toBe(0);
       const ranged = await download(h(), id, alice.token, { range: 'bytes=0-' });
       expect(ranged.status).toBe(416);
-      expect(JSON.parse(ranged.body.toString())).toMatchObject({ status: 416, 'requested-start': 0, 'total-length': 0 });
+      expect(JSON.parse(ranged.body.toString())).toMatchObject({
+        status: 416,
+        'requested-start': 0,
+        'total-length': 0,
+      });
       expect(ranged.headers.get('content-range')).toBe('bytes */0');
     });
 
     it('streams a body larger than the JSON body limit (the body is never parsed)', async () => {
       const big = noise(9 * 1024 * 1024, 3);
       const id = await createElement(h(), alice.token, { type: 'Big' });
-      const res = await upload(h(), 'POST', id, alice.token, big, { 'content-type': 'application/json', 'repr-digest': reprDigest(big) });
+      const res = await upload(h(), 'POST', id, alice.token, big, {
+        'content-type': 'application/json',
+        'repr-digest': reprDigest(big),
+      });
       expect(res.status).toBe(201);
       const got = await download(h(), id, alice.token);
       expect(got.body.equals(big)).toBe(true);
@@ -149,7 +192,10 @@ describeBackends('element files', (h) => {
           expect(res.json.type).toMatch(/\/error\/400\/forbidden-property$/);
         }
       }
-      const created = await h().request('POST', '/', { token: alice.token, body: { type: 'Doc', data: { hasFile: true } } });
+      const created = await h().request('POST', '/', {
+        token: alice.token,
+        body: { type: 'Doc', data: { hasFile: true } },
+      });
       expect(created.status).toBe(400);
       expect(created.json.type).toMatch(/forbidden-property$/);
     });
@@ -172,13 +218,18 @@ describeBackends('element files', (h) => {
       const v2 = pdfHeader();
       const v3 = tinyPng();
       const id = await createElement(h(), alice.token, { type: 'Doc', data: { name: 'Spec' } });
-      const created = await upload(h(), 'PUT', id, alice.token, v1, { 'content-disposition': 'attachment; filename="a.txt"' });
+      const created = await upload(h(), 'PUT', id, alice.token, v1, {
+        'content-disposition': 'attachment; filename="a.txt"',
+      });
       expect(created.status).toBe(201);
       expect(created.headers.get('location')).toBe(`/${id}/file`);
       const etag1 = (await download(h(), id, alice.token)).headers.get('etag')!;
       expect(etag1).toMatch(/^"sha256-[A-Za-z0-9_-]{27}"$/);
 
-      const replaced = await upload(h(), 'PUT', id, alice.token, v2, { 'if-match': etag1, 'content-disposition': 'attachment; filename="a.pdf"' });
+      const replaced = await upload(h(), 'PUT', id, alice.token, v2, {
+        'if-match': etag1,
+        'content-disposition': 'attachment; filename="a.pdf"',
+      });
       expect(replaced.status).toBe(201);
       expect(replaced.text).toBe('');
       expect(replaced.headers.get('location')).toBe(`/${id}/file`);
@@ -221,7 +272,10 @@ describeBackends('element files', (h) => {
       const a = await createElement(h(), alice.token, { type: 'Doc' });
       expect((await upload(h(), 'POST', a, alice.token, bytes, { 'repr-digest': reprDigest(bytes) })).status).toBe(201);
       const b = await createElement(h(), alice.token, { type: 'Doc' });
-      expect((await upload(h(), 'POST', b, alice.token, bytes, { 'content-digest': `sha-512=:AAAA:, ${reprDigest(bytes)}` })).status).toBe(201);
+      expect(
+        (await upload(h(), 'POST', b, alice.token, bytes, { 'content-digest': `sha-512=:AAAA:, ${reprDigest(bytes)}` }))
+          .status,
+      ).toBe(201);
     });
 
     it('rejects a digest mismatch with 400 and leaves the old file and metadata intact', async () => {
@@ -267,7 +321,11 @@ describeBackends('element files', (h) => {
         { 'upload-complete': '?0', 'upload-length': '12.0' },
       ];
       for (const headers of bad) {
-        const res = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(bytes), headers });
+        const res = await h().request('POST', `/${id}/file`, {
+          token: alice.token,
+          raw: new Uint8Array(bytes),
+          headers,
+        });
         expect([headers, res.status, res.json?.type]).toEqual([headers, 400, expect.stringMatching(/bad-content$/)]);
       }
       const missing = await h().request('POST', `/${id}/file`, { token: alice.token, raw: new Uint8Array(bytes) });
@@ -285,7 +343,9 @@ describeBackends('element files', (h) => {
     let etag: string;
     beforeAll(async () => {
       id = await createElement(h(), alice.token, { type: 'Doc', data: { name: 'Bericht "Q1" – Köln' } });
-      const res = await upload(h(), 'POST', id, alice.token, original, { 'content-disposition': 'attachment; filename="r.DAT"' });
+      const res = await upload(h(), 'POST', id, alice.token, original, {
+        'content-disposition': 'attachment; filename="r.DAT"',
+      });
       expect(res.status).toBe(201);
       etag = (await download(h(), id, alice.token)).headers.get('etag')!;
     });
@@ -311,9 +371,19 @@ describeBackends('element files', (h) => {
       const head = await h().request('HEAD', `/${id}/file`, { token: alice.token });
       expect(head.status).toBe(200);
       expect(head.text).toBe('');
-      for (const name of ['content-length', 'content-type', 'etag', 'repr-digest', 'accept-ranges', 'content-disposition'])
+      for (const name of [
+        'content-length',
+        'content-type',
+        'etag',
+        'repr-digest',
+        'accept-ranges',
+        'content-disposition',
+      ])
         expect([name, head.headers.get(name)]).toEqual([name, get.headers.get(name)]);
-      const ranged = await h().request('HEAD', `/${id}/file`, { token: alice.token, headers: { range: 'bytes=10-19' } });
+      const ranged = await h().request('HEAD', `/${id}/file`, {
+        token: alice.token,
+        headers: { range: 'bytes=10-19' },
+      });
       expect(ranged.status).toBe(206);
       expect(ranged.headers.get('content-length')).toBe('10');
       expect(ranged.headers.get('content-range')).toBe('bytes 10-19/1000');
@@ -344,12 +414,27 @@ describeBackends('element files', (h) => {
     });
 
     it('rejects unparsable and multi-ranges with 400, unsatisfiable ones with 416', async () => {
-      for (const range of ['bytes=5-3', 'bytes=0-1,5-6', 'bytes=a-b', 'bytes=', 'bytes=-', 'items=0-5', '0-5', 'bytes=1.5-2', 'bytes=--1']) {
+      for (const range of [
+        'bytes=5-3',
+        'bytes=0-1,5-6',
+        'bytes=a-b',
+        'bytes=',
+        'bytes=-',
+        'items=0-5',
+        '0-5',
+        'bytes=1.5-2',
+        'bytes=--1',
+      ]) {
         const got = await download(h(), id, alice.token, { range });
         expect([range, got.status]).toEqual([range, 400]);
         expect(JSON.parse(got.body.toString()).type).toMatch(/\/error\/400\/bad-content$/);
       }
-      for (const [range, start] of [['bytes=1000-', 1000], ['bytes=1000-2000', 1000], ['bytes=5000-6000', 5000], ['bytes=-0', 1000]] as const) {
+      for (const [range, start] of [
+        ['bytes=1000-', 1000],
+        ['bytes=1000-2000', 1000],
+        ['bytes=5000-6000', 5000],
+        ['bytes=-0', 1000],
+      ] as const) {
         const got = await download(h(), id, alice.token, { range });
         expect([range, got.status]).toEqual([range, 416]);
         expect(got.headers.get('content-range')).toBe('bytes */1000');
@@ -376,7 +461,10 @@ describeBackends('element files', (h) => {
       const staleRange = await download(h(), id, alice.token, { range: 'bytes=0-9', 'if-range': '"stale"' });
       expect(staleRange.status).toBe(200);
       expect(staleRange.body.equals(original)).toBe(true);
-      const dateRange = await download(h(), id, alice.token, { range: 'bytes=0-9', 'if-range': 'Wed, 21 Oct 2015 07:28:00 GMT' });
+      const dateRange = await download(h(), id, alice.token, {
+        range: 'bytes=0-9',
+        'if-range': 'Wed, 21 Oct 2015 07:28:00 GMT',
+      });
       expect(dateRange.status).toBe(200);
     });
   });
@@ -408,7 +496,10 @@ describeBackends('element files', (h) => {
     it('lets a reader download but not write or delete the file', async () => {
       const id = await createElement(h(), bob.token, { type: 'Shared' });
       await upload(h(), 'POST', id, bob.token, Buffer.from('shared bytes'));
-      const grant = await h().request('POST', '/', { token: bob.token, body: { type: 'HAS_READ_ACCESS', start: alice.id, end: id } });
+      const grant = await h().request('POST', '/', {
+        token: bob.token,
+        body: { type: 'HAS_READ_ACCESS', start: alice.id, end: id },
+      });
       expect(grant.status).toBe(201);
       expect((await download(h(), id, alice.token)).body.toString()).toBe('shared bytes');
       expect((await upload(h(), 'PUT', id, alice.token, Buffer.from('overwritten'))).status).toBe(404);
@@ -419,7 +510,14 @@ describeBackends('element files', (h) => {
     it('needs authentication', async () => {
       const id = await createElement(h(), alice.token, { type: 'Doc' });
       expect((await h().request('GET', `/${id}/file`)).status).toBe(401);
-      expect((await h().request('POST', `/${id}/file`, { raw: new TextEncoder().encode('x'), headers: { 'upload-complete': '?1' } })).status).toBe(401);
+      expect(
+        (
+          await h().request('POST', `/${id}/file`, {
+            raw: new TextEncoder().encode('x'),
+            headers: { 'upload-complete': '?1' },
+          })
+        ).status,
+      ).toBe(401);
     });
 
     it('answers other methods with 405 and Allow', async () => {
@@ -434,12 +532,26 @@ describeBackends('element files', (h) => {
     it('attaches files to relations exactly like to nodes', async () => {
       const a = await createElement(h(), alice.token, { type: 'Doc' });
       const b = await createElement(h(), alice.token, { type: 'Doc' });
-      const rel = await h().request('POST', '/', { token: alice.token, body: { type: 'HAS_TAG', start: a, end: b, data: { name: 'link' } } });
+      const rel = await h().request('POST', '/', {
+        token: alice.token,
+        body: { type: 'HAS_TAG', start: a, end: b, data: { name: 'link' } },
+      });
       expect(rel.status).toBe(201);
       const id = rel.headers.get('location')!.slice(1);
-      expect((await upload(h(), 'POST', id, alice.token, pdfHeader(), { 'content-disposition': 'attachment; filename="x.pdf"' })).status).toBe(201);
+      expect(
+        (
+          await upload(h(), 'POST', id, alice.token, pdfHeader(), {
+            'content-disposition': 'attachment; filename="x.pdf"',
+          })
+        ).status,
+      ).toBe(201);
       const element = await h().request('GET', `/${id}`, { token: alice.token });
-      expect(element.json).toMatchObject({ start: a, end: b, file: { mimeType: 'application/pdf', extension: 'pdf' }, data: { hasFile: true } });
+      expect(element.json).toMatchObject({
+        start: a,
+        end: b,
+        file: { mimeType: 'application/pdf', extension: 'pdf' },
+        data: { hasFile: true },
+      });
       const got = await download(h(), id, alice.token);
       expect(got.body.equals(pdfHeader())).toBe(true);
       expect(got.headers.get('content-disposition')).toBe('attachment; filename="link.pdf"');
@@ -451,7 +563,12 @@ describeBackends('element files', (h) => {
       const { mkdirSync, writeFileSync } = await import('node:fs');
       mkdirSync(join(h().dataDir, 'files', id.slice(0, 2)), { recursive: true });
       writeFileSync(blobPath(h(), id), bytes);
-      const meta = { contentLength: bytes.length, extension: 'txt', mimeType: 'text/plain\r\nx-injected: 1', hash: { sha256: null } };
+      const meta = {
+        contentLength: bytes.length,
+        extension: 'txt',
+        mimeType: 'text/plain\r\nx-injected: 1',
+        hash: { sha256: null },
+      };
       await h().db.query('UPDATE elements SET file = $2 WHERE id = $1', [id, meta]);
       const got = await download(h(), id, alice.token);
       expect(got.status).toBe(200);
@@ -501,7 +618,10 @@ describeBackends('element files', (h) => {
       const id = await createElement(h(), alice.token, { type: 'Doc', data: { keep: 1 } });
       await upload(h(), 'POST', id, alice.token, bytes);
       const etag = (await download(h(), id, alice.token)).headers.get('etag')!;
-      const stale = await h().request('DELETE', `/${id}/file`, { token: alice.token, headers: { 'if-match': '"nope"' } });
+      const stale = await h().request('DELETE', `/${id}/file`, {
+        token: alice.token,
+        headers: { 'if-match': '"nope"' },
+      });
       expect(stale.status).toBe(412);
       expect(existsSync(blobPath(h(), id))).toBe(true);
       const res = await h().request('DELETE', `/${id}/file`, { token: alice.token, headers: { 'if-match': etag } });

@@ -78,7 +78,13 @@ export interface RawResponse {
  * Sends a request with node:http. `chunks` are written one by one (chunked transfer unless a content-length
  * header is given).
  */
-export function rawRequest(url: string, method: string, path: string, headers: Record<string, string>, chunks: Buffer[]): Promise<RawResponse> {
+export function rawRequest(
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  chunks: Buffer[],
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = http.request(url + path, { method, headers }, (res) => {
       const parts: Buffer[] = [];

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { newId } from '../../src/domain/values.js';
-import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 import { sha256 } from './fixtures.js';
 
 const dirOf = (h: Harness, key: string) => join(h.dataDir, 'files', key.slice(0, 2));
@@ -24,7 +24,11 @@ describeBackends('element files: startup sweep', (h) => {
 
   async function withFile(bytes: string): Promise<string> {
     const id = await createElement(h(), token, { type: 'Doc' });
-    const res = await h().request('POST', `/${id}/file`, { token, raw: new TextEncoder().encode(bytes), headers: { 'upload-complete': '?1' } });
+    const res = await h().request('POST', `/${id}/file`, {
+      token,
+      raw: new TextEncoder().encode(bytes),
+      headers: { 'upload-complete': '?1' },
+    });
     expect(res.status).toBe(201);
     return id;
   }
@@ -41,7 +45,12 @@ describeBackends('element files: startup sweep', (h) => {
     const target = await createElement(h(), token, { type: 'Doc' });
     const uploadId = newId();
     const now = new Date();
-    await h().db.query('INSERT INTO uploads (id, element_id, user_id, created, expires) VALUES ($1, $2, $3, $4, $4)', [uploadId, target, userId, now]);
+    await h().db.query('INSERT INTO uploads (id, element_id, user_id, created, expires) VALUES ($1, $2, $3, $4, $4)', [
+      uploadId,
+      target,
+      userId,
+      now,
+    ]);
     put(h(), uploadId, uploadId, 'first chunk');
 
     // A replacement that did not commit: the database still describes the old bytes, which were set aside.
@@ -52,7 +61,12 @@ describeBackends('element files: startup sweep', (h) => {
 
     // A replacement that committed: the database describes the new bytes; the aside is the old one.
     const committed = await withFile('new bytes B');
-    put(h(), `${committed}.aside-${sha256(Buffer.from('old bytes B')).toString('hex')}-0123456789ab`, committed, 'old bytes B');
+    put(
+      h(),
+      `${committed}.aside-${sha256(Buffer.from('old bytes B')).toString('hex')}-0123456789ab`,
+      committed,
+      'old bytes B',
+    );
 
     // A file removal that committed: no file in the database; the aside goes.
     const removed = await createElement(h(), token, { type: 'Doc' });
@@ -61,7 +75,10 @@ describeBackends('element files: startup sweep', (h) => {
     // A file removal that did not commit (the bytes were set aside, the canonical name is empty).
     const removalNotCommitted = await withFile('still here');
     const stillHere = sha256(Buffer.from('still here')).toString('hex');
-    renameSync(pathOf(h(), removalNotCommitted), join(dirOf(h(), removalNotCommitted), `${removalNotCommitted}.aside-${stillHere}-0123456789ab`));
+    renameSync(
+      pathOf(h(), removalNotCommitted),
+      join(dirOf(h(), removalNotCommitted), `${removalNotCommitted}.aside-${stillHere}-0123456789ab`),
+    );
 
     // Something the service did not write: left alone.
     put(h(), 'README', 'ab', 'not ours');
@@ -100,7 +117,7 @@ describeBackends('element files: startup sweep', (h) => {
     expect(existsSync(pathOf(h(), orphan))).toBe(false);
   });
 
-  it('settles a crash\'s replacement at once even within the grace, and waits for one in progress under the row lock', async () => {
+  it("settles a crash's replacement at once even within the grace, and waits for one in progress under the row lock", async () => {
     // A crash between the rename and the commit, a moment ago: the element serves the uncommitted bytes until the
     // aside is settled, so no grace applies to asides.
     const crashed = await withFile('committed bytes');
@@ -111,7 +128,9 @@ describeBackends('element files: startup sweep', (h) => {
     const got = await h().request('GET', `/${crashed}/file`, { token });
     expect(got.status).toBe(200);
     expect(got.text).toBe('committed bytes');
-    expect(got.headers.get('repr-digest')).toBe(`sha-256=:${sha256(Buffer.from('committed bytes')).toString('base64')}:`);
+    expect(got.headers.get('repr-digest')).toBe(
+      `sha-256=:${sha256(Buffer.from('committed bytes')).toString('base64')}:`,
+    );
 
     // A replacement in progress holds the element's row lock from before its rename until its commit: the sweep
     // waits for it and then sees the committed state, so it never puts back bytes a live replacement set aside.
@@ -124,10 +143,18 @@ describeBackends('element files: startup sweep', (h) => {
       await tx.query('SELECT 1 FROM elements WHERE id = $1 FOR UPDATE', [live]);
       renameSync(pathOf(h(), live), join(dirOf(h(), live), `${live}.aside-${before}-0123456789ab`));
       writeFileSync(pathOf(h(), live), 'after!');
-      swept = h().services.files.sweep(3600_000).then((r) => ((sweepDone = true), r));
+      swept = h()
+        .services.files.sweep(3600_000)
+        .then((r) => {
+          sweepDone = true;
+          return r;
+        });
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(sweepDone).toBe(false);
-      await tx.query(`UPDATE elements SET file = jsonb_set(file, '{hash,sha256}', to_jsonb($2::text)) WHERE id = $1`, [live, after]);
+      await tx.query(`UPDATE elements SET file = jsonb_set(file, '{hash,sha256}', to_jsonb($2::text)) WHERE id = $1`, [
+        live,
+        after,
+      ]);
     });
     expect(await swept).toEqual({ temporary: 0, orphans: 0, restored: 0, dropped: 1 });
     expect(readFileSync(pathOf(h(), live), 'utf8')).toBe('after!');

@@ -1,23 +1,24 @@
 // The shared integration-test harness: every suite declared with `describeBackends` runs once per backend
 // (PGlite and a real PostgreSQL server), each against a fresh migrated database, a fresh DATA_DIR on disk and the
 // real HTTP app listening on a real socket. Time comes from a ManualClock the tests can move.
+
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
-import type { PGlite } from '@electric-sql/pglite';
 import { ManualClock } from '../../src/clock.js';
 import { validateSettings } from '../../src/config/load.js';
 import type { Config, Settings } from '../../src/config/schema.js';
 import { buildApp } from '../../src/http/app.js';
+import type { App } from '../../src/http/types.js';
 import { createServices, type Services } from '../../src/services.js';
 import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
-import type { App } from '../../src/http/types.js';
 
 export type BackendName = 'pglite' | 'postgres';
 
@@ -43,7 +44,8 @@ export async function freshDatabase(backend: BackendName): Promise<{ db: Db; dis
     return { db, dispose: () => db.close() };
   }
   const adminUrl = inject('pgUrl') as string | null;
-  if (!adminUrl) throw new Error('PostgreSQL backend requested but no server URL was provided (run the tests with npm test)');
+  if (!adminUrl)
+    throw new Error('PostgreSQL backend requested but no server URL was provided (run the tests with npm test)');
   const name = `trellis_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -97,7 +99,10 @@ export interface TestResponse {
   json: any;
 }
 
-export async function startHarness(backend: BackendName, options: TestOptions = {}): Promise<Harness & { stop(): Promise<void> }> {
+export async function startHarness(
+  backend: BackendName,
+  options: TestOptions = {},
+): Promise<Harness & { stop(): Promise<void> }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'trellis-test-'));
   const { db, dispose } = await freshDatabase(backend);
   const settings: Settings = validateSettings(options.settings ?? {});
@@ -115,7 +120,13 @@ export async function startHarness(backend: BackendName, options: TestOptions = 
   };
   const clock = new ManualClock();
   const services = createServices(config, db, clock);
-  const app = await buildApp({ config, services, ...(process.env.TEST_LOG_LEVEL ? { logger: (await import('pino')).pino({ level: process.env.TEST_LOG_LEVEL }) } : {}) });
+  const app = await buildApp({
+    config,
+    services,
+    ...(process.env.TEST_LOG_LEVEL
+      ? { logger: (await import('pino')).pino({ level: process.env.TEST_LOG_LEVEL }) }
+      : {}),
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
@@ -129,7 +140,7 @@ export async function startHarness(backend: BackendName, options: TestOptions = 
     }
     const response = await fetch(url + path, { method, headers, body, redirect: 'manual' });
     const text = await response.text();
-    let json: unknown = undefined;
+    let json: unknown;
     if (text.length > 0 && /json/.test(response.headers.get('content-type') ?? '')) json = JSON.parse(text);
     return { status: response.status, headers: response.headers, text, json };
   };
@@ -175,23 +186,38 @@ export function describeBackends(title: string, body: (h: () => Harness) => void
 
 /** Registers a user and returns its id and a fresh token. */
 export async function userWithToken(h: Harness, identifier: string, password = 'correct horse battery staple') {
-  const reg = await h.request('POST', '/register', { body: { type: 'User', uniqueUserIdentifier: identifier, password } });
+  const reg = await h.request('POST', '/register', {
+    body: { type: 'User', uniqueUserIdentifier: identifier, password },
+  });
   if (reg.status !== 201) throw new Error(`register ${identifier}: ${reg.status} ${reg.text}`);
   const id = reg.headers.get('location')!.slice(1);
-  const tok = await h.request('POST', '/token', { body: { type: 'Token', uniqueUserIdentifier: identifier, password } });
+  const tok = await h.request('POST', '/token', {
+    body: { type: 'Token', uniqueUserIdentifier: identifier, password },
+  });
   if (tok.status !== 201) throw new Error(`token ${identifier}: ${tok.status} ${tok.text}`);
   return { id, token: tok.json.token as string, identifier, password };
 }
 
 /** Attaches `bytes` as the element's file (a direct upload named `filename`); throws unless it is stored. */
-export async function attachFile(h: Harness, token: string, id: string, bytes: Buffer, filename: string): Promise<void> {
+export async function attachFile(
+  h: Harness,
+  token: string,
+  id: string,
+  bytes: Buffer,
+  filename: string,
+): Promise<void> {
   const headers = { 'upload-complete': '?1', 'content-disposition': `attachment; filename="${filename}"` };
   const res = await h.request('PUT', `/${id}/file`, { token, raw: new Uint8Array(bytes), headers });
   if (res.status >= 300) throw new Error(`attach ${filename} to ${id}: ${res.status} ${res.text}`);
 }
 
 /** Creates an element and returns its id. */
-export async function createElement(h: Harness, token: string, body: Record<string, unknown>, parent?: string): Promise<string> {
+export async function createElement(
+  h: Harness,
+  token: string,
+  body: Record<string, unknown>,
+  parent?: string,
+): Promise<string> {
   const res = await h.request('POST', parent ? `/${parent}` : '/', { token, body });
   if (res.status !== 201) throw new Error(`create ${JSON.stringify(body)}: ${res.status} ${res.text}`);
   return res.headers.get('location')!.slice(1);

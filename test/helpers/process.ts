@@ -1,5 +1,5 @@
 // Spawning the real CLI as a child process.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -13,7 +13,12 @@ export interface Finished {
   stderr: string;
 }
 
-export function spawnCli(args: string[], env: Record<string, string>, input?: string, cwd = ROOT): ChildProcess & { done: Promise<Finished> } {
+export function spawnCli(
+  args: string[],
+  env: Record<string, string>,
+  input?: string,
+  cwd = ROOT,
+): ChildProcess & { done: Promise<Finished> } {
   // tsx is resolved from the repository, whatever the working directory.
   const child = spawn(process.execPath, ['--import', TSX, ENTRY, ...args], {
     cwd,
@@ -30,7 +35,8 @@ export function spawnCli(args: string[], env: Record<string, string>, input?: st
   return Object.assign(child, { done });
 }
 
-export const runCli = (args: string[], env: Record<string, string>, input?: string, cwd?: string) => spawnCli(args, env, input, cwd).done;
+export const runCli = (args: string[], env: Record<string, string>, input?: string, cwd?: string) =>
+  spawnCli(args, env, input, cwd).done;
 
 /** Waits until `url` answers (any status). */
 export async function waitForHttp(url: string, timeoutMs = 60_000): Promise<void> {

@@ -4,10 +4,30 @@ import { describe, expect, it } from 'vitest';
 import { PROBLEMS } from '../../src/errors.js';
 import { describeBackends, userWithToken } from '../helpers/harness.js';
 
-const CORS_ALLOW = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Range', 'Upload-Complete', 'Upload-Offset',
-  'Upload-Length', 'Repr-Digest', 'Content-Digest', 'Content-Disposition'];
-const CORS_EXPOSE = ['ETag', 'Location', 'Upload-Offset', 'Upload-Limit', 'Upload-Complete', 'Upload-Length', 'Content-Range',
-  'Repr-Digest', 'Content-Disposition'];
+const CORS_ALLOW = [
+  'Authorization',
+  'Content-Type',
+  'If-Match',
+  'If-None-Match',
+  'Range',
+  'Upload-Complete',
+  'Upload-Offset',
+  'Upload-Length',
+  'Repr-Digest',
+  'Content-Digest',
+  'Content-Disposition',
+];
+const CORS_EXPOSE = [
+  'ETag',
+  'Location',
+  'Upload-Offset',
+  'Upload-Limit',
+  'Upload-Complete',
+  'Upload-Length',
+  'Content-Range',
+  'Repr-Digest',
+  'Content-Disposition',
+];
 
 function expectCommonHeaders(headers: Headers) {
   expect(headers.get('cache-control')).toBe('no-cache, private');
@@ -24,7 +44,12 @@ describeBackends('HTTP foundation', (h) => {
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
       expectCommonHeaders(res.headers);
-      expect(res.json).toEqual({ type: `${h().url}/error/${entry.status}/${slug}`, title: entry.title, status: entry.status, detail: entry.detail });
+      expect(res.json).toEqual({
+        type: `${h().url}/error/${entry.status}/${slug}`,
+        title: entry.title,
+        status: entry.status,
+        detail: entry.detail,
+      });
     }
   });
 
@@ -62,15 +87,24 @@ describeBackends('HTTP foundation', (h) => {
     // (fetch refuses to send TRACE; node:http does not.)
     for (const method of ['TRACE', 'QUERY']) {
       const other = await new Promise<http.IncomingMessage>((resolve, reject) =>
-        http.request(`${h().url}/register`, { method }, (res) => resolve(res.resume())).on('error', reject).end(),
+        http
+          .request(`${h().url}/register`, { method }, (res) => resolve(res.resume()))
+          .on('error', reject)
+          .end(),
       );
       expect(other.statusCode).toBe(405);
       expect(other.headers.allow).toBe('POST, OPTIONS');
     }
-    const withBody = await h().request('DELETE', '/register', { raw: '{"type":', headers: { 'content-type': 'application/json' } });
+    const withBody = await h().request('DELETE', '/register', {
+      raw: '{"type":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(withBody.status).toBe(405);
     expect(withBody.json.type).toBe(`${h().url}/error/405/method-not-allowed`);
-    const preflight = await h().request('OPTIONS', '/', { raw: '{"type":', headers: { 'content-type': 'application/json' } });
+    const preflight = await h().request('OPTIONS', '/', {
+      raw: '{"type":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(preflight.status).toBe(204);
   });
 
@@ -100,12 +134,18 @@ describeBackends('HTTP foundation', (h) => {
       new Promise<string>((resolve, reject) => {
         const socket = net.connect(Number(new URL(h().url).port), '127.0.0.1', () => socket.end(request));
         let text = '';
-        socket.setEncoding('latin1').on('data', (chunk) => (text += chunk)).on('close', () => resolve(text)).on('error', reject);
+        socket
+          .setEncoding('latin1')
+          .on('data', (chunk) => (text += chunk))
+          .on('close', () => resolve(text))
+          .on('error', reject);
       });
     const parse = (text: string) => {
       const [head, body] = text.split('\r\n\r\n');
       const [statusLine, ...lines] = head!.split('\r\n');
-      const headers = new Headers(lines.map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()] as [string, string]));
+      const headers = new Headers(
+        lines.map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()] as [string, string]),
+      );
       return { status: Number(statusLine!.split(' ')[1]), headers, json: JSON.parse(body!) };
     };
     const badMethod = parse(await exchange('FOO / HTTP/1.1\r\nHost: x\r\n\r\n'));
@@ -118,7 +158,11 @@ describeBackends('HTTP foundation', (h) => {
       const noHost = parse(await exchange(`GET ${path} HTTP/1.1\r\nConnection: close\r\n\r\n`));
       expect(noHost.status, path).toBe(400);
       expectCommonHeaders(noHost.headers);
-      expect(noHost.json).toMatchObject({ type: '/error/400/bad-content', status: 400, detail: expect.stringMatching(/Host/) });
+      expect(noHost.json).toMatchObject({
+        type: '/error/400/bad-content',
+        status: 400,
+        detail: expect.stringMatching(/Host/),
+      });
     }
     const http10 = await exchange('GET /error/404/not-found HTTP/1.0\r\n\r\n');
     expect(http10).toMatch(/^HTTP\/1\.1 200 /);
@@ -134,7 +178,10 @@ describeBackends('HTTP foundation', (h) => {
     expect(connect.headers.get('allow')).toBe('POST, OPTIONS');
     expect(connect.headers.get('connection')).toBe('close');
     expectCommonHeaders(connect.headers);
-    expect(connect.json).toMatchObject({ type: expect.stringMatching(/\/error\/405\/method-not-allowed$/), status: 405 });
+    expect(connect.json).toMatchObject({
+      type: expect.stringMatching(/\/error\/405\/method-not-allowed$/),
+      status: 405,
+    });
     const proxy = parse(await exchange('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));
     expect(proxy.status).toBe(404);
     expectCommonHeaders(proxy.headers);
@@ -142,14 +189,23 @@ describeBackends('HTTP foundation', (h) => {
   });
 
   it('rejects malformed JSON, wrong content types and oversized bodies with 400 bad-content', async () => {
-    const malformed = await h().request('POST', '/register', { raw: '{"type": "User",', headers: { 'content-type': 'application/json' } });
+    const malformed = await h().request('POST', '/register', {
+      raw: '{"type": "User",',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(malformed.status).toBe(400);
     expect(malformed.json.type).toBe(`${h().url}/error/400/bad-content`);
     expect(malformed.json.detail).toMatch(/Malformed request body/);
-    const wrongType = await h().request('POST', '/register', { raw: 'type=User', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const wrongType = await h().request('POST', '/register', {
+      raw: 'type=User',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(wrongType.status).toBe(400);
     expect(wrongType.json.detail).toMatch(/Content-Type/);
-    const big = await h().request('POST', '/register', { raw: `{"x":"${'a'.repeat(9 * 1024 * 1024)}"}`, headers: { 'content-type': 'application/json' } });
+    const big = await h().request('POST', '/register', {
+      raw: `{"x":"${'a'.repeat(9 * 1024 * 1024)}"}`,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(big.status).toBe(400);
     expect(big.json.detail).toMatch(/larger/);
   });
@@ -160,18 +216,37 @@ describeBackends('HTTP foundation', (h) => {
     const count = async () => (await h().db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
     const before = await count();
     const malformed = { raw: '{"type": "Doc",', headers: { 'content-type': 'application/json' } };
-    for (const [method, path] of [['POST', '/'], ['POST', '/search'], ['PATCH', '/0b8e4a62-5d55-4c1c-9d5e-5c2b7e6a1a10']] as const) {
-      for (const [authorization, status] of [['Bearer nonsense', 401], [`Bearer ${unknownToken}`, 401], [undefined, 401], [`Bearer ${token}`, 400]] as const) {
-        const res = await h().request(method, path, { ...malformed, headers: { ...malformed.headers, ...(authorization ? { authorization } : {}) } });
+    for (const [method, path] of [
+      ['POST', '/'],
+      ['POST', '/search'],
+      ['PATCH', '/0b8e4a62-5d55-4c1c-9d5e-5c2b7e6a1a10'],
+    ] as const) {
+      for (const [authorization, status] of [
+        ['Bearer nonsense', 401],
+        [`Bearer ${unknownToken}`, 401],
+        [undefined, 401],
+        [`Bearer ${token}`, 400],
+      ] as const) {
+        const res = await h().request(method, path, {
+          ...malformed,
+          headers: { ...malformed.headers, ...(authorization ? { authorization } : {}) },
+        });
         expect(res.status, `${method} ${path} with ${authorization}`).toBe(status);
         expect(res.json.type).toBe(`${h().url}/error/${status}/${status === 401 ? 'unauthorized' : 'bad-content'}`);
       }
     }
-    const wrongType = await h().request('POST', '/', { token: unknownToken, raw: 'x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const wrongType = await h().request('POST', '/', {
+      token: unknownToken,
+      raw: 'x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(wrongType.status).toBe(401);
     // /register, POST /token and POST /change-password ignore the header: their body is the credential.
     for (const path of ['/register', '/token', '/change-password']) {
-      const res = await h().request('POST', path, { ...malformed, headers: { ...malformed.headers, authorization: `Bearer ${unknownToken}` } });
+      const res = await h().request('POST', path, {
+        ...malformed,
+        headers: { ...malformed.headers, authorization: `Bearer ${unknownToken}` },
+      });
       expect(res.status).toBe(400);
       expect(res.json.type).toBe(`${h().url}/error/400/bad-content`);
     }
@@ -180,7 +255,13 @@ describeBackends('HTTP foundation', (h) => {
 
   it('serves the system and error endpoints without credentials, but refuses a bad token', async () => {
     const { token } = await userWithToken(h(), 'system@foundation.dev');
-    for (const path of ['/instance-configuration', '/graph-structure', '/.well-known/security.txt', '/error/404/not-found', '/error/401/unauthorized']) {
+    for (const path of [
+      '/instance-configuration',
+      '/graph-structure',
+      '/.well-known/security.txt',
+      '/error/404/not-found',
+      '/error/401/unauthorized',
+    ]) {
       expect((await h().request('GET', path)).status).toBe(200);
       expect((await h().request('GET', path, { token })).status).toBe(200);
       for (const authorization of ['Bearer nonsense', `Bearer secret-token:${'1'.repeat(22)}`, 'Basic eDp5']) {
@@ -201,22 +282,28 @@ describeBackends('HTTP foundation', (h) => {
   it('uses the configured base URL in problem types', async () => {
     // fetch cannot set Host; node:http can.
     const body = await new Promise<string>((resolve, reject) => {
-      http.get(`${h().url}/error/403/forbidden`, { headers: { host: 'example.test:9999' } }, (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => resolve(text));
-      }).on('error', reject);
+      http
+        .get(`${h().url}/error/403/forbidden`, { headers: { host: 'example.test:9999' } }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve(text));
+        })
+        .on('error', reject);
     });
     expect(JSON.parse(body).type).toBe('http://example.test:9999/error/403/forbidden');
   });
 });
 
-describeBackends('HTTP foundation with baseUrl', (h) => {
-  it('takes {base_url} from the configuration when set', async () => {
-    const res = await h().request('GET', '/nope/nope');
-    expect(res.json.type).toBe('https://api.example.org/error/404/not-found');
-  });
-}, { settings: { baseUrl: 'https://api.example.org/' } });
+describeBackends(
+  'HTTP foundation with baseUrl',
+  (h) => {
+    it('takes {base_url} from the configuration when set', async () => {
+      const res = await h().request('GET', '/nope/nope');
+      expect(res.json.type).toBe('https://api.example.org/error/404/not-found');
+    });
+  },
+  { settings: { baseUrl: 'https://api.example.org/' } },
+);
 
 describe('unexpected errors', () => {
   it('answer a 500 problem without internals, and are logged', async () => {
@@ -225,8 +312,27 @@ describe('unexpected errors', () => {
     const { buildApp } = await import('../../src/http/app.js');
     const { validateSettings } = await import('../../src/config/load.js');
     const lines: string[] = [];
-    const logger = pino({ level: 'info' }, new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } }));
-    const config = { settings: validateSettings({}), runtime: { port: 0, host: '127.0.0.1', dataDir: '/tmp', databaseUrl: null, anonymousUserId: null, logLevel: 'info', configPath: null } };
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk, _enc, cb) {
+          lines.push(String(chunk));
+          cb();
+        },
+      }),
+    );
+    const config = {
+      settings: validateSettings({}),
+      runtime: {
+        port: 0,
+        host: '127.0.0.1',
+        dataDir: '/tmp',
+        databaseUrl: null,
+        anonymousUserId: null,
+        logLevel: 'info',
+        configPath: null,
+      },
+    };
     // No database is needed for this route; services are not touched.
     const app = await buildApp({ config, services: {} as never, logger });
     app.get('/boom', async () => {
@@ -234,11 +340,17 @@ describe('unexpected errors', () => {
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
     try {
-      const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/boom`, { headers: { authorization: 'Bearer secret-token:abc' } });
+      const res = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/boom`, {
+        headers: { authorization: 'Bearer secret-token:abc' },
+      });
       expect(res.status).toBe(500);
       expect(res.headers.get('cache-control')).toBe('no-cache, private');
       const text = await res.text();
-      expect(JSON.parse(text)).toMatchObject({ title: 'Internal Server Error', status: 500, detail: 'The server failed to handle the request.' });
+      expect(JSON.parse(text)).toMatchObject({
+        title: 'Internal Server Error',
+        status: 500,
+        detail: 'The server failed to handle the request.',
+      });
       expect(text).not.toContain('hunter2');
       expect(text).not.toContain('at ');
       const log = lines.join('');
@@ -249,7 +361,11 @@ describe('unexpected errors', () => {
       const unexpected = entries.find((e) => e.msg === 'unexpected error')!;
       expect(unexpected.level).toBe(50);
       expect(unexpected.reqId).toMatch(/^req-/);
-      expect(entries.filter((e) => e.reqId === unexpected.reqId).map((e) => e.msg)).toEqual(['incoming request', 'unexpected error', 'request completed']);
+      expect(entries.filter((e) => e.reqId === unexpected.reqId).map((e) => e.msg)).toEqual([
+        'incoming request',
+        'unexpected error',
+        'request completed',
+      ]);
     } finally {
       await app.close();
     }

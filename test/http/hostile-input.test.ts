@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PROBLEMS } from '../../src/errors.js';
 import { tinyPng } from '../files/fixtures.js';
-import { attachFile, createElement, describeBackends, userWithToken, type Harness, type TestResponse } from '../helpers/harness.js';
+import { attachFile, createElement, describeBackends, type TestResponse, userWithToken } from '../helpers/harness.js';
 
 /** The longest any one hostile request may take. */
 const ANSWER_BOUND_MS = 10_000;
@@ -35,7 +35,8 @@ const ABOUT_BLANK_STATUSES = new Set([408, 431]);
 function expectWellFormed(sent: Sent, res: TestResponse, ms: number): void {
   const what = `${sent.method} ${sent.path.slice(0, 300)} -> ${res.status} ${res.text.slice(0, 500)}`;
   // WebDAV's methods on an element answer the spec's 501 not-implemented; every other 5xx is a failure.
-  if (res.status !== 501 || !/\/error\/501\/not-implemented$/.test(String(res.json?.type))) expect(res.status, what).toBeLessThan(500);
+  if (res.status !== 501 || !/\/error\/501\/not-implemented$/.test(String(res.json?.type)))
+    expect(res.status, what).toBeLessThan(500);
   expect(ms, `answered after ${ms} ms: ${what}`).toBeLessThan(ANSWER_BOUND_MS);
   if (res.status < 400 || sent.method === 'HEAD') return;
   expect(res.headers.get('content-type'), what).toMatch(/^application\/problem\+json/);
@@ -57,7 +58,10 @@ function expectWellFormed(sent: Sent, res: TestResponse, ms: number): void {
 
 /** Mostly `valid`, now and then `hostile`: requests that pass the first checks reach the code behind them. */
 const mostly = <T, U>(valid: fc.Arbitrary<T>, hostile: fc.Arbitrary<U>, weight = 5): fc.Arbitrary<T | U> =>
-  fc.oneof({ weight, arbitrary: valid as fc.Arbitrary<T | U> }, { weight: 1, arbitrary: hostile as fc.Arbitrary<T | U> });
+  fc.oneof(
+    { weight, arbitrary: valid as fc.Arbitrary<T | U> },
+    { weight: 1, arbitrary: hostile as fc.Arbitrary<T | U> },
+  );
 /** Usually absent. */
 const rarely = <T>(arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> =>
   fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary });
@@ -69,9 +73,26 @@ const defined = <T extends Record<string, unknown>>(o: T): Partial<T> =>
 const oddString = fc.oneof(
   { weight: 4, arbitrary: fc.string({ maxLength: 20 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
-  { weight: 2, arbitrary: fc.constantFrom('\u0000', '\ud800', 'a\udc00b', '\u202e', '\ufeff', '\u{1f389}', 'e\u0301', '\\u0000', '%00', '') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '\u0000',
+      '\ud800',
+      'a\udc00b',
+      '\u202e',
+      '\ufeff',
+      '\u{1f389}',
+      'e\u0301',
+      '\\u0000',
+      '%00',
+      '',
+    ),
+  },
   { weight: 1, arbitrary: fc.integer({ min: 250, max: 70_000 }).map((n) => 'x'.repeat(n)) },
-  { weight: 1, arbitrary: fc.constantFrom('lily', 'Lily', 'LILY*', 'v1', 'Note', 'OWNS', 'png', '2020-01-01T00:00:00Z') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('lily', 'Lily', 'LILY*', 'v1', 'Note', 'OWNS', 'png', '2020-01-01T00:00:00Z'),
+  },
 );
 
 const plainKey = fc.stringMatching(/^[a-z][a-zA-Z0-9_]{0,10}$/);
@@ -81,8 +102,29 @@ const key = fc.oneof(
   {
     weight: 1,
     arbitrary: fc.constantFrom(
-      '_x', '_id', 'id', 'type', 'created', 'updated', 'file', 'hasFile', 'start', 'end', 'data', 'password',
-      '__proto__', 'constructor', 'prototype', '', 'a.b', 'x.keyword', 'name', 'title', 'rank', '$where', 'k\ud800',
+      '_x',
+      '_id',
+      'id',
+      'type',
+      'created',
+      'updated',
+      'file',
+      'hasFile',
+      'start',
+      'end',
+      'data',
+      'password',
+      '__proto__',
+      'constructor',
+      'prototype',
+      '',
+      'a.b',
+      'x.keyword',
+      'name',
+      'title',
+      'rank',
+      '$where',
+      'k\ud800',
     ),
   },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 8 }) },
@@ -94,7 +136,13 @@ const number = fc.oneof(
   fc.constantFrom(0, -0, 1e308, -1e308, 5e-324, Number.MAX_SAFE_INTEGER + 2, 2 ** 31, -(2 ** 63)),
 );
 
-const niceScalar = fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null));
+const niceScalar = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.boolean(),
+  fc.constant(null),
+);
 const scalar = mostly(niceScalar, fc.oneof(oddString, number), 8);
 
 /** Arbitrary JSON of modest size with hostile keys and strings. */
@@ -118,9 +166,13 @@ const nested = (levels: number, objects: boolean): unknown => {
 const atTheLimits = fc.oneof(
   fc.tuple(fc.constantFrom(30, 31, 32, 33, 64, 255, 256, 257, 400), fc.boolean()).map(([n, o]) => nested(n, o)),
   fc.constantFrom(999, 1000, 1001, 1500, 5000).map((n) => Array.from({ length: n }, (_, i) => i)),
-  fc.constantFrom(999, 1000, 1001, 2000).map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]))),
+  fc
+    .constantFrom(999, 1000, 1001, 2000)
+    .map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]))),
   fc.constantFrom(65_000, 65_536, 66_000, 200_000).map((n) => 'y'.repeat(n)),
-  fc.constantFrom(10, 40, 100).map((n) => Array.from({ length: n }, () => Array.from({ length: 30 }, (_, i) => ({ i })))),
+  fc
+    .constantFrom(10, 40, 100)
+    .map((n) => Array.from({ length: n }, () => Array.from({ length: 30 }, (_, i) => ({ i })))),
 );
 
 const dataValue = mostly(jsonish, atTheLimits, 8);
@@ -129,7 +181,18 @@ const dataObject = mostly(fc.dictionary(key, dataValue, { maxKeys: 6 }), dataVal
 /** Text that is almost, or not at all, JSON. */
 const brokenJson = fc.oneof(
   fc.string({ maxLength: 40 }),
-  fc.constantFrom('', '{', '{"type":', '[1,2', '{"type":"Note","data":{"big":1e400}}', '{"a":1}{"b":2}', 'null', '"x"', '{"__proto__":{"x":1}}', '\ufeff{}'),
+  fc.constantFrom(
+    '',
+    '{',
+    '{"type":',
+    '[1,2',
+    '{"type":"Note","data":{"big":1e400}}',
+    '{"a":1}{"b":2}',
+    'null',
+    '"x"',
+    '{"__proto__":{"x":1}}',
+    '\ufeff{}',
+  ),
   fc.constantFrom(300, 1000, 5000).map((n) => `{"type":"Note","data":${'['.repeat(n)}${']'.repeat(n)}}`),
 );
 
@@ -138,8 +201,15 @@ const contentType = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      'application/json; charset=utf-8', 'application/json; charset=latin1', 'text/plain', 'application/merge-patch+json',
-      'application/problem+json', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded', '*/*', 'application/json;;;',
+      'application/json; charset=utf-8',
+      'application/json; charset=latin1',
+      'text/plain',
+      'application/merge-patch+json',
+      'application/problem+json',
+      'multipart/form-data; boundary=x',
+      'application/x-www-form-urlencoded',
+      '*/*',
+      'application/json;;;',
     ),
   },
   { weight: 1, arbitrary: fc.constant(undefined) },
@@ -155,7 +225,15 @@ const uuidish = (known: string[]) =>
   fc.oneof(
     fc.constantFrom(...known),
     fc.uuid(),
-    fc.constantFrom('00000000-0000-0000-0000-000000000000', 'not-a-uuid', '', '..', '%2e%2e', '%00', 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
+    fc.constantFrom(
+      '00000000-0000-0000-0000-000000000000',
+      'not-a-uuid',
+      '',
+      '..',
+      '%2e%2e',
+      '%00',
+      'ffffffff-ffff-ffff-ffff-ffffffffffff',
+    ),
     fc.constantFrom(...known).map((id) => id.toUpperCase()),
     fc.string({ maxLength: 40 }).map(encodeURIComponent),
     fc.constantFrom(2000, 5000).map((n) => 'a'.repeat(n)),
@@ -169,11 +247,37 @@ const jsonBody = (value: unknown): string => JSON.stringify(value) ?? 'null';
 
 const field = mostly(
   fc.constantFrom(
-    'name', 'name.keyword', 'description', 'rank', 'tags', 'tags.keyword', 'nested.x.y', '_id', 'created', 'updated', 'file.extension',
-    'file.mimeType', 'file.contentLength', 'hasFile', 'x.keyword', 'type', '*',
+    'name',
+    'name.keyword',
+    'description',
+    'rank',
+    'tags',
+    'tags.keyword',
+    'nested.x.y',
+    '_id',
+    'created',
+    'updated',
+    'file.extension',
+    'file.mimeType',
+    'file.contentLength',
+    'hasFile',
+    'x.keyword',
+    'type',
+    '*',
   ),
   fc.oneof(
-    fc.constantFrom('', 'a.b.c', 'title^2', 'data.name', '_exists_', 'name.keyword.keyword', 'file', '_source', 'na\\me', 'name*'),
+    fc.constantFrom(
+      '',
+      'a.b.c',
+      'title^2',
+      'data.name',
+      '_exists_',
+      'name.keyword.keyword',
+      'file',
+      '_source',
+      'na\\me',
+      'name*',
+    ),
     fc.string({ maxLength: 12 }),
     fc.constantFrom(1000, 3000).map((n) => 'f'.repeat(n)),
   ),
@@ -181,7 +285,21 @@ const field = mostly(
 
 const searchValue = mostly(
   fc.oneof(
-    fc.constantFrom('lily', 'Lily', 'tulip', 'Liliales', 'a true lily', 'v1', 'png', 'image/png', 1, 2, 0.5, true, '2020-01-01T00:00:00Z'),
+    fc.constantFrom(
+      'lily',
+      'Lily',
+      'tulip',
+      'Liliales',
+      'a true lily',
+      'v1',
+      'png',
+      'image/png',
+      1,
+      2,
+      0.5,
+      true,
+      '2020-01-01T00:00:00Z',
+    ),
     fc.string({ maxLength: 12 }),
     fc.integer(),
   ),
@@ -199,7 +317,13 @@ const longList = fc
   .tuple(fc.constantFrom(5, 1023, 1024, 1025, 2000, 12_000), fc.constantFrom('string', 'number', 'uuid', 'date'))
   .map(([n, kind]) =>
     Array.from({ length: n }, (_, i) =>
-      kind === 'string' ? `v${i}` : kind === 'number' ? i : kind === 'uuid' ? randomUUID() : new Date(Date.UTC(2001, 0, 1, 0, 0, i)).toISOString(),
+      kind === 'string'
+        ? `v${i}`
+        : kind === 'number'
+          ? i
+          : kind === 'uuid'
+            ? randomUUID()
+            : new Date(Date.UTC(2001, 0, 1, 0, 0, i)).toISOString(),
     ),
   );
 
@@ -207,28 +331,130 @@ const luceneToken = fc.oneof(
   {
     weight: 8,
     arbitrary: fc.constantFrom(
-      'lily', 'tulip', 'x*', 'l?ly', 'roam~', 'lily~1', 'name:lily', 'name.keyword:Lily', 'description:(lily OR tulip)', 'rank:[1 TO *]',
-      'rank:{* TO 3]', 'rank:>=1', 'created:>=2020-01-01', '_exists_:name', '"a lily"~3', '"true lily"', 'file.extension:png', '_id:x',
-      'AND', 'OR', 'NOT', '&&', '||', '!', '+lily', '-tulip', 'lily^3',
+      'lily',
+      'tulip',
+      'x*',
+      'l?ly',
+      'roam~',
+      'lily~1',
+      'name:lily',
+      'name.keyword:Lily',
+      'description:(lily OR tulip)',
+      'rank:[1 TO *]',
+      'rank:{* TO 3]',
+      'rank:>=1',
+      'created:>=2020-01-01',
+      '_exists_:name',
+      '"a lily"~3',
+      '"true lily"',
+      'file.extension:png',
+      '_id:x',
+      'AND',
+      'OR',
+      'NOT',
+      '&&',
+      '||',
+      '!',
+      '+lily',
+      '-tulip',
+      'lily^3',
     ),
   },
-  { weight: 2, arbitrary: fc.constantFrom('(', ')', '"', '[', ']', '{', '}', 'TO', '*', '?', '~', '^', ':', '\\', '/', '/a.*b/', 'AND AND', ':::') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '(',
+      ')',
+      '"',
+      '[',
+      ']',
+      '{',
+      '}',
+      'TO',
+      '*',
+      '?',
+      '~',
+      '^',
+      ':',
+      '\\',
+      '/',
+      '/a.*b/',
+      'AND AND',
+      ':::',
+    ),
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
 );
 const luceneText = fc.oneof(
   { weight: 8, arbitrary: fc.array(luceneToken, { minLength: 1, maxLength: 8 }).map((t) => t.join(' ')) },
-  { weight: 1, arbitrary: fc.constantFrom(500, 1023, 1025, 3000).map((n) => Array.from({ length: n }, (_, i) => `w${i}`).join(' OR ')) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom(500, 1023, 1025, 3000)
+      .map((n) => Array.from({ length: n }, (_, i) => `w${i}`).join(' OR ')),
+  },
   { weight: 1, arbitrary: fc.constantFrom(30, 100, 300, 2000).map((n) => `${'('.repeat(n)}lily${')'.repeat(n)}`) },
-  { weight: 1, arbitrary: fc.constantFrom(10, 60, 200).map((n) => Array.from({ length: n }, () => 'lily~2').join(' ')) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(10, 60, 200).map((n) => Array.from({ length: n }, () => 'lily~2').join(' ')),
+  },
 );
 
 const exprToken = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.constantFrom(
-      'stepResults', 'stepResults[0]', 'elements', 'ids', '#', '#.id', '.score', '.data.name', 'filter(', 'map(', 'sortBy(', 'len(',
-      'first(', 'last(', 'missingFn(', '(', ')', '[', ']', '{', '}', ',', '+', '-', '*', '/', '%', '**', '==', '!=', '>', '<', '&&',
-      '||', '!', 'not', 'in', '..', '?', ':', '??', '.', '1', '1.5', '1e308', '"desc"', "'x'", 'true', 'nil', 'let x = 1;', '|',
+      'stepResults',
+      'stepResults[0]',
+      'elements',
+      'ids',
+      '#',
+      '#.id',
+      '.score',
+      '.data.name',
+      'filter(',
+      'map(',
+      'sortBy(',
+      'len(',
+      'first(',
+      'last(',
+      'missingFn(',
+      '(',
+      ')',
+      '[',
+      ']',
+      '{',
+      '}',
+      ',',
+      '+',
+      '-',
+      '*',
+      '/',
+      '%',
+      '**',
+      '==',
+      '!=',
+      '>',
+      '<',
+      '&&',
+      '||',
+      '!',
+      'not',
+      'in',
+      '..',
+      '?',
+      ':',
+      '??',
+      '.',
+      '1',
+      '1.5',
+      '1e308',
+      '"desc"',
+      "'x'",
+      'true',
+      'nil',
+      'let x = 1;',
+      '|',
     ),
   },
   { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
@@ -238,14 +464,29 @@ const expression = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.constantFrom(
-      '{{ids}}', '{{map(stepResults[0].elements, #.id)}}', '{{map(sortBy(filter(elements, #.score > 1.0), .score, "desc"), #.id)}}',
-      '{{map(stepResults[0], #.id)}}', '{{ first(ids) }}', '{{ ids[0:2] }}', '{{ len(ids) > 0 ? ids : [] }}', '{{ map(1..100000, ids[0]) }}',
-      '{{ map(1..1000, map(1..1000, #)) }}', '{{ ids + ids }}', '{{}}', '{{x}', 'plain {{text}}', '{{ {a: {b: 1}} }}', '{{ "}}" }}',
+      '{{ids}}',
+      '{{map(stepResults[0].elements, #.id)}}',
+      '{{map(sortBy(filter(elements, #.score > 1.0), .score, "desc"), #.id)}}',
+      '{{map(stepResults[0], #.id)}}',
+      '{{ first(ids) }}',
+      '{{ ids[0:2] }}',
+      '{{ len(ids) > 0 ? ids : [] }}',
+      '{{ map(1..100000, ids[0]) }}',
+      '{{ map(1..1000, map(1..1000, #)) }}',
+      '{{ ids + ids }}',
+      '{{}}',
+      '{{x}',
+      'plain {{text}}',
+      '{{ {a: {b: 1}} }}',
+      '{{ "}}" }}',
     ),
   },
   { weight: 3, arbitrary: fc.array(exprToken, { maxLength: 14 }).map((t) => `{{ ${t.join(' ')} }}`) },
   { weight: 1, arbitrary: fc.constantFrom(200, 1000, 5000).map((n) => `{{ ${'('.repeat(n)}1${')'.repeat(n)} }}`) },
-  { weight: 1, arbitrary: fc.constantFrom(3000, 10_240, 10_300).map((n) => `{{ ${'1+'.repeat(Math.floor((n - 7) / 2))}1 }}`) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(3000, 10_240, 10_300).map((n) => `{{ ${'1+'.repeat(Math.floor((n - 7) / 2))}1 }}`),
+  },
   { weight: 1, arbitrary: fc.constantFrom(5, 20, 60).map((n) => `{{ ${'map('.repeat(n)}ids${', #)'.repeat(n)} }}`) },
 );
 
@@ -272,19 +513,43 @@ const queryDsl: fc.Arbitrary<unknown> = fc.letrec<{ q: unknown }>((tie) => {
     q: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
       { weight: 3, arbitrary: onField(matchBody).map((m) => ({ match: m })) },
-      onField(mostly(searchValue, fc.record({ query: searchValue, slop: fc.integer({ min: -2, max: 100 }) }), 2)).map((m) => ({ match_phrase: m })),
-      { weight: 2, arbitrary: onField(mostly(searchValue, fc.record({ value: searchValue, boost: rarely(number) }).map(defined), 2)).map((m) => ({ term: m })) },
+      onField(mostly(searchValue, fc.record({ query: searchValue, slop: fc.integer({ min: -2, max: 100 }) }), 2)).map(
+        (m) => ({ match_phrase: m }),
+      ),
       {
         weight: 2,
-        arbitrary: onField(fc.oneof({ weight: 3, arbitrary: fc.array(searchValue, { maxLength: 6 }) }, { weight: 2, arbitrary: longList }, { weight: 1, arbitrary: searchValue })).map(
-          (m) => ({ terms: m }),
-        ),
+        arbitrary: onField(
+          mostly(searchValue, fc.record({ value: searchValue, boost: rarely(number) }).map(defined), 2),
+        ).map((m) => ({ term: m })),
+      },
+      {
+        weight: 2,
+        arbitrary: onField(
+          fc.oneof(
+            { weight: 3, arbitrary: fc.array(searchValue, { maxLength: 6 }) },
+            { weight: 2, arbitrary: longList },
+            { weight: 1, arbitrary: searchValue },
+          ),
+        ).map((m) => ({ terms: m })),
       },
       onField(mostly(searchValue, fc.record({ value: searchValue }), 2)).map((m) => ({ prefix: m })),
-      onField(mostly(fc.constantFrom('l*', 'li?y', '*', '?', '**?*', 'a'.repeat(300) + '*', '*x*y*z*', `${'*?'.repeat(200)}`), searchValue, 2)).map((m) => ({ wildcard: m })),
+      onField(
+        mostly(
+          fc.constantFrom('l*', 'li?y', '*', '?', '**?*', `${'a'.repeat(300)}*`, '*x*y*z*', `${'*?'.repeat(200)}`),
+          searchValue,
+          2,
+        ),
+      ).map((m) => ({ wildcard: m })),
       onField(
         fc
-          .record({ gte: rarely(searchValue), gt: rarely(searchValue), lte: rarely(searchValue), lt: rarely(searchValue), format: rarely(fc.string({ maxLength: 6 })), boost: rarely(number) })
+          .record({
+            gte: rarely(searchValue),
+            gt: rarely(searchValue),
+            lte: rarely(searchValue),
+            lt: rarely(searchValue),
+            format: rarely(fc.string({ maxLength: 6 })),
+            boost: rarely(number),
+          })
           .map(defined),
       ).map((m) => ({ range: m })),
       {
@@ -299,7 +564,9 @@ const queryDsl: fc.Arbitrary<unknown> = fc.letrec<{ q: unknown }>((tie) => {
           .map((m) => ({ query_string: defined(m) })),
       },
       field.map((f) => ({ exists: { field: f } })),
-      fc.oneof(fc.array(fc.oneof(fc.uuid(), oddString), { maxLength: 5 }), longList).map((values) => ({ ids: { values } })),
+      fc
+        .oneof(fc.array(fc.oneof(fc.uuid(), oddString), { maxLength: 5 }), longList)
+        .map((values) => ({ ids: { values } })),
       fc.oneof(fc.constant({}), fc.record({ boost: number })).map((m) => ({ match_all: m })),
       fc.record({ filter: tie('q'), boost: rarely(number) }).map((m) => ({ constant_score: defined(m) })),
       {
@@ -310,19 +577,27 @@ const queryDsl: fc.Arbitrary<unknown> = fc.letrec<{ q: unknown }>((tie) => {
             should: clauses,
             must_not: rarely(clauses),
             filter: rarely(fc.oneof(clauses, tie('q'))),
-            minimum_should_match: rarely(fc.oneof(fc.integer({ min: -3, max: 5 }), fc.constantFrom('50%', '-1', 'x', '100%'))),
+            minimum_should_match: rarely(
+              fc.oneof(fc.integer({ min: -3, max: 5 }), fc.constantFrom('50%', '-1', 'x', '100%')),
+            ),
           })
           .map((b) => ({ bool: defined(b) })),
       },
       // Many clauses in one bool, and bools nested deep: at and past the clause limit.
-      fc.constantFrom(1023, 1024, 1025, 3000).map((n) => ({ bool: { should: Array.from({ length: n }, (_, i) => ({ term: { 'name.keyword': `w${i}` } })) } })),
+      fc.constantFrom(1023, 1024, 1025, 3000).map((n) => ({
+        bool: { should: Array.from({ length: n }, (_, i) => ({ term: { 'name.keyword': `w${i}` } })) },
+      })),
       fc.constantFrom(20, 100, 200).map((n) => {
         let q: unknown = { match: { name: 'lily' } };
         for (let i = 0; i < n; i++) q = { bool: { must: [q] } };
         return q;
       }),
       // Unknown kinds, several kinds in one object, and plain garbage.
-      fc.dictionary(fc.constantFrom('regexp', 'fuzzy', 'nested', 'script', 'more_like_this', 'match', 'term'), jsonish, { minKeys: 1, maxKeys: 2 }),
+      fc.dictionary(
+        fc.constantFrom('regexp', 'fuzzy', 'nested', 'script', 'more_like_this', 'match', 'term'),
+        jsonish,
+        { minKeys: 1, maxKeys: 2 },
+      ),
       jsonish,
     ),
   };
@@ -345,22 +620,52 @@ const cypherRel = fc
   )
   .map(([l, v, t, len, r]) => `${l}[${v}${t}${len}]${r}`);
 const cypherPattern = fc
-  .tuple(cypherNode.map((n) => n.replace(/^\((?:[a-z]\w*)?/, '(a')), fc.array(fc.tuple(fc.oneof(cypherRel, fc.constantFrom('-->', '<--', '--')), cypherNode), { maxLength: 4 }))
+  .tuple(
+    cypherNode.map((n) => n.replace(/^\((?:[a-z]\w*)?/, '(a')),
+    fc.array(fc.tuple(fc.oneof(cypherRel, fc.constantFrom('-->', '<--', '--')), cypherNode), { maxLength: 4 }),
+  )
   .map(([head, rest]) => head + rest.map(([r, n]) => r + n).join(''));
 const cypherWhere = fc.constantFrom(
-  '', '', '', ' WHERE a.name = "Lily"', ' WHERE a.id IN $ids', ' WHERE a.x = 1 OR a.y = 2 XOR NOT a.z AND b.w IS NOT NULL', ' WHERE a.rank > 1e308',
-  ' WHERE a.name STARTS WITH "L"', ' WHERE a.name =~ ".*"', ' WHERE exists(a.name)', ' WHERE a.id = $missing', ' WHERE a.name IN $ids',
+  '',
+  '',
+  '',
+  ' WHERE a.name = "Lily"',
+  ' WHERE a.id IN $ids',
+  ' WHERE a.x = 1 OR a.y = 2 XOR NOT a.z AND b.w IS NOT NULL',
+  ' WHERE a.rank > 1e308',
+  ' WHERE a.name STARTS WITH "L"',
+  ' WHERE a.name =~ ".*"',
+  ' WHERE exists(a.name)',
+  ' WHERE a.id = $missing',
+  ' WHERE a.name IN $ids',
   ` WHERE ${Array.from({ length: 2000 }, (_, i) => `a.x = ${i}`).join(' OR ')}`,
   ` WHERE a.x IN [${Array.from({ length: 12_000 }, (_, i) => i).join(',')}]`,
   ` WHERE ${'NOT '.repeat(3000)}a.x = 1`,
   ` WHERE ${'('.repeat(2000)}a.x = 1${')'.repeat(2000)}`,
 );
-const cypherTail = fc.constantFrom('', '', ' ORDER BY a.name', ' SKIP 1', ' LIMIT 5', ' LIMIT 0', ' LIMIT -1', ' SKIP 99999999999 LIMIT 1', ' LIMIT 100000000000000000000', ' ORDER BY a.name DESC LIMIT 2');
+const cypherTail = fc.constantFrom(
+  '',
+  '',
+  ' ORDER BY a.name',
+  ' SKIP 1',
+  ' LIMIT 5',
+  ' LIMIT 0',
+  ' LIMIT -1',
+  ' SKIP 99999999999 LIMIT 1',
+  ' LIMIT 100000000000000000000',
+  ' ORDER BY a.name DESC LIMIT 2',
+);
 const cypherQuery = fc.oneof(
   {
     weight: 6,
     arbitrary: fc
-      .tuple(fc.constantFrom('', '', 'UNWIND $ids AS id ', 'UNWIND [1,2,3] AS e ', `UNWIND [${'1,'.repeat(12_000)}1] AS e `), cypherPattern, cypherWhere, fc.constantFrom('', 'DISTINCT '), cypherTail)
+      .tuple(
+        fc.constantFrom('', '', 'UNWIND $ids AS id ', 'UNWIND [1,2,3] AS e ', `UNWIND [${'1,'.repeat(12_000)}1] AS e `),
+        cypherPattern,
+        cypherWhere,
+        fc.constantFrom('', 'DISTINCT '),
+        cypherTail,
+      )
       .map(([u, p, w, d, t]) => `${u}MATCH p=${p}${w} RETURN ${d}p${t}`),
   },
   {
@@ -368,14 +673,53 @@ const cypherQuery = fc.oneof(
     arbitrary: fc
       .array(
         fc.oneof(
-          fc.constantFrom('MATCH', 'RETURN', 'p', '=', '(', ')', '[', ']', '-', '->', '<-', ':', '*', 'WHERE', 'CREATE', 'DELETE', 'DETACH', 'CALL', 'UNWIND', 'AS', 'LIMIT', '$x', '{', '}', '"', "'", '`', '//', '/*', ';'),
+          fc.constantFrom(
+            'MATCH',
+            'RETURN',
+            'p',
+            '=',
+            '(',
+            ')',
+            '[',
+            ']',
+            '-',
+            '->',
+            '<-',
+            ':',
+            '*',
+            'WHERE',
+            'CREATE',
+            'DELETE',
+            'DETACH',
+            'CALL',
+            'UNWIND',
+            'AS',
+            'LIMIT',
+            '$x',
+            '{',
+            '}',
+            '"',
+            "'",
+            '`',
+            '//',
+            '/*',
+            ';',
+          ),
           fc.string({ maxLength: 6 }),
         ),
         { maxLength: 16 },
       )
       .map((t) => t.join(' ')),
   },
-  { weight: 1, arbitrary: fc.constantFrom('MATCH (n) DETACH DELETE n', 'MATCH p = shortestPath((a)-[*]-(b)) RETURN p', 'CALL db.labels()', `MATCH p=${'('.repeat(500)}a${')'.repeat(500)} RETURN p`) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      'MATCH (n) DETACH DELETE n',
+      'MATCH p = shortestPath((a)-[*]-(b)) RETURN p',
+      'CALL db.labels()',
+      `MATCH p=${'('.repeat(500)}a${')'.repeat(500)} RETURN p`,
+    ),
+  },
 );
 
 /** Step parameters: usually sensible (paging, type filters, ids for expressions and Cypher), now and then garbage. */
@@ -390,13 +734,21 @@ const stepParameters = (known: string[]) =>
         relationTypes: rarely(fc.constantFrom(['IS_MEMBER_OF'], [])),
         ids: fc.oneof(fc.subarray(known), fc.array(fc.uuid(), { maxLength: 3 })),
         id: fc.constantFrom(...known),
-        elements: rarely(fc.array(fc.record({ id: fc.constantFrom(...known), score: fc.double({ min: 0, max: 5, noNaN: true }) }), { maxLength: 5 })),
+        elements: rarely(
+          fc.array(fc.record({ id: fc.constantFrom(...known), score: fc.double({ min: 0, max: 5, noNaN: true }) }), {
+            maxLength: 5,
+          }),
+        ),
       })
       .map(defined),
     fc
       .record({
-        pageSize: rarely(fc.oneof(fc.integer({ min: -5, max: 2000 }), fc.constantFrom(1e9, 0.5, '10', null, 'x', -0, 1e308))),
-        page: rarely(fc.oneof(fc.integer({ min: -5, max: 1000 }), fc.constantFrom(1e9, 2 ** 31, 2 ** 53, 0.5, '2', null, []))),
+        pageSize: rarely(
+          fc.oneof(fc.integer({ min: -5, max: 2000 }), fc.constantFrom(1e9, 0.5, '10', null, 'x', -0, 1e308)),
+        ),
+        page: rarely(
+          fc.oneof(fc.integer({ min: -5, max: 1000 }), fc.constantFrom(1e9, 2 ** 31, 2 ** 53, 0.5, '2', null, [])),
+        ),
         minScore: rarely(fc.oneof(number, fc.constantFrom('1', null, {}, 1e308))),
         nodeTypes: rarely(fc.oneof(fc.array(oddString, { maxLength: 3 }), oddString)),
         relationTypes: rarely(fc.oneof(fc.array(oddString, { maxLength: 3 }), oddString)),
@@ -419,14 +771,34 @@ const step = (known: string[]) =>
         parameters: stepParameters(known),
       }),
     },
-    { weight: 2, arbitrary: fc.record({ type: fc.constant('cypher-path-subset'), query: mostly(cypherQuery, jsonish, 10), parameters: stepParameters(known) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        type: fc.constant('cypher-path-subset'),
+        query: mostly(cypherQuery, jsonish, 10),
+        parameters: stepParameters(known),
+      }),
+    },
     {
       weight: 3,
       arbitrary: fc
         .record({
           type: fc.constant('element-hydration'),
           query: mostly(
-            mostly(fc.record({ elementIds: fc.oneof({ weight: 3, arbitrary: fc.array(mostly(fc.constantFrom(...known), uuidish(known), 8), { maxLength: 6 }) }, expression, longList) }), jsonish, 8),
+            mostly(
+              fc.record({
+                elementIds: fc.oneof(
+                  {
+                    weight: 3,
+                    arbitrary: fc.array(mostly(fc.constantFrom(...known), uuidish(known), 8), { maxLength: 6 }),
+                  },
+                  expression,
+                  longList,
+                ),
+              }),
+              jsonish,
+              8,
+            ),
             fc.constant(undefined),
             8,
           ),
@@ -434,7 +806,21 @@ const step = (known: string[]) =>
         })
         .map(defined),
     },
-    { weight: 1, arbitrary: fc.record({ type: mostly(fc.constantFrom('searchengine-query-dsl-mixin', 'cypher-path-subset', 'element-hydration'), oddString, 2), query: jsonish, parameters: jsonish }, { requiredKeys: [] }) },
+    {
+      weight: 1,
+      arbitrary: fc.record(
+        {
+          type: mostly(
+            fc.constantFrom('searchengine-query-dsl-mixin', 'cypher-path-subset', 'element-hydration'),
+            oddString,
+            2,
+          ),
+          query: jsonish,
+          parameters: jsonish,
+        },
+        { requiredKeys: [] },
+      ),
+    },
   );
 
 const pipeline = (known: string[]) =>
@@ -482,15 +868,29 @@ describeBackends('hostile input', (h) => {
     bob = await userWithToken(h(), 'bob@hostile.dev');
     await userWithToken(h(), carol, carolPassword);
     const long = await h().request('POST', '/token', {
-      body: { type: 'Token', uniqueUserIdentifier: alice.identifier, password: alice.password, lifetimeInSeconds: 34_214_400 },
+      body: {
+        type: 'Token',
+        uniqueUserIdentifier: alice.identifier,
+        password: alice.password,
+        lifetimeInSeconds: 34_214_400,
+      },
     });
     expect(long.status).toBe(201);
     probeToken = long.json.token;
-    const lily = await createElement(h(), alice.token, { type: 'Plant', data: { name: 'Lily', description: 'a true lily', rank: 1, tags: ['a', 'b'] } });
-    const tulip = await createElement(h(), alice.token, { type: 'Plant', data: { name: 'Tulip', rank: 2, nested: { x: { y: 'z' } } } });
+    const lily = await createElement(h(), alice.token, {
+      type: 'Plant',
+      data: { name: 'Lily', description: 'a true lily', rank: 1, tags: ['a', 'b'] },
+    });
+    const tulip = await createElement(h(), alice.token, {
+      type: 'Plant',
+      data: { name: 'Tulip', rank: 2, nested: { x: { y: 'z' } } },
+    });
     const order = await createElement(h(), alice.token, { type: 'Taxon', data: { name: 'Liliales' } });
     const secret = await createElement(h(), bob.token, { type: 'Plant', data: { name: 'Secret lily' } });
-    const rel = await h().request('POST', '/', { token: alice.token, body: { type: 'IS_MEMBER_OF', start: lily, end: order } });
+    const rel = await h().request('POST', '/', {
+      token: alice.token,
+      body: { type: 'IS_MEMBER_OF', start: lily, end: order },
+    });
     expect(rel.status).toBe(201);
     relation = rel.headers.get('location')!.slice(1);
     withFile = lily;
@@ -501,11 +901,23 @@ describeBackends('hostile input', (h) => {
   });
 
   const tokenFor = (who: 'alice' | 'bob' | 'none' | 'garbage', garbage = '') =>
-    who === 'alice' ? `Bearer ${alice.token}` : who === 'bob' ? `Bearer ${bob.token}` : who === 'garbage' ? garbage : undefined;
+    who === 'alice'
+      ? `Bearer ${alice.token}`
+      : who === 'bob'
+        ? `Bearer ${bob.token}`
+        : who === 'garbage'
+          ? garbage
+          : undefined;
 
   const tally = new Map<string, number>();
   afterAll(() => {
-    if (process.env.TRELLIS_HOSTILE_VERBOSE) console.log([...tally].sort().map(([k, n]) => `${n}\t${k}`).join('\n'));
+    if (process.env.TRELLIS_HOSTILE_VERBOSE)
+      console.log(
+        [...tally]
+          .sort()
+          .map(([k, n]) => `${n}\t${k}`)
+          .join('\n'),
+      );
   });
 
   /** Sends one hostile request with the cheap probe in flight beside it, and checks both answers. */
@@ -513,9 +925,15 @@ describeBackends('hostile input', (h) => {
     const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     const answer = Promise.race([
-      h().request(sent.method, sent.path, { headers: sent.headers ?? {}, ...(sent.raw !== undefined ? { raw: sent.raw as BodyInit } : {}) }),
+      h().request(sent.method, sent.path, {
+        headers: sent.headers ?? {},
+        ...(sent.raw !== undefined ? { raw: sent.raw as BodyInit } : {}),
+      }),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${ANSWER_BOUND_MS} ms: ${sent.method} ${sent.path.slice(0, 300)}`)), ANSWER_BOUND_MS);
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${ANSWER_BOUND_MS} ms: ${sent.method} ${sent.path.slice(0, 300)}`)),
+          ANSWER_BOUND_MS,
+        );
       }),
     ]).finally(() => clearTimeout(timer));
     answer.catch(() => {}); // awaited below; the probe must not leave it unhandled meanwhile
@@ -524,8 +942,13 @@ describeBackends('hostile input', (h) => {
     const probeStarted = performance.now();
     const probe = await h().request('GET', `/${alice.id}`, { token: probeToken });
     const probeMs = performance.now() - probeStarted;
-    expect(probe.status, `probe during ${sent.method} ${sent.path.slice(0, 200)}: ${probe.text.slice(0, 300)}`).toBe(200);
-    expect(probeMs, `probe took ${Math.round(probeMs)} ms during ${sent.method} ${sent.path.slice(0, 200)}`).toBeLessThan(PROBE_BOUND_MS);
+    expect(probe.status, `probe during ${sent.method} ${sent.path.slice(0, 200)}: ${probe.text.slice(0, 300)}`).toBe(
+      200,
+    );
+    expect(
+      probeMs,
+      `probe took ${Math.round(probeMs)} ms during ${sent.method} ${sent.path.slice(0, 200)}`,
+    ).toBeLessThan(PROBE_BOUND_MS);
     const res = await answer;
     expectWellFormed(sent, res, performance.now() - started);
     if (process.env.TRELLIS_HOSTILE_VERBOSE) {
@@ -544,14 +967,21 @@ describeBackends('hostile input', (h) => {
       .record({
         type: mostly(
           fc.constantFrom('Note', 'Plant', ...relationTypes),
-          fc.oneof(fc.constantFrom('User', 'Token', 'Upload', '_PartialCollection', '', ' Note', 'a'.repeat(5000)), oddString, jsonish),
+          fc.oneof(
+            fc.constantFrom('User', 'Token', 'Upload', '_PartialCollection', '', ' Note', 'a'.repeat(5000)),
+            oddString,
+            jsonish,
+          ),
           8,
         ),
         data: rarely(rarely(dataObject)),
         start: fc.oneof(fc.constantFrom(...known), uuidish(known)),
         end: fc.oneof(fc.constantFrom(...known), uuidish(known)),
         extra: rarely(
-          fc.record({ id: uuidish(known), created: oddString, file: jsonish, hasFile: jsonish, _x: jsonish }, { requiredKeys: [] }),
+          fc.record(
+            { id: uuidish(known), created: oddString, file: jsonish, hasFile: jsonish, _x: jsonish },
+            { requiredKeys: [] },
+          ),
         ),
         payload: dataObject,
       })
@@ -567,7 +997,11 @@ describeBackends('hostile input', (h) => {
       target: mostly(fc.constantFrom(...scratch), uuidish([...scratch, nodes[3]!, alice.id, bob.id]), 3),
       onRoot: fc.boolean(),
       body: mostly(fc.tuple(elementBody, dataObject), brokenJson, 10),
-      who: mostly(fc.constant('alice' as const), fc.constantFrom('bob', 'none', 'garbage') as fc.Arbitrary<'bob' | 'none' | 'garbage'>, 8),
+      who: mostly(
+        fc.constant('alice' as const),
+        fc.constantFrom('bob', 'none', 'garbage') as fc.Arbitrary<'bob' | 'none' | 'garbage'>,
+        8,
+      ),
       garbageAuth: headerText,
       contentType: mostly(fc.constant('application/json'), contentType, 8),
       ifMatch: rarely(headerText),
@@ -590,7 +1024,9 @@ describeBackends('hostile input', (h) => {
             'if-none-match': w.ifNoneMatch,
           }),
         });
-        expect([201, 204, 400, 401, 403, 404, 405, 409, 412, 429], `${res.status} ${res.text.slice(0, 300)}`).toContain(res.status);
+        expect([201, 204, 400, 401, 403, 404, 405, 409, 412, 429], `${res.status} ${res.text.slice(0, 300)}`).toContain(
+          res.status,
+        );
       }),
       { numRuns: RUNS * 3 },
     );
@@ -600,47 +1036,131 @@ describeBackends('hostile input', (h) => {
     const segment = fc.oneof(
       { weight: 3, arbitrary: uuidish(known) },
       { weight: 1, arbitrary: fc.webSegment() },
-      { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%00', '%C0%AF', '%ff', '%2F', '..', '.', '~', ';x', 'a%20b', '%E2%80%AE') },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          '%',
+          '%zz',
+          '%00',
+          '%C0%AF',
+          '%ff',
+          '%2F',
+          '..',
+          '.',
+          '~',
+          ';x',
+          'a%20b',
+          '%E2%80%AE',
+        ),
+      },
     );
     const path = fc.oneof(
-      fc.tuple(segment, fc.constantFrom('', '/parents', '/children', '/related', '/file', '/file/x', '/', '//', '/parents/x')).map(([id, tail]) => `/${id}${tail}`),
+      fc
+        .tuple(
+          segment,
+          fc.constantFrom('', '/parents', '/children', '/related', '/file', '/file/x', '/', '//', '/parents/x'),
+        )
+        .map(([id, tail]) => `/${id}${tail}`),
       fc.constantFrom(
-        '/', '/me', '/token', '/search', '/register', '/change-password', '/instance-configuration', '/graph-structure', '/.well-known/security.txt',
-        '/error/400/bad-content', '/error/999/nothing', '/error/404/not-found/x', '//', '/upload', '/upload/', '/index.html', '/%2e%2e/etc/passwd',
+        '/',
+        '/me',
+        '/token',
+        '/search',
+        '/register',
+        '/change-password',
+        '/instance-configuration',
+        '/graph-structure',
+        '/.well-known/security.txt',
+        '/error/400/bad-content',
+        '/error/999/nothing',
+        '/error/404/not-found/x',
+        '//',
+        '/upload',
+        '/upload/',
+        '/index.html',
+        '/%2e%2e/etc/passwd',
       ),
       segment.map((id) => `/upload/${id}`),
       fc.webPath().map((p) => (p.startsWith('/') ? p : `/${p}`)),
     );
     const queryValue = fc.oneof(
       fc.integer({ min: -10, max: 10_000 }).map(String),
-      fc.constantFrom('', '-1', '0', '1e9', '0x10', 'NaN', 'Infinity', '99999999999999999999', '1.5', '%', '%zz', '%00', ' 1', '1 ', '[]', '{}'),
+      fc.constantFrom(
+        '',
+        '-1',
+        '0',
+        '1e9',
+        '0x10',
+        'NaN',
+        'Infinity',
+        '99999999999999999999',
+        '1.5',
+        '%',
+        '%zz',
+        '%00',
+        ' 1',
+        '1 ',
+        '[]',
+        '{}',
+      ),
       fc.string({ maxLength: 10 }).map(encodeURIComponent),
     );
     const query = fc
-      .array(fc.tuple(fc.constantFrom('page', 'pageSize', 'page', 'pageSize', 'sort', 'q', 'page[]', '__proto__', ''), queryValue), { maxLength: 4 })
+      .array(
+        fc.tuple(
+          fc.constantFrom('page', 'pageSize', 'page', 'pageSize', 'sort', 'q', 'page[]', '__proto__', ''),
+          queryValue,
+        ),
+        { maxLength: 4 },
+      )
       .map((pairs) => (pairs.length === 0 ? '' : `?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`));
     const read = fc.record({
       method: fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'OPTIONS', 'DELETE', 'PROPFIND', 'MKCOL', 'LOCK', 'FOO'),
       path,
       query,
-      who: fc.constantFrom('alice', 'alice', 'bob', 'none', 'garbage') as fc.Arbitrary<'alice' | 'bob' | 'none' | 'garbage'>,
+      who: fc.constantFrom('alice', 'alice', 'bob', 'none', 'garbage') as fc.Arbitrary<
+        'alice' | 'bob' | 'none' | 'garbage'
+      >,
       garbageAuth: fc.oneof(
         headerText,
-        fc.constantFrom('Bearer', 'Bearer ', 'Basic YTpi', 'Bearer secret-token:', 'bearer secret-token:1111111111111111111111', 'Bearer secret-token:' + '1'.repeat(2000)),
+        fc.constantFrom(
+          'Bearer',
+          'Bearer ',
+          'Basic YTpi',
+          'Bearer secret-token:',
+          'bearer secret-token:1111111111111111111111',
+          `Bearer secret-token:${'1'.repeat(2000)}`,
+        ),
         fc.string({ maxLength: 30 }).map((s) => `Bearer secret-token:${encodeURIComponent(s)}`),
       ),
       range: fc.option(
-        fc.oneof(headerText, fc.constantFrom('bytes=0-0', 'bytes=-1', 'bytes=5-', 'bytes=0-1,2-3', 'bytes=999999999999999999999-', 'bytes=-0', 'bytes=3-1', 'items=0-1', 'bytes=')),
+        fc.oneof(
+          headerText,
+          fc.constantFrom(
+            'bytes=0-0',
+            'bytes=-1',
+            'bytes=5-',
+            'bytes=0-1,2-3',
+            'bytes=999999999999999999999-',
+            'bytes=-0',
+            'bytes=3-1',
+            'items=0-1',
+            'bytes=',
+          ),
+        ),
         { nil: undefined },
       ),
       ifMatch: fc.option(headerText, { nil: undefined }),
       ifNoneMatch: fc.option(headerText, { nil: undefined }),
-      accept: fc.option(fc.constantFrom('application/json', 'text/html', '*/*', 'application/xml', ''), { nil: undefined }),
+      accept: fc.option(fc.constantFrom('application/json', 'text/html', '*/*', 'application/xml', ''), {
+        nil: undefined,
+      }),
     });
     await fc.assert(
       fc.asyncProperty(read, async (r) => {
         // DELETE only where it cannot remove the fixtures the other properties use.
-        const path = r.method === 'DELETE' && known.some((id) => r.path.toLowerCase().includes(id)) ? `/${randomUUID()}` : r.path;
+        const path =
+          r.method === 'DELETE' && known.some((id) => r.path.toLowerCase().includes(id)) ? `/${randomUUID()}` : r.path;
         await hostile({
           method: r.method,
           path: path + r.query,
@@ -657,35 +1177,72 @@ describeBackends('hostile input', (h) => {
     );
   });
 
-  it('3. search pipelines: query DSL, query_string, Cypher and expressions at and past every limit', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
-    const who = mostly(fc.constant('alice' as const), fc.constantFrom('bob', 'none') as fc.Arbitrary<'bob' | 'none'>, 8);
+  it('3. search pipelines: query DSL, query_string, Cypher and expressions at and past every limit', {
+    timeout: PROPERTY_TIMEOUT_MS,
+  }, async () => {
+    const who = mostly(
+      fc.constant('alice' as const),
+      fc.constantFrom('bob', 'none') as fc.Arbitrary<'bob' | 'none'>,
+      8,
+    );
     await fc.assert(
       fc.asyncProperty(pipeline(known), who, async (body, caller) => {
-        const res = await hostile({ method: 'POST', path: '/search', raw: jsonBody(body), headers: withJson({ 'content-type': 'application/json', authorization: tokenFor(caller) }) });
+        const res = await hostile({
+          method: 'POST',
+          path: '/search',
+          raw: jsonBody(body),
+          headers: withJson({ 'content-type': 'application/json', authorization: tokenFor(caller) }),
+        });
         expect([200, 400, 401], `${res.status} ${res.text.slice(0, 300)}`).toContain(res.status);
       }),
       { numRuns: RUNS * 4 },
     );
   });
 
-  it('4. files and resumable uploads with garbage Upload-*, Content-Disposition and digest headers', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
-    const bytes = mostly(fc.uint8Array({ maxLength: 64 }), fc.constantFrom(0, 1, 4096, 70_000).map((n) => new Uint8Array(n).fill(7)));
+  it('4. files and resumable uploads with garbage Upload-*, Content-Disposition and digest headers', {
+    timeout: PROPERTY_TIMEOUT_MS,
+  }, async () => {
+    const bytes = mostly(
+      fc.uint8Array({ maxLength: 64 }),
+      fc.constantFrom(0, 1, 4096, 70_000).map((n) => new Uint8Array(n).fill(7)),
+    );
     const digestOf = (b: Uint8Array) => `sha-256=:${createHash('sha256').update(b).digest('base64')}:`;
     const digest = rarely(
       mostly(
         fc.constant('CORRECT'),
         fc.oneof(
           headerText,
-          fc.constantFrom('sha-256=:abc:', 'sha-512=:AAAA:', 'md5=x', 'sha-256=:' + 'A'.repeat(44) + ':', 'sha-256=abc', 'sha-256=:', 'sha-256=:@@@@:', 'sha-256=?1', 'sha-256=:YQ==:, sha-256=:YQ==:'),
+          fc.constantFrom(
+            'sha-256=:abc:',
+            'sha-512=:AAAA:',
+            'md5=x',
+            `sha-256=:${'A'.repeat(44)}:`,
+            'sha-256=abc',
+            'sha-256=:',
+            'sha-256=:@@@@:',
+            'sha-256=?1',
+            'sha-256=:YQ==:, sha-256=:YQ==:',
+          ),
         ),
         2,
       ),
     );
     const integer = (valid: fc.Arbitrary<string>) =>
-      mostly(valid, fc.oneof(fc.integer({ min: -5, max: 100_000 }).map(String), fc.constantFrom('5497558138880', '99999999999999999999', '1e3', '0x10', '', ' 1', '-0', '+1'), headerText), 3);
+      mostly(
+        valid,
+        fc.oneof(
+          fc.integer({ min: -5, max: 100_000 }).map(String),
+          fc.constantFrom('5497558138880', '99999999999999999999', '1e3', '0x10', '', ' 1', '-0', '+1'),
+          headerText,
+        ),
+        3,
+      );
     const uploadHeaders = fc
       .record({
-        'upload-complete': mostly(fc.constantFrom('?1', '?0'), fc.oneof(fc.constantFrom('?1;x=1', '1', 'true', '?2', '?1, ?0'), headerText)),
+        'upload-complete': mostly(
+          fc.constantFrom('?1', '?0'),
+          fc.oneof(fc.constantFrom('?1;x=1', '1', 'true', '?2', '?1, ?0'), headerText),
+        ),
         'upload-length': rarely(integer(fc.constant('LENGTH'))),
         'upload-offset': mostly(integer(fc.constant('0')), fc.constant(undefined), 8),
         'content-disposition': rarely(
@@ -693,20 +1250,48 @@ describeBackends('hostile input', (h) => {
             fc.constantFrom('attachment; filename="x.png"', 'attachment; filename="notes.txt"'),
             fc.oneof(
               fc.constantFrom(
-                "attachment; filename*=UTF-8''%e2%82%ac.txt", 'attachment; filename="unterminated', 'inline', 'attachment; filename=', 'attachment; filename="a\\"b.pdf"',
-                'attachment; filename="../../etc/passwd"', 'attachment; filename="a.' + 'x'.repeat(3000) + '"', "attachment; filename*=UTF-8''%ff%fe", 'attachment; filename="."',
+                "attachment; filename*=UTF-8''%e2%82%ac.txt",
+                'attachment; filename="unterminated',
+                'inline',
+                'attachment; filename=',
+                'attachment; filename="a\\"b.pdf"',
+                'attachment; filename="../../etc/passwd"',
+                `attachment; filename="a.${'x'.repeat(3000)}"`,
+                "attachment; filename*=UTF-8''%ff%fe",
+                'attachment; filename="."',
               ),
               headerText,
             ),
             2,
           ),
         ),
-        'content-type': rarely(fc.constantFrom('application/partial-upload', 'application/offset+octet-stream', 'image/png', 'application/json', '')),
+        'content-type': rarely(
+          fc.constantFrom(
+            'application/partial-upload',
+            'application/offset+octet-stream',
+            'image/png',
+            'application/json',
+            '',
+          ),
+        ),
         'upload-draft-interop-version': rarely(fc.constantFrom('3', '4', '5', '6', '7', 'x', '-1')),
         'tus-resumable': rarely(fc.constantFrom('1.0.0', '0.2', 'x')),
         'if-match': rarely(fc.oneof(headerText, fc.constant('*'))),
         'if-none-match': rarely(fc.oneof(headerText, fc.constant('*'))),
-        range: rarely(fc.oneof(headerText, fc.constantFrom('bytes=0-0', 'bytes=-1', 'bytes=5-', 'bytes=0-1,2-3', 'bytes=999999999999999999999-', 'bytes=-0', 'bytes=3-1'))),
+        range: rarely(
+          fc.oneof(
+            headerText,
+            fc.constantFrom(
+              'bytes=0-0',
+              'bytes=-1',
+              'bytes=5-',
+              'bytes=0-1,2-3',
+              'bytes=999999999999999999999-',
+              'bytes=-0',
+              'bytes=3-1',
+            ),
+          ),
+        ),
       })
       .map(defined);
     const fileRequest = fc.record({
@@ -724,7 +1309,8 @@ describeBackends('hostile input', (h) => {
     await fc.assert(
       fc.asyncProperty(fileRequest, async (f) => {
         const headers: Record<string, string> = {};
-        for (const [name, value] of Object.entries(f.headers)) headers[name] = value === 'LENGTH' ? String(f.body.length) : value!;
+        for (const [name, value] of Object.entries(f.headers))
+          headers[name] = value === 'LENGTH' ? String(f.body.length) : value!;
         if (f.digest !== undefined) headers[f.digestName] = f.digest === 'CORRECT' ? digestOf(f.body) : f.digest;
         if (f.who !== 'none') headers.authorization = tokenFor(f.who)!;
         if (f.kind === 'file') {
@@ -748,36 +1334,79 @@ describeBackends('hostile input', (h) => {
           const start = await h().request('POST', `/${id}/file`, {
             token: alice.token,
             raw: new Uint8Array(0),
-            headers: { 'upload-complete': '?0', 'content-disposition': 'attachment; filename="n.bin"', ...(f.startLength ? { 'upload-length': f.startLength } : {}) },
+            headers: {
+              'upload-complete': '?0',
+              'content-disposition': 'attachment; filename="n.bin"',
+              ...(f.startLength ? { 'upload-length': f.startLength } : {}),
+            },
           });
           expect(start.status, start.text).toBe(204);
           uploadPath = start.headers.get('location')!;
         }
         const method = f.uploadMethod;
-        await hostile({ method, path: uploadPath, headers, ...(method === 'PATCH' || method === 'PUT' ? { raw: f.body } : {}) });
+        await hostile({
+          method,
+          path: uploadPath,
+          headers,
+          ...(method === 'PATCH' || method === 'PUT' ? { raw: f.body } : {}),
+        });
       }),
       { numRuns: RUNS * 3 },
     );
   });
 
   // Last: failed log-ins back off per client address, and this property moves the clock past the back-off.
-  it('5. accounts: /register, /token and /change-password with random bodies', { timeout: PROPERTY_TIMEOUT_MS }, async () => {
+  it('5. accounts: /register, /token and /change-password with random bodies', {
+    timeout: PROPERTY_TIMEOUT_MS,
+  }, async () => {
     // Carol's current password changes when a change of it goes through; the marker stands for it.
     const CURRENT = '<carol-current-password>';
     const identifier = mostly(
-      fc.oneof(fc.uuid().map((u) => `${u}@hostile.dev`), fc.constantFrom(carol, 'CAROL@hostile.dev', 'Carol@Hostile.dev', 'dave@hostile.dev')),
-      fc.oneof(fc.constantFrom('', '@', 'a@b', ' carol@hostile.dev', 'carol@hostile.dev\u0000', 'x'.repeat(5000) + '@hostile.dev'), oddString, jsonish),
+      fc.oneof(
+        fc.uuid().map((u) => `${u}@hostile.dev`),
+        fc.constantFrom(carol, 'CAROL@hostile.dev', 'Carol@Hostile.dev', 'dave@hostile.dev'),
+      ),
+      fc.oneof(
+        fc.constantFrom(
+          '',
+          '@',
+          'a@b',
+          ' carol@hostile.dev',
+          'carol@hostile.dev\u0000',
+          `${'x'.repeat(5000)}@hostile.dev`,
+        ),
+        oddString,
+        jsonish,
+      ),
     );
     const password = mostly(
-      fc.oneof(fc.constant(CURRENT), fc.constantFrom('correct horse battery staple', 'another long password'), fc.string({ minLength: 8, maxLength: 30 })),
-      fc.oneof(fc.constantFrom('short', '', ' '.repeat(12), '\u0000'.repeat(10)), oddString, fc.constantFrom(10_000, 1_000_000).map((n) => 'p'.repeat(n)), jsonish),
+      fc.oneof(
+        fc.constant(CURRENT),
+        fc.constantFrom('correct horse battery staple', 'another long password'),
+        fc.string({ minLength: 8, maxLength: 30 }),
+      ),
+      fc.oneof(
+        fc.constantFrom('short', '', ' '.repeat(12), '\u0000'.repeat(10)),
+        oddString,
+        fc.constantFrom(10_000, 1_000_000).map((n) => 'p'.repeat(n)),
+        jsonish,
+      ),
     );
     const rare = rarely(rarely(fc.oneof(jsonish, dataObject)));
     const accountRequest = fc.oneof(
       {
         weight: 8,
         arbitrary: fc.oneof(
-          fc.record({ path: fc.constant('/register'), body: fc.record({ type: mostly(fc.constant('User'), oddString, 10), uniqueUserIdentifier: identifier, password, data: rarely(dataObject), _x: rare }) }),
+          fc.record({
+            path: fc.constant('/register'),
+            body: fc.record({
+              type: mostly(fc.constant('User'), oddString, 10),
+              uniqueUserIdentifier: identifier,
+              password,
+              data: rarely(dataObject),
+              _x: rare,
+            }),
+          }),
           fc.record({
             path: fc.constant('/token'),
             body: fc.record({
@@ -801,24 +1430,40 @@ describeBackends('hostile input', (h) => {
           }),
         ),
       },
-      { weight: 1, arbitrary: fc.record({ path: fc.constantFrom('/register', '/token', '/change-password'), body: fc.oneof(jsonish, brokenJson) }) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          path: fc.constantFrom('/register', '/token', '/change-password'),
+          body: fc.oneof(jsonish, brokenJson),
+        }),
+      },
     );
     await fc.assert(
-      fc.asyncProperty(accountRequest, mostly(fc.constant('application/json'), contentType, 8), rarely(headerText), async (a, type, authorization) => {
-        const body =
-          typeof a.body === 'string'
-            ? a.body
-            : jsonBody(JSON.parse(jsonBody(a.body), (_, v) => (v === CURRENT ? carolPassword : v)));
-        const res = await hostile({ method: 'POST', path: a.path, raw: body, headers: withJson({ 'content-type': type, authorization }) });
-        expect([201, 204, 400, 401, 403, 429], `${res.status} ${res.text.slice(0, 300)}`).toContain(res.status);
-        if (res.status === 429) {
-          const wait = Number(res.headers.get('retry-after'));
-          expect(wait).toBeGreaterThan(0);
-          h().clock.advance(wait + 1);
-        }
-        // A change of carol's password that went through: later runs use the new one.
-        if (a.path === '/change-password' && res.status === 204) carolPassword = JSON.parse(body).newPassword;
-      }),
+      fc.asyncProperty(
+        accountRequest,
+        mostly(fc.constant('application/json'), contentType, 8),
+        rarely(headerText),
+        async (a, type, authorization) => {
+          const body =
+            typeof a.body === 'string'
+              ? a.body
+              : jsonBody(JSON.parse(jsonBody(a.body), (_, v) => (v === CURRENT ? carolPassword : v)));
+          const res = await hostile({
+            method: 'POST',
+            path: a.path,
+            raw: body,
+            headers: withJson({ 'content-type': type, authorization }),
+          });
+          expect([201, 204, 400, 401, 403, 429], `${res.status} ${res.text.slice(0, 300)}`).toContain(res.status);
+          if (res.status === 429) {
+            const wait = Number(res.headers.get('retry-after'));
+            expect(wait).toBeGreaterThan(0);
+            h().clock.advance(wait + 1);
+          }
+          // A change of carol's password that went through: later runs use the new one.
+          if (a.path === '/change-password' && res.status === 204) carolPassword = JSON.parse(body).newPassword;
+        },
+      ),
       { numRuns: RUNS * 2 },
     );
   });
@@ -832,7 +1477,15 @@ describeBackends('hostile input', (h) => {
     expect(lily.json.data).toMatchObject({ name: 'Lily', description: 'a true lily', hasFile: true });
     const search = await h().request('POST', '/search', {
       token: probeToken,
-      body: { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { description: 'lily' } }, parameters: { pageSize: 100, nodeTypes: ['Plant'] } }] },
+      body: {
+        steps: [
+          {
+            type: 'searchengine-query-dsl-mixin',
+            query: { match: { description: 'lily' } },
+            parameters: { pageSize: 100, nodeTypes: ['Plant'] },
+          },
+        ],
+      },
     });
     expect(search.status, search.text).toBe(200);
     expect(search.json.results.map((e: { id: string }) => e.id)).toContain(nodes[0]);

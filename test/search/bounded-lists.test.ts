@@ -3,11 +3,16 @@
 // 12,000 values used to answer nothing on the embedded database and wedge it on the next such request.
 import { beforeAll, expect, it } from 'vitest';
 import { tinyPng } from '../files/fixtures.js';
-import { attachFile, createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { attachFile, createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
 const LIMIT = 1024;
 const search = (h: Harness, token: string, query: unknown) =>
-  h.request('POST', '/search', { token, body: { steps: [{ type: 'searchengine-query-dsl-mixin', query, parameters: { pageSize: 100, nodeTypes: ['Thing'] } }] } });
+  h.request('POST', '/search', {
+    token,
+    body: {
+      steps: [{ type: 'searchengine-query-dsl-mixin', query, parameters: { pageSize: 100, nodeTypes: ['Thing'] } }],
+    },
+  });
 const idsOf = (body: { results: { id: string }[] }) => body.results.map((e) => e.id).sort();
 /** `n` values of which `hits` come last, as a client building a long list would send them. */
 const padded = <T>(n: number, hits: T[], filler: (i: number) => T): T[] => [
@@ -23,9 +28,12 @@ describeBackends('bounded lists in searches', (h) => {
   beforeAll(async () => {
     const alice = await userWithToken(h(), 'alice@lists.dev');
     token = alice.token;
-    for (let i = 0; i < 5; i++) ids.push(await createElement(h(), token, { type: 'Thing', data: { name: `v${i}`, rank: i } }));
+    for (let i = 0; i < 5; i++)
+      ids.push(await createElement(h(), token, { type: 'Thing', data: { name: `v${i}`, rank: i } }));
     await attachFile(h(), token, ids[0]!, tinyPng(), 'pixel.png');
-    const shown = await Promise.all(ids.map(async (id) => (await h().request('GET', `/${id}`, { token })).json.data.created as string));
+    const shown = await Promise.all(
+      ids.map(async (id) => (await h().request('GET', `/${id}`, { token })).json.data.created as string),
+    );
     created = [...new Set(shown)];
   });
 
@@ -41,9 +49,13 @@ describeBackends('bounded lists in searches', (h) => {
   it('finds by terms on numbers, ids, dates and file properties, each a long list', async () => {
     const numbers = await search(h(), token, { terms: { rank: padded<number>(LIMIT, [1, 3], (i) => 1000 + i) } });
     expect(idsOf(numbers.json)).toEqual([ids[1], ids[3]].sort());
-    const byId = await search(h(), token, { ids: { values: padded(LIMIT, [ids[2]!, ids[4]!], () => crypto.randomUUID()) } });
+    const byId = await search(h(), token, {
+      ids: { values: padded(LIMIT, [ids[2]!, ids[4]!], () => crypto.randomUUID()) },
+    });
     expect(idsOf(byId.json)).toEqual([ids[2], ids[4]].sort());
-    const byDate = await search(h(), token, { terms: { created: padded(LIMIT, created, (i) => new Date(Date.UTC(2001, 0, 1, 0, 0, i)).toISOString()) } });
+    const byDate = await search(h(), token, {
+      terms: { created: padded(LIMIT, created, (i) => new Date(Date.UTC(2001, 0, 1, 0, 0, i)).toISOString()) },
+    });
     expect(idsOf(byDate.json)).toEqual([...ids].sort());
     const byFile = await search(h(), token, { terms: { 'file.extension': padded(LIMIT, ['png'], (i) => `x${i}`) } });
     expect(idsOf(byFile.json)).toEqual([ids[0]]);
@@ -55,7 +67,14 @@ describeBackends('bounded lists in searches', (h) => {
       { terms: { rank: padded<number>(12_000, [1], (i) => 1000 + i) } },
       { ids: { values: padded(100_000, [ids[0]!], () => ids[1]!) } },
       // The values of every terms query add up with the other clauses.
-      { bool: { should: [{ terms: { 'name.keyword': padded(600, ['v0'], (i) => `a${i}`) } }, { terms: { 'name.keyword': padded(600, ['v1'], (i) => `b${i}`) } }] } },
+      {
+        bool: {
+          should: [
+            { terms: { 'name.keyword': padded(600, ['v0'], (i) => `a${i}`) } },
+            { terms: { 'name.keyword': padded(600, ['v1'], (i) => `b${i}`) } },
+          ],
+        },
+      },
     ]) {
       const res = await search(h(), token, query);
       expect(res.status).toBe(400);
@@ -72,7 +91,9 @@ describeBackends('bounded lists in searches', (h) => {
     const match = await search(h(), token, { match: { name: words } });
     expect(match.status).toBe(200);
     expect(idsOf(match.json)).toEqual([ids[3]]);
-    const should = padded<unknown>(LIMIT - 1, [{ term: { 'name.keyword': 'v4' } }], (i) => ({ term: { 'name.keyword': `w${i}` } }));
+    const should = padded<unknown>(LIMIT - 1, [{ term: { 'name.keyword': 'v4' } }], (i) => ({
+      term: { 'name.keyword': `w${i}` },
+    }));
     const bool = await search(h(), token, { bool: { should } });
     expect(bool.status).toBe(200);
     expect(idsOf(bool.json)).toEqual([ids[4]]);

@@ -1,7 +1,7 @@
 // The Cypher subset's parser: accepted shapes and their AST, and every refusal as a 400 `bad-content` that names
 // the problem and its offset. Pure: no database.
 import { describe, expect, it } from 'vitest';
-import { MAX_HOPS, type Expr } from '../../src/domain/search/cypher-ast.js';
+import { type Expr, MAX_HOPS } from '../../src/domain/search/cypher-ast.js';
 import { MAX_QUERY_LENGTH, parseCypher } from '../../src/domain/search/cypher-parse.js';
 import { tokenize } from '../../src/domain/search/cypher-tokens.js';
 import { Problem } from '../../src/errors.js';
@@ -25,10 +25,20 @@ const offsetOf = (detail: string) => Number(/offset (\d+)/.exec(detail)![1]);
 
 describe('cypher parser: accepted shapes', () => {
   it('parses the reference UNWIND example', () => {
-    const q = parseCypher('UNWIND $stepResults[0].elements AS element MATCH path=((plant:Plant)-[:IS_MEMBER_OF*..]->(:Taxon)) WHERE plant.id = element.id RETURN path');
+    const q = parseCypher(
+      'UNWIND $stepResults[0].elements AS element MATCH path=((plant:Plant)-[:IS_MEMBER_OF*..]->(:Taxon)) WHERE plant.id = element.id RETURN path',
+    );
     expect(q.unwind).toMatchObject({
       variable: 'element',
-      expr: { kind: 'property', key: 'elements', object: { kind: 'index', object: { kind: 'parameter', name: 'stepResults' }, index: { kind: 'literal', value: 0 } } },
+      expr: {
+        kind: 'property',
+        key: 'elements',
+        object: {
+          kind: 'index',
+          object: { kind: 'parameter', name: 'stepResults' },
+          index: { kind: 'literal', value: 0 },
+        },
+      },
     });
     expect(q.patterns).toHaveLength(1);
     expect(q.patterns[0]).toMatchObject({
@@ -50,8 +60,14 @@ describe('cypher parser: accepted shapes', () => {
   });
 
   it('parses the reference IN $param example with LIMIT', () => {
-    const q = parseCypher('MATCH path=((:Plant)-[:IS_MEMBER_OF*..]->(t:Taxon)) WHERE t.name IN $taxonNames RETURN path LIMIT 5');
-    expect(q.where).toMatchObject({ kind: 'in', left: { kind: 'property', key: 'name' }, right: { kind: 'parameter', name: 'taxonNames' } });
+    const q = parseCypher(
+      'MATCH path=((:Plant)-[:IS_MEMBER_OF*..]->(t:Taxon)) WHERE t.name IN $taxonNames RETURN path LIMIT 5',
+    );
+    expect(q.where).toMatchObject({
+      kind: 'in',
+      left: { kind: 'property', key: 'name' },
+      right: { kind: 'parameter', name: 'taxonNames' },
+    });
     expect(q.limit).toMatchObject({ kind: 'literal', value: 5 });
   });
 
@@ -91,22 +107,49 @@ describe('cypher parser: accepted shapes', () => {
     const [first, second] = q.patterns;
     expect(first).toMatchObject({
       nodes: [
-        { variable: 'a', labels: ['Plant', 'Tree'], properties: [{ key: 'name', value: { kind: 'literal', value: 'Lily' } }, { key: 'count', value: { kind: 'literal', value: 3 } }] },
+        {
+          variable: 'a',
+          labels: ['Plant', 'Tree'],
+          properties: [
+            { key: 'name', value: { kind: 'literal', value: 'Lily' } },
+            { key: 'count', value: { kind: 'literal', value: 3 } },
+          ],
+        },
         { variable: 'b', labels: [] },
         { variable: 'c', labels: ['Taxon'] },
       ],
       relations: [
-        { variable: 'r', types: ['IS_MEMBER_OF', 'RELATED_TO'], direction: 'out', length: null, properties: [{ key: 'weight', value: { kind: 'parameter', name: 'w' } }] },
+        {
+          variable: 'r',
+          types: ['IS_MEMBER_OF', 'RELATED_TO'],
+          direction: 'out',
+          length: null,
+          properties: [{ key: 'weight', value: { kind: 'parameter', name: 'w' } }],
+        },
         { variable: null, types: ['X'], direction: 'in', length: { min: 1, max: 2 } },
       ],
     });
-    expect(second).toMatchObject({ pathVariable: null, nodes: [{ variable: 'c' }, { variable: 'd' }], relations: [{ types: ['Y'] }] });
-    expect(Object.fromEntries(q.variables)).toEqual({ a: 'node', b: 'node', c: 'node', d: 'node', r: 'relation', p: 'path' });
+    expect(second).toMatchObject({
+      pathVariable: null,
+      nodes: [{ variable: 'c' }, { variable: 'd' }],
+      relations: [{ types: ['Y'] }],
+    });
+    expect(Object.fromEntries(q.variables)).toEqual({
+      a: 'node',
+      b: 'node',
+      c: 'node',
+      d: 'node',
+      r: 'relation',
+      p: 'path',
+    });
   });
 
   it('binds a variable-length relation variable as a list, and accepts a single-node path', () => {
     expect(parseCypher('MATCH p=(a)-[r:R*]->(b) RETURN p').variables.get('r')).toBe('relations');
-    expect(parseCypher('MATCH p=(a:Plant) RETURN p').patterns[0]).toMatchObject({ nodes: [{ variable: 'a' }], relations: [] });
+    expect(parseCypher('MATCH p=(a:Plant) RETURN p').patterns[0]).toMatchObject({
+      nodes: [{ variable: 'a' }],
+      relations: [],
+    });
     expect(parseCypher('MATCH p=((((a)))) RETURN p').patterns[0]!.nodes).toHaveLength(1);
   });
 
@@ -136,14 +179,20 @@ describe('cypher parser: accepted shapes', () => {
         kind: 'logical',
         op: 'XOR',
         left: { kind: 'comparison' },
-        right: { kind: 'logical', op: 'AND', left: { kind: 'not', operand: { kind: 'property', key: 'z' } }, right: { kind: 'is-null', negated: true } },
+        right: {
+          kind: 'logical',
+          op: 'AND',
+          left: { kind: 'not', operand: { kind: 'property', key: 'z' } },
+          right: { kind: 'is-null', negated: true },
+        },
       },
     });
   });
 
   it('parses every comparison and predicate', () => {
     const where = (condition: string): Expr => parseCypher(`MATCH p=(a)-->(b) WHERE ${condition} RETURN p`).where!;
-    for (const op of ['=', '<>', '<', '<=', '>', '>=']) expect(where(`a.n ${op} 3`)).toMatchObject({ kind: 'comparison', op });
+    for (const op of ['=', '<>', '<', '<=', '>', '>='])
+      expect(where(`a.n ${op} 3`)).toMatchObject({ kind: 'comparison', op });
     expect(where('a.n != 3')).toMatchObject({ kind: 'comparison', op: '<>' });
     expect(where("a.name STARTS WITH 'Li'")).toMatchObject({ kind: 'string-match', op: 'STARTS WITH' });
     expect(where("a.name ends with 'ly'")).toMatchObject({ kind: 'string-match', op: 'ENDS WITH' });
@@ -165,20 +214,33 @@ describe('cypher parser: accepted shapes', () => {
       },
     });
     expect(where('a:Plant|Tree')).toMatchObject({ kind: 'has-label', variable: 'a', labels: ['Plant', 'Tree'] });
-    expect(where('a = b')).toMatchObject({ kind: 'comparison', left: { kind: 'variable', name: 'a' }, right: { kind: 'variable', name: 'b' } });
+    expect(where('a = b')).toMatchObject({
+      kind: 'comparison',
+      left: { kind: 'variable', name: 'a' },
+      right: { kind: 'variable', name: 'b' },
+    });
     expect(where('a.x<-1')).toMatchObject({ kind: 'comparison', op: '<', right: { kind: 'literal', value: -1 } });
     expect(where('$p.list[-1]["k"] = a.`odd key`')).toMatchObject({
-      left: { kind: 'index', index: { value: 'k' }, object: { kind: 'index', index: { value: -1 }, object: { kind: 'property', key: 'list' } } },
+      left: {
+        kind: 'index',
+        index: { value: 'k' },
+        object: { kind: 'index', index: { value: -1 }, object: { kind: 'property', key: 'list' } },
+      },
       right: { kind: 'property', key: 'odd key' },
     });
   });
 
   it('reads string escapes, backtick names and numbers', () => {
-    const q = parseCypher("MATCH `my path` = (`a b`:`Odd Label`)-->(c) WHERE `a b`.x = 'it\\'s \\u00e9\\n' AND c.y = \"q\\\"\" AND c.z = 1.5e2 RETURN `my path`");
+    const q = parseCypher(
+      'MATCH `my path` = (`a b`:`Odd Label`)-->(c) WHERE `a b`.x = \'it\\\'s \\u00e9\\n\' AND c.y = "q\\"" AND c.z = 1.5e2 RETURN `my path`',
+    );
     expect(q.returns).toBe('my path');
     expect(q.patterns[0]!.nodes[0]).toMatchObject({ variable: 'a b', labels: ['Odd Label'] });
     const conditions = q.where as Extract<Expr, { kind: 'logical' }>;
-    expect(conditions.left).toMatchObject({ left: { right: { value: "it's é\n" } }, right: { right: { value: 'q"' } } });
+    expect(conditions.left).toMatchObject({
+      left: { right: { value: "it's é\n" } },
+      right: { right: { value: 'q"' } },
+    });
     expect(conditions.right).toMatchObject({ right: { value: 150 } });
   });
 
@@ -187,8 +249,21 @@ describe('cypher parser: accepted shapes', () => {
   });
 
   it('accepts the UNWIND variable in property maps, and literal lists and maps', () => {
-    const q = parseCypher("UNWIND [{id: 1, tags: ['a']}] AS e MATCH p=(a {id: e.id})-->(b) WHERE b.x IN e.tags RETURN p");
-    expect(q.unwind!.expr).toMatchObject({ kind: 'list', items: [{ kind: 'map', entries: [{ key: 'id', value: { value: 1 } }, { key: 'tags', value: { kind: 'list' } }] }] });
+    const q = parseCypher(
+      "UNWIND [{id: 1, tags: ['a']}] AS e MATCH p=(a {id: e.id})-->(b) WHERE b.x IN e.tags RETURN p",
+    );
+    expect(q.unwind!.expr).toMatchObject({
+      kind: 'list',
+      items: [
+        {
+          kind: 'map',
+          entries: [
+            { key: 'id', value: { value: 1 } },
+            { key: 'tags', value: { kind: 'list' } },
+          ],
+        },
+      ],
+    });
     expect(q.patterns[0]!.nodes[0]!.properties[0]!.value).toMatchObject({ kind: 'property', key: 'id' });
   });
 
@@ -196,7 +271,9 @@ describe('cypher parser: accepted shapes', () => {
     expect(refusal('MATCH p=(n)-->(m) WHERE n.x = limit RETURN p')).toMatch(/expected an expression but found 'limit'/);
     expect(parseCypher('MATCH p=(`limit`)-->(m) WHERE `limit`.x = 1 RETURN p').variables.get('limit')).toBe('node');
     // property keys may be keywords
-    expect(parseCypher('MATCH p=(n)-->(m) WHERE n.order = 1 AND n.limit = 2 RETURN p').where).toMatchObject({ left: { left: { key: 'order' } } });
+    expect(parseCypher('MATCH p=(n)-->(m) WHERE n.order = 1 AND n.limit = 2 RETURN p').where).toMatchObject({
+      left: { left: { key: 'order' } },
+    });
   });
 });
 
@@ -302,9 +379,15 @@ describe('cypher parser: refusals (400 bad-content with an offset)', () => {
 
   it('refuses queries too long or nested too deeply for the parser (400, never a stack overflow)', () => {
     expect(refusal(`MATCH p=(a)-->(b) WHERE a.x = '${'x'.repeat(MAX_QUERY_LENGTH)}' RETURN p`)).toMatch(/longer than/);
-    expect(refusal(`MATCH p=(a)-->(b) WHERE ${'('.repeat(1000)}a.x = 1${')'.repeat(1000)} RETURN p`)).toMatch(/nested more than 64 levels/);
-    expect(refusal(`MATCH p=(a)-->(b) WHERE ${'NOT '.repeat(1000)}a.x = 1 RETURN p`)).toMatch(/nested more than 64 levels/);
-    expect(refusal(`MATCH p=(a)-->(b) WHERE a.x IN ${'['.repeat(1000)}${']'.repeat(1000)} RETURN p`)).toMatch(/nested more than 64 levels/);
+    expect(refusal(`MATCH p=(a)-->(b) WHERE ${'('.repeat(1000)}a.x = 1${')'.repeat(1000)} RETURN p`)).toMatch(
+      /nested more than 64 levels/,
+    );
+    expect(refusal(`MATCH p=(a)-->(b) WHERE ${'NOT '.repeat(1000)}a.x = 1 RETURN p`)).toMatch(
+      /nested more than 64 levels/,
+    );
+    expect(refusal(`MATCH p=(a)-->(b) WHERE a.x IN ${'['.repeat(1000)}${']'.repeat(1000)} RETURN p`)).toMatch(
+      /nested more than 64 levels/,
+    );
     expect(refusal(`MATCH p=${'('.repeat(1000)}(a)${')'.repeat(1000)} RETURN p`)).toMatch(/nested more than 64 levels/);
     // long but flat is fine
     const many = Array.from({ length: 400 }, (_, i) => `a.x <> ${i}`).join(' AND ');

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateSettings } from '../../src/config/load.js';
 import { searchBudgetSeconds } from '../../src/domain/search/pipeline.js';
-import { backendsUnderTest, createElement, startHarness, userWithToken, type Harness } from '../helpers/harness.js';
+import { backendsUnderTest, createElement, type Harness, startHarness, userWithToken } from '../helpers/harness.js';
 
 describe('search time budget: defaults', () => {
   it('is 10 s per statement on PostgreSQL and 3 s on the embedded database unless set', () => {
@@ -20,14 +20,16 @@ describe('search time budget: defaults', () => {
 describe.skipIf(!backendsUnderTest().includes('pglite'))('search time budget [pglite]', () => {
   let h: Harness & { stop(): Promise<void> };
   let token: string;
-  const search = (query: unknown) => h.request('POST', '/search', { token, body: { steps: [{ type: 'searchengine-query-dsl-mixin', query }] } });
+  const search = (query: unknown) =>
+    h.request('POST', '/search', { token, body: { steps: [{ type: 'searchengine-query-dsl-mixin', query }] } });
   // A thousand infix wildcards over long values: seconds of work on the embedded database.
   const expensive = { bool: { should: Array.from({ length: 1000 }, (_, i) => ({ wildcard: { code: `*zq${i}*` } })) } };
 
   beforeAll(async () => {
     h = await startHarness('pglite', { settings: { search: { statementTimeoutInSeconds: 0.5 } } });
     token = (await userWithToken(h, 'alice@budget.dev')).token;
-    for (let i = 0; i < 10; i++) await createElement(h, token, { type: 'Thing', data: { name: `budget ${i}`, code: 'ab'.repeat(10_000) + i } });
+    for (let i = 0; i < 10; i++)
+      await createElement(h, token, { type: 'Thing', data: { name: `budget ${i}`, code: 'ab'.repeat(10_000) + i } });
   });
   afterAll(() => h.stop());
 
@@ -56,7 +58,10 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('search time budget [
   let h: Harness & { stop(): Promise<void> };
   let token: string;
   const search = () =>
-    h.request('POST', '/search', { token, body: { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: 'budget' } } }] } });
+    h.request('POST', '/search', {
+      token,
+      body: { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: 'budget' } } }] },
+    });
 
   beforeAll(async () => {
     h = await startHarness('postgres', { settings: { search: { statementTimeoutInSeconds: 1 } } });

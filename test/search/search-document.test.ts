@@ -5,8 +5,8 @@
 // the reference's, computed with every backslash in a field name replaced by U+E000 and put back into the lexemes
 // afterwards. Both backends, over hand-picked edge cases and seeded random documents; a write stores that vector.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { documentOfText, LEAVES, leafLexemes } from '../../src/storage/schema/search.js';
 import type { Db } from '../../src/storage/db.js';
+import { documentOfText, LEAVES, leafLexemes } from '../../src/storage/schema/search.js';
 import { backendsUnderTest, freshDatabase } from '../helpers/harness.js';
 
 const STAND_IN = '\uE000';
@@ -15,7 +15,9 @@ const STAND_IN = '\uE000';
 function keysWithoutBackslash(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(keysWithoutBackslash);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll('\\', STAND_IN), keysWithoutBackslash(v)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replaceAll('\\', STAND_IN), keysWithoutBackslash(v)]),
+  );
 }
 
 /** The reference build, as a function called `name`. */
@@ -34,11 +36,18 @@ $fn$`;
 }
 
 const EDGE_CASES: unknown[] = [
-  { name: 'Document 3970', level: 5, pages: 180, title: 'gammadelta betagamma', status: 'review', description: 'gamma epsilon omicron' },
+  {
+    name: 'Document 3970',
+    level: 5,
+    pages: 180,
+    title: 'gammadelta betagamma',
+    status: 'review',
+    description: 'gamma epsilon omicron',
+  },
   {},
   { _secret: 'hidden', _n: 1 },
   { a: null, b: [], c: {} },
-  { only: { nested: { deep: 'Value', n: 2.50 }, list: [1, 'Two', [true, { x: 'ÉCOLE' }]] } },
+  { only: { nested: { deep: 'Value', n: 2.5 }, list: [1, 'Two', [true, { x: 'ÉCOLE' }]] } },
   { mixed: 'top', obj: { k: 'inner' }, arr: ['a', 'b'], _hidden: { k: 'no' } },
   { s: '' },
   { s: '  ...,,;  ' },
@@ -47,27 +56,85 @@ const EDGE_CASES: unknown[] = [
   { 'dotted.key': 'v', dotted: { key: 'w' } },
   { 'weird\u001ekey\u001f\u001d': 'value \u001e\u001f\u001d end' },
   { greek: 'ΑΘΗΝΑ Σοφία', cyrillic: 'МОСКВА Ёлка', armenian: 'ԱԲԳ', georgian: 'ႠႡႢ', fullwidth: 'ＡＢＣ１２３' },
-  { turkish: 'İSTANBUL', german: 'STRAẞE Größe', cjk: '東京、大阪。名古屋', emoji: 'party 🎉🎉 time', rtl: 'مرحبا بالعالم' },
-  { numbers: [0, -0, 1.0, 1e21, -3.5e-7, 123456789012345678901234567890], flags: [true, false] },
-  { keyword: 'x'.repeat(256), tooLong: 'y'.repeat(257), manyWords: Array.from({ length: 300 }, (_, i) => `w${i}`).join(' ') },
+  {
+    turkish: 'İSTANBUL',
+    german: 'STRAẞE Größe',
+    cjk: '東京、大阪。名古屋',
+    emoji: 'party 🎉🎉 time',
+    rtl: 'مرحبا بالعالم',
+  },
+  { numbers: [0, -0, 1.0, 1e21, -3.5e-7, 1.2345678901234568e29], flags: [true, false] },
+  {
+    keyword: 'x'.repeat(256),
+    tooLong: 'y'.repeat(257),
+    manyWords: Array.from({ length: 300 }, (_, i) => `w${i}`).join(' '),
+  },
   { longToken: 'z'.repeat(5000), normal: 'kept words' },
   { big: Array.from({ length: 40 }, (_, i) => `field ${i} ${'q'.repeat(60)}`) },
   { arrays: [[['deep']]], objs: [{ a: 1 }, { a: 2 }, { b: { c: 'three' } }] },
   // Every ASCII character, alone and between letters.
   { ascii: String.fromCharCode(...Array.from({ length: 127 }, (_, i) => i + 1)) },
-  Object.fromEntries(Array.from({ length: 127 }, (_, i) => [`c${i + 1}`, `Ab${String.fromCharCode(i + 1)}cD${String.fromCharCode(i + 1)}`])),
-  { tabs: 'a\tb\nc\rd', spaces: '   ', one: 'x', digits: '007 42', mixedCase: 'HeLLo WoRLD', nested: { s: '  Nested, ASCII-only!  ', list: ['a b', '', ' '] } },
+  Object.fromEntries(
+    Array.from({ length: 127 }, (_, i) => [
+      `c${i + 1}`,
+      `Ab${String.fromCharCode(i + 1)}cD${String.fromCharCode(i + 1)}`,
+    ]),
+  ),
+  {
+    tabs: 'a\tb\nc\rd',
+    spaces: '   ',
+    one: 'x',
+    digits: '007 42',
+    mixedCase: 'HeLLo WoRLD',
+    nested: { s: '  Nested, ASCII-only!  ', list: ['a b', '', ' '] },
+  },
   // Field names with the escapes of regexp_replace's replacement text.
-  { 'a\\1b': 'one two three', 'c\\\\d': 'one two', 'x\\&y': 'one, two', '\\': 'a b', 'end\\': { '\\9': ['p q', 'r'] }, v: 'back\\slash \\1 value' },
+  {
+    'a\\1b': 'one two three',
+    'c\\\\d': 'one two',
+    'x\\&y': 'one, two',
+    '\\': 'a b',
+    'end\\': { '\\9': ['p q', 'r'] },
+    v: 'back\\slash \\1 value',
+  },
 ];
 
 /** A deterministic generator of JSON documents with separators, Unicode, nesting and hidden keys. */
 function randomDocuments(count: number, seed: number, asciiOnly = false): unknown[] {
   let state = seed;
-  const next = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const pick = <T,>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]!;
-  const all = ['a', 'B', 'z', '0', '9', ' ', '-', '.', '_', '/', 'é', 'Ж', 'Ω', 'ß', '東', '🎉', '\u00a0', '\u2014', '\u3001', 'Ｆ', '\u001f', 'İ', ' '];
-  const chars = asciiOnly ? [...all.filter((c) => c.charCodeAt(0) < 0x80), 'Q', '~', '\t', '\u007f', '\\', "'", '"', '@'] : all;
+  const next = () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return state / 2 ** 31;
+  };
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]!;
+  const all = [
+    'a',
+    'B',
+    'z',
+    '0',
+    '9',
+    ' ',
+    '-',
+    '.',
+    '_',
+    '/',
+    'é',
+    'Ж',
+    'Ω',
+    'ß',
+    '東',
+    '🎉',
+    '\u00a0',
+    '\u2014',
+    '\u3001',
+    'Ｆ',
+    '\u001f',
+    'İ',
+    ' ',
+  ];
+  const chars = asciiOnly
+    ? [...all.filter((c) => c.charCodeAt(0) < 0x80), 'Q', '~', '\t', '\u007f', '\\', "'", '"', '@']
+    : all;
   const text = () => Array.from({ length: Math.floor(next() * 30) }, () => pick(chars)).join('');
   const value = (depth: number): unknown => {
     const r = next();
@@ -80,7 +147,12 @@ function randomDocuments(count: number, seed: number, asciiOnly = false): unknow
     return object(depth + 1);
   };
   const object = (depth: number) =>
-    Object.fromEntries(Array.from({ length: Math.floor(next() * 6) }, () => [pick(['', '_']) + [...text()].slice(0, 8).join(''), value(depth)]));
+    Object.fromEntries(
+      Array.from({ length: Math.floor(next() * 6) }, () => [
+        pick(['', '_']) + [...text()].slice(0, 8).join(''),
+        value(depth),
+      ]),
+    );
   return Array.from({ length: count }, () => object(0));
 }
 
@@ -107,7 +179,9 @@ for (const backend of backendsUnderTest()) {
         [json, JSON.stringify(documents.map(keysWithoutBackslash))],
       );
       expect(rows).toHaveLength(documents.length);
-      return rows.filter((r) => JSON.stringify(r.now) !== JSON.stringify(r.expected)).map((r) => ({ document: documents[r.i - 1], ...r }));
+      return rows
+        .filter((r) => JSON.stringify(r.now) !== JSON.stringify(r.expected))
+        .map((r) => ({ document: documents[r.i - 1], ...r }));
     };
 
     it('gives the vector of the reference for hand-picked edge cases', async () => {
@@ -141,13 +215,18 @@ for (const backend of backendsUnderTest()) {
     });
 
     it('gives the vector of the reference for a document over the 1 MB budget', async () => {
-      const huge = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`p${i}`, Array.from({ length: 4000 }, (_, j) => `t${i}x${j}`).join(' ')]));
+      const huge = Object.fromEntries(
+        Array.from({ length: 30 }, (_, i) => [`p${i}`, Array.from({ length: 4000 }, (_, j) => `t${i}x${j}`).join(' ')]),
+      );
       expect(await differences([huge])).toEqual([]);
     });
 
     it('stores that vector when an element is written', async () => {
       const doc = EDGE_CASES[13];
-      await db.query(`INSERT INTO elements (id, type, data, created, updated) VALUES (gen_random_uuid(), 'Probe', $1, now(), now())`, [doc]);
+      await db.query(
+        `INSERT INTO elements (id, type, data, created, updated) VALUES (gen_random_uuid(), 'Probe', $1, now(), now())`,
+        [doc],
+      );
       const { rows } = await db.query<{ same: boolean }>(
         `SELECT search = search_document_reference(data) AS same FROM elements WHERE type = 'Probe'`,
       );

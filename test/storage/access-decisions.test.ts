@@ -44,8 +44,17 @@ it('decides when nothing is remembered or the epoch has moved, and remembers onl
       decisions,
       'k',
       now,
-      async (epoch) => (calls.push(`known ${epoch}`), epoch === epochNow ? 'remembered' : undefined),
-      async () => (calls.push('decide'), { result: allowed ? 'allowed' : 'denied', decision: allowed ? { epoch: epochNow, expires: null } : null }),
+      async (epoch) => {
+        calls.push(`known ${epoch}`);
+        return epoch === epochNow ? 'remembered' : undefined;
+      },
+      async () => {
+        calls.push('decide');
+        return {
+          result: allowed ? 'allowed' : 'denied',
+          decision: allowed ? { epoch: epochNow, expires: null } : null,
+        };
+      },
     );
   expect(await run(false, '1')).toBe('denied');
   expect(await run(true, '1')).toBe('allowed');

@@ -2,7 +2,7 @@
 // through the HTTP interface, the maintained closures equal a fresh walk of the relations
 // (trellis_access_index_drift() is empty) and access follows.
 import { beforeAll, expect, it } from 'vitest';
-import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
+import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
@@ -11,7 +11,12 @@ describeBackends('access index', (h) => {
   let member: User;
   let other: User;
 
-  const drift = async () => (await h().db.query<{ closure: string; a: string; b: string; problem: string }>('SELECT closure, a, b, problem FROM trellis_access_index_drift()')).rows;
+  const drift = async () =>
+    (
+      await h().db.query<{ closure: string; a: string; b: string; problem: string }>(
+        'SELECT closure, a, b, problem FROM trellis_access_index_drift()',
+      )
+    ).rows;
   const relate = async (token: string, type: string, start: string, end: string) => {
     const r = await h().request('POST', '/', { token, body: { type, start, end } });
     expect(r.status).toBe(201);
@@ -19,7 +24,11 @@ describeBackends('access index', (h) => {
   };
   const status = async (user: User, id: string) => (await h().request('GET', `/${id}`, { token: user.token })).status;
   const owners = async (id: string) =>
-    (await h().db.query<{ owner_id: string }>('SELECT owner_id FROM element_owners WHERE element_id = $1 ORDER BY 1', [id])).rows.map((r) => r.owner_id);
+    (
+      await h().db.query<{ owner_id: string }>('SELECT owner_id FROM element_owners WHERE element_id = $1 ORDER BY 1', [
+        id,
+      ])
+    ).rows.map((r) => r.owner_id);
 
   beforeAll(async () => {
     owner = await userWithToken(h(), 'owner@index.dev');
@@ -36,7 +45,10 @@ describeBackends('access index', (h) => {
     const outer = await createElement(h(), owner.token, { type: 'Group' });
     await relate(owner.token, 'IS_IN_GROUP', member.id, inner);
     await relate(owner.token, 'IS_IN_GROUP', inner, outer);
-    const { rows } = await h().db.query<{ group_id: string }>('SELECT group_id FROM group_memberships WHERE member_id = $1 ORDER BY 1', [member.id]);
+    const { rows } = await h().db.query<{ group_id: string }>(
+      'SELECT group_id FROM group_memberships WHERE member_id = $1 ORDER BY 1',
+      [member.id],
+    );
     expect(rows.map((r) => r.group_id)).toEqual([inner, outer].sort());
     expect(await drift()).toEqual([]);
   });
@@ -122,7 +134,12 @@ describeBackends('access index', (h) => {
 
   it("keeps each node's search keys (its owners and creators); the drift check sees a wrong key", async () => {
     const keys = async (id: string) =>
-      (await h().db.query<{ k: string }>('SELECT DISTINCT unnest(access_keys) AS k FROM elements WHERE id = $1 ORDER BY 1', [id])).rows.map((r) => r.k);
+      (
+        await h().db.query<{ k: string }>(
+          'SELECT DISTINCT unnest(access_keys) AS k FROM elements WHERE id = $1 ORDER BY 1',
+          [id],
+        )
+      ).rows.map((r) => r.k);
     const top = await createElement(h(), owner.token, { type: 'Folder' });
     const doc = await createElement(h(), owner.token, { type: 'Doc' }, top);
     expect(await keys(top)).toEqual([owner.id]);
@@ -140,12 +157,19 @@ describeBackends('access index', (h) => {
     expect((await h().request('DELETE', `/${second}`, { token: owner.token })).status).toBe(204);
     expect(await keys(doc)).toEqual([owner.id, top].sort());
     // Relations carry no keys of their own (the index files them all under one key).
-    expect((await h().db.query("SELECT count(*)::int AS n FROM elements WHERE start_id IS NOT NULL AND access_keys <> '{}'")).rows).toEqual([{ n: 0 }]);
+    expect(
+      (await h().db.query("SELECT count(*)::int AS n FROM elements WHERE start_id IS NOT NULL AND access_keys <> '{}'"))
+        .rows,
+    ).toEqual([{ n: 0 }]);
     expect(await drift()).toEqual([]);
 
     await h().db.query(`UPDATE elements SET access_keys = ARRAY[$2::uuid] WHERE id = $1`, [doc, member.id]);
     expect(new Set((await drift()).map((r) => `${r.closure} ${r.a} ${r.b} ${r.problem}`))).toEqual(
-      new Set([`access_keys ${doc} ${member.id} stale`, `access_keys ${doc} ${owner.id} missing`, `access_keys ${doc} ${top} missing`]),
+      new Set([
+        `access_keys ${doc} ${member.id} stale`,
+        `access_keys ${doc} ${owner.id} missing`,
+        `access_keys ${doc} ${top} missing`,
+      ]),
     );
     await h().db.transaction(async (tx) => {
       await tx.query('SELECT trellis_rebuild_access_index()');
@@ -168,18 +192,28 @@ describeBackends('access index under concurrent graph changes', (h) => {
   it('creations, re-parentings, revocations, deletions and group changes at once: no 500, no drift', async () => {
     const owner = await userWithToken(h(), 'stress-owner@index.dev');
     const member = await userWithToken(h(), 'stress-member@index.dev');
-    const relate = (type: string, start: string, end: string) => h().request('POST', '/', { token: owner.token, body: { type, start, end } });
+    const relate = (type: string, start: string, end: string) =>
+      h().request('POST', '/', { token: owner.token, body: { type, start, end } });
     const group = await createElement(h(), owner.token, { type: 'Group' });
     const folders: string[] = [await createElement(h(), owner.token, { type: 'Folder' })];
-    for (let i = 1; i < 12; i++) folders.push(await createElement(h(), owner.token, { type: 'Folder' }, folders[Math.floor(i / 2)]));
+    for (let i = 1; i < 12; i++)
+      folders.push(await createElement(h(), owner.token, { type: 'Folder' }, folders[Math.floor(i / 2)]));
     const extraOwns: string[] = [];
     for (let i = 0; i < 4; i++) {
       const r = await relate('OWNS', folders[i]!, folders[11 - i]!);
       extraOwns.push(r.headers.get('location')!.slice(1));
     }
     const ops: Promise<{ what: string; status: number; text: string }>[] = [];
-    const op = (what: string, p: Promise<{ status: number; text: string }>) => ops.push(p.then((r) => ({ what, status: r.status, text: r.text })));
-    for (let i = 0; i < 20; i++) op('child', h().request('POST', `/${folders[i % folders.length]}`, { token: owner.token, body: { type: 'Doc', data: { i } } }));
+    const op = (what: string, p: Promise<{ status: number; text: string }>) =>
+      ops.push(p.then((r) => ({ what, status: r.status, text: r.text })));
+    for (let i = 0; i < 20; i++)
+      op(
+        'child',
+        h().request('POST', `/${folders[i % folders.length]}`, {
+          token: owner.token,
+          body: { type: 'Doc', data: { i } },
+        }),
+      );
     for (let i = 0; i < 4; i++) op('re-parent', relate('OWNS', folders[i + 4]!, folders[(i * 3 + 1) % 12]!));
     for (const id of extraOwns) op('revoke', h().request('DELETE', `/${id}`, { token: owner.token }));
     op('grant', relate('OWNS', group, folders[0]!));
@@ -187,7 +221,11 @@ describeBackends('access index under concurrent graph changes', (h) => {
     for (const id of [folders[9]!, folders[10]!]) op('delete', h().request('DELETE', `/${id}`, { token: owner.token }));
     const results = await Promise.all(ops);
     // Deleting a folder may remove the target of a concurrent operation first: 404 is a fair answer then; 500 never.
-    for (const r of results) expect([r.what, [200, 201, 204, 404].includes(r.status) ? 'ok' : `${r.status} ${r.text}`]).toEqual([r.what, 'ok']);
+    for (const r of results)
+      expect([r.what, [200, 201, 204, 404].includes(r.status) ? 'ok' : `${r.status} ${r.text}`]).toEqual([
+        r.what,
+        'ok',
+      ]);
     expect(results.filter((r) => r.what === 'child' && r.status === 201).length).toBeGreaterThanOrEqual(14);
     expect((await h().db.query('SELECT * FROM trellis_access_index_drift()')).rows).toEqual([]);
     // The member now reads the whole tree below folders[0] through the group.

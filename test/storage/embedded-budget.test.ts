@@ -16,7 +16,9 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('statement budget [pgli
   });
   afterAll(() => db.close());
 
-  const timed = async <T>(work: () => Promise<T>): Promise<{ ms: number; result: T | null; error: { code?: string } | null }> => {
+  const timed = async <T>(
+    work: () => Promise<T>,
+  ): Promise<{ ms: number; result: T | null; error: { code?: string } | null }> => {
     const started = performance.now();
     try {
       const result = await work();
@@ -29,10 +31,13 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('statement budget [pgli
   it('cancels a statement that runs past the budget (57014) near the deadline, and the transaction rolls back', async () => {
     await db.query('CREATE TABLE budget_marks (n int)');
     const run = await timed(() =>
-      db.transaction(async (tx) => {
-        await tx.query('INSERT INTO budget_marks VALUES (1)');
-        return tx.query(SLOW);
-      }, { statementTimeoutMs: 300 }),
+      db.transaction(
+        async (tx) => {
+          await tx.query('INSERT INTO budget_marks VALUES (1)');
+          return tx.query(SLOW);
+        },
+        { statementTimeoutMs: 300 },
+      ),
     );
     expect(run.error?.code).toBe('57014');
     expect(run.ms).toBeGreaterThanOrEqual(290);
@@ -43,23 +48,29 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('statement budget [pgli
   it('budgets each statement on its own, and leaves statements outside a budgeted transaction alone', async () => {
     // Statements under a budget of four times what one takes (timed under a budget, which makes PostgreSQL time
     // every plan node): each finishes, although together they run longer than the budget.
-    const quick = 'SELECT count(*)::int AS n FROM generate_series(1, 300) a, generate_series(1, 1000) b WHERE a + b > 0';
+    const quick =
+      'SELECT count(*)::int AS n FROM generate_series(1, 300) a, generate_series(1, 1000) b WHERE a + b > 0';
     const one = await timed(() => db.transaction((tx) => tx.query(quick), { statementTimeoutMs: 60_000 }));
     expect(one.error).toBeNull();
     const budget = Math.max(1000, Math.ceil(one.ms * 4));
     const statements = Math.ceil((budget * 1.5) / one.ms);
     const many = await timed(() =>
-      db.transaction(async (tx) => {
-        const counts: unknown[] = [];
-        for (let i = 0; i < statements; i++) counts.push((await tx.query(quick)).rows[0]);
-        return counts;
-      }, { statementTimeoutMs: budget }),
+      db.transaction(
+        async (tx) => {
+          const counts: unknown[] = [];
+          for (let i = 0; i < statements; i++) counts.push((await tx.query(quick)).rows[0]);
+          return counts;
+        },
+        { statementTimeoutMs: budget },
+      ),
     );
     expect(many.error).toBeNull();
     expect(many.result).toEqual(Array(statements).fill({ n: 300_000 }));
     expect(many.ms).toBeGreaterThan(budget);
     // After a cancelled transaction, a long statement without a budget runs to its end.
-    expect((await timed(() => db.transaction((tx) => tx.query(SLOW), { statementTimeoutMs: 100 }))).error?.code).toBe('57014');
+    expect((await timed(() => db.transaction((tx) => tx.query(SLOW), { statementTimeoutMs: 100 }))).error?.code).toBe(
+      '57014',
+    );
     const long = await timed(() => db.query<{ n: number }>(SLOW));
     expect(long.error).toBeNull();
     expect(long.result!.rows).toEqual([{ n: 9_000_000 }]);

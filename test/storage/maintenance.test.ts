@@ -5,8 +5,8 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { startJobs } from '../../src/jobs.js';
-import { ANALYZE_STATISTICS_TARGET, maintainEmbedded } from '../../src/storage/maintenance.js';
 import type { Db } from '../../src/storage/db.js';
+import { ANALYZE_STATISTICS_TARGET, maintainEmbedded } from '../../src/storage/maintenance.js';
 import { backendsUnderTest, describeBackends, freshDatabase } from '../helpers/harness.js';
 
 const ROWS = 1200;
@@ -19,7 +19,8 @@ async function addNodes(db: Db, n: number): Promise<void> {
   );
 }
 
-const rewriteAll = (db: Db) => db.query(`UPDATE elements SET data = data || jsonb_build_object('n', (data->>'n')::int + 1) WHERE type = 'Note'`);
+const rewriteAll = (db: Db) =>
+  db.query(`UPDATE elements SET data = data || jsonb_build_object('n', (data->>'n')::int + 1) WHERE type = 'Note'`);
 
 async function elementsStats(db: Db) {
   await db.query('SELECT pg_stat_force_next_flush()');
@@ -48,16 +49,22 @@ for (const backend of backendsUnderTest()) {
         expect(after.tuples).toBeGreaterThanOrEqual(ROWS);
         // Analysed at the job's statistics target (a histogram of target + 1 bounds over 1,200 distinct ids, where
         // PostgreSQL's default would keep 101), and only for that ANALYZE: the session's target is the default again.
-        const { rows: [ids] } = await db.query<{ bounds: number }>(
+        const {
+          rows: [ids],
+        } = await db.query<{ bounds: number }>(
           `SELECT array_length(histogram_bounds::text::uuid[], 1) AS bounds FROM pg_stats WHERE tablename = 'elements' AND attname = 'id'`,
         );
         expect(ids!.bounds).toBe(ANALYZE_STATISTICS_TARGET + 1);
-        expect((await db.query<{ t: string }>(`SELECT current_setting('default_statistics_target') AS t`)).rows[0]!.t).toBe('100');
+        expect(
+          (await db.query<{ t: string }>(`SELECT current_setting('default_statistics_target') AS t`)).rows[0]!.t,
+        ).toBe('100');
         // Nothing changed since: nothing to do for elements.
         const second = await maintainEmbedded(db);
         expect([...second.vacuumed, ...second.analyzed]).not.toContain('public.elements');
         // 200 rewritten rows stay under 50 + 20% of 1,200 dead rows (290), but pass the analyze threshold (50 + 10%: 170).
-        await db.query(`UPDATE elements SET updated = now() WHERE id IN (SELECT id FROM elements WHERE type = 'Note' LIMIT 200)`);
+        await db.query(
+          `UPDATE elements SET updated = now() WHERE id IN (SELECT id FROM elements WHERE type = 'Note' LIMIT 200)`,
+        );
         const third = await maintainEmbedded(db);
         expect(third.vacuumed).not.toContain('public.elements');
         expect(third.analyzed).toContain('public.elements');
@@ -106,7 +113,8 @@ describeBackends('embedded database maintenance job', (h) => {
     try {
       // The first round runs at start.
       const deadline = Date.now() + 10_000;
-      while (!(await elementsStats(h().db)).vacuumed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while (!(await elementsStats(h().db)).vacuumed && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
       expect((await elementsStats(h().db)).vacuumed).toBe(true);
     } finally {
       await jobs.stop();

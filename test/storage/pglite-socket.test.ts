@@ -35,15 +35,23 @@ describe('PGlite socket', () => {
   });
   afterAll(() => pglite.close());
 
-  it("sends the messages of one statement (Parse, Bind, Describe, Execute, Sync) to PGlite as one batch", async () => {
+  it('sends the messages of one statement (Parse, Bind, Describe, Execute, Sync) to PGlite as one batch', async () => {
     const wire = countingWire(pglite);
     const pool = pglitePool(wire);
     try {
       await pool.query('SELECT 1');
       expect(wire.startups).toBe(1);
       const before = wire.batches;
-      const first = await pool.query({ name: 'socket_batch', text: 'SELECT $1::int + 1 AS n, $2::text AS t', values: [41, 'x'] });
-      const second = await pool.query({ name: 'socket_batch', text: 'SELECT $1::int + 1 AS n, $2::text AS t', values: [1, 'y'] });
+      const first = await pool.query({
+        name: 'socket_batch',
+        text: 'SELECT $1::int + 1 AS n, $2::text AS t',
+        values: [41, 'x'],
+      });
+      const second = await pool.query({
+        name: 'socket_batch',
+        text: 'SELECT $1::int + 1 AS n, $2::text AS t',
+        values: [1, 'y'],
+      });
       expect([first.rows, second.rows]).toEqual([[{ n: 42, t: 'x' }], [{ n: 2, t: 'y' }]]);
       expect(wire.batches - before).toBe(2);
     } finally {
@@ -51,7 +59,7 @@ describe('PGlite socket', () => {
     }
   });
 
-  it('delivers a reply larger than PGlite\'s receive buffer (1 MiB) whole', async () => {
+  it("delivers a reply larger than PGlite's receive buffer (1 MiB) whole", async () => {
     const pool = pglitePool(localWire(pglite));
     try {
       const { rows } = await pool.query<{ big: string }>('SELECT repeat($1, 3000000) AS big, 7 AS after', ['ab']);
@@ -66,7 +74,9 @@ describe('PGlite socket', () => {
   it("answers a failing statement with PostgreSQL's error, and the connection goes on", async () => {
     const pool = pglitePool(localWire(pglite));
     try {
-      await expect(pool.query({ name: 'socket_failing', text: 'SELECT no_such_column' })).rejects.toMatchObject({ code: '42703' });
+      await expect(pool.query({ name: 'socket_failing', text: 'SELECT no_such_column' })).rejects.toMatchObject({
+        code: '42703',
+      });
       await expect(pool.query('SELECT 1/0')).rejects.toMatchObject({ code: '22012' });
       const client = await pool.connect();
       await client.query('BEGIN');
@@ -89,13 +99,19 @@ describe('PGlite socket', () => {
       await client.query('BEGIN');
       await client.query('CREATE TABLE socket_dropped (n int)');
       client.release(new Error('dropped')); // the pool destroys it, as after a failed ROLLBACK (db.ts)
-      const { rows } = await pool.query(`SELECT to_regclass('socket_dropped') AS t, (SELECT count(*)::int FROM pg_prepared_statements) AS prepared`);
+      const { rows } = await pool.query(
+        `SELECT to_regclass('socket_dropped') AS t, (SELECT count(*)::int FROM pg_prepared_statements) AS prepared`,
+      );
       expect(rows).toEqual([{ t: null, prepared: 0 }]);
       expect(wire.startups).toBe(2);
       // The new connection's `pg` prepares the statement again under the same name.
-      expect((await pool.query({ name: 'socket_dropped', text: 'SELECT $1::int AS n', values: [2] })).rows).toEqual([{ n: 2 }]);
+      expect((await pool.query({ name: 'socket_dropped', text: 'SELECT $1::int AS n', values: [2] })).rows).toEqual([
+        { n: 2 },
+      ]);
       // Session settings are the session's, not a connection's: they stay.
-      expect((await pool.query(`SELECT current_setting('plan_cache_mode') AS v`)).rows).toEqual([{ v: SESSION_SETTINGS.plan_cache_mode }]);
+      expect((await pool.query(`SELECT current_setting('plan_cache_mode') AS v`)).rows).toEqual([
+        { v: SESSION_SETTINGS.plan_cache_mode },
+      ]);
     } finally {
       await pool.end();
     }
@@ -119,7 +135,9 @@ describe('PGlite socket', () => {
       });
       await expect(db.transaction((tx) => tx.query(deep))).rejects.toMatchObject({ code: '54001' });
       // Nothing of the failed statement's session is left: no open transaction, and the earlier write is committed.
-      expect((await db.query('SELECT sum(n)::int AS s, now() = statement_timestamp() AS fresh FROM socket_overflow')).rows).toEqual([{ s: 3, fresh: true }]);
+      expect(
+        (await db.query('SELECT sum(n)::int AS s, now() = statement_timestamp() AS fresh FROM socket_overflow')).rows,
+      ).toEqual([{ s: 3, fresh: true }]);
     } finally {
       await db.close();
     }
@@ -129,7 +147,9 @@ describe('PGlite socket', () => {
     const db = await pgliteDb(pglite, false);
     try {
       // A value past PostgreSQL's 1 GiB limit for one allocation.
-      await expect(db.query(`SELECT length(string_agg(repeat('x', 1000000), '')) AS n FROM generate_series(1, 1100)`)).rejects.toMatchObject({
+      await expect(
+        db.query(`SELECT length(string_agg(repeat('x', 1000000), '')) AS n FROM generate_series(1, 1100)`),
+      ).rejects.toMatchObject({
         code: '53200',
       });
       expect((await db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
@@ -171,8 +191,10 @@ describe('PGlite socket', () => {
       const fsOf = (instance: PGlite) => (instance as unknown as { fs: object }).fs;
       for (const instance of [first, pglite]) {
         const fs = fsOf(instance);
-        expect(Object.prototype.hasOwnProperty.call(Object.getPrototypeOf(fs), 'syncToFs')).toBe(false);
-        expect(String((fs as { syncToFs: () => unknown }).syncToFs).replace(/\s/g, '')).toMatch(/^asyncsyncToFs\(\w*\){}$/);
+        expect(Object.hasOwn(Object.getPrototypeOf(fs), 'syncToFs')).toBe(false);
+        expect(String((fs as { syncToFs: () => unknown }).syncToFs).replace(/\s/g, '')).toMatch(
+          /^asyncsyncToFs\(\w*\){}$/,
+        );
       }
       const db = await pgliteDb(first);
       await db.transaction(async (tx) => {

@@ -2,10 +2,10 @@
 // the session's own replies, so that a remembered GET /<id> reads the element alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionAccessEpoch } from '../../src/storage/access-decisions.js';
+import { type Db, poolDb } from '../../src/storage/db.js';
+import { migrate } from '../../src/storage/migrate.js';
 import { createPglite, followAccessEpoch, pglitePool } from '../../src/storage/pglite.js';
 import { localWire } from '../../src/storage/pglite-wire.js';
-import { poolDb, type Db } from '../../src/storage/db.js';
-import { migrate } from '../../src/storage/migrate.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
 import { backendsUnderTest, createElement, freshDatabase, startHarness, userWithToken } from '../helpers/harness.js';
 
@@ -133,14 +133,23 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('a remembered GET /<id>
   const epochScans = async () => {
     await h.db.query('SELECT pg_stat_force_next_flush()');
     await h.db.query('SELECT 1');
-    return Number((await h.db.query<{ n: string }>(`SELECT seq_scan + coalesce(idx_scan, 0) AS n FROM pg_stat_user_tables WHERE relname = 'access_epoch'`)).rows[0]!.n);
+    return Number(
+      (
+        await h.db.query<{ n: string }>(
+          `SELECT seq_scan + coalesce(idx_scan, 0) AS n FROM pg_stat_user_tables WHERE relname = 'access_epoch'`,
+        )
+      ).rows[0]!.n,
+    );
   };
 
   it('reads the element alone, and decides again once a deletion has moved the epoch', async () => {
     const owner = await userWithToken(h, 'owner@session-epoch.dev');
     const reader = await userWithToken(h, 'reader@session-epoch.dev');
     const doc = await createElement(h, owner.token, { type: 'Doc', data: { v: 1 } });
-    const grant = await h.request('POST', '/', { token: owner.token, body: { type: 'HAS_READ_ACCESS', start: reader.id, end: doc } });
+    const grant = await h.request('POST', '/', {
+      token: owner.token,
+      body: { type: 'HAS_READ_ACCESS', start: reader.id, end: doc },
+    });
     expect(grant.status).toBe(201);
     expect((await h.request('GET', `/${doc}`, { token: reader.token })).status).toBe(200); // decides
     expect((await h.request('GET', `/${doc}`, { token: reader.token })).status).toBe(200); // remembered

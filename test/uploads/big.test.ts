@@ -7,8 +7,8 @@
 // and prints the measured throughput and RSS growth.
 import http from 'node:http';
 import { beforeAll, expect, it } from 'vitest';
-import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 import { peakRss, stampedBlocks } from '../files/fixtures.js';
+import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
 const BIG = process.env.TRELLIS_BIG_TESTS === '1';
 const MiB = 1024 * 1024;
@@ -23,10 +23,14 @@ const expectedDigest = () => blocks.digest(SIZE / BLOCK);
 /** One request whose body is blocks [from, to) written as they drain; resolves with status and headers. */
 function send(url: string, method: string, path: string, headers: Record<string, string>, from: number, to: number) {
   return new Promise<{ status: number; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
-    const req = http.request(url + path, { method, headers: { ...headers, 'content-length': String((to - from) * BLOCK) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
-    });
+    const req = http.request(
+      url + path,
+      { method, headers: { ...headers, 'content-length': String((to - from) * BLOCK) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     let i = from;
     const pump = () => {
@@ -58,7 +62,14 @@ if (BIG) {
       const auth = { authorization: `Bearer ${token}` };
       const started = performance.now();
       const run = await peakRss(async () => {
-        const start = await send(h().url, 'POST', `/${id}/file`, { ...auth, 'upload-complete': '?0', 'upload-length': String(SIZE) }, 0, 0);
+        const start = await send(
+          h().url,
+          'POST',
+          `/${id}/file`,
+          { ...auth, 'upload-complete': '?0', 'upload-length': String(SIZE) },
+          0,
+          0,
+        );
         expect(start.status).toBe(204);
         const path = String(start.headers.location);
         const blocksPerChunk = CHUNK / BLOCK;
@@ -67,13 +78,20 @@ if (BIG) {
         for (let from = 0; from < total; from += blocksPerChunk) {
           const to = Math.min(total, from + blocksPerChunk);
           const complete = to === total;
-          last = await send(h().url, 'PATCH', path, {
-            ...auth,
-            'content-type': 'application/partial-upload',
-            'upload-offset': String(from * BLOCK),
-            'upload-complete': complete ? '?1' : '?0',
-            ...(complete ? { 'repr-digest': `sha-256=:${digest.toString('base64')}:` } : {}),
-          }, from, to);
+          last = await send(
+            h().url,
+            'PATCH',
+            path,
+            {
+              ...auth,
+              'content-type': 'application/partial-upload',
+              'upload-offset': String(from * BLOCK),
+              'upload-complete': complete ? '?1' : '?0',
+              ...(complete ? { 'repr-digest': `sha-256=:${digest.toString('base64')}:` } : {}),
+            },
+            from,
+            to,
+          );
           expect(last.status).toBe(complete ? 201 : 204);
           expect(last.headers['upload-offset']).toBe(String(to * BLOCK));
         }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseDictionary } from 'structured-headers';
 import type { Harness, TestResponse } from '../helpers/harness.js';
 
-export const bytes = (b: Buffer) => new Uint8Array(b);
+const bytes = (b: Buffer) => new Uint8Array(b);
 
 /** POST (or PUT) /<id>/file with `Upload-Complete: ?0`; returns the response and the upload path. */
 export async function startUpload(
@@ -56,17 +56,26 @@ export function limitsOf(res: TestResponse): Record<string, number> {
 }
 
 export async function uploadRow(h: Harness, id: string) {
-  const { rows } = await h.db.query<{ offset: number; length: number | null; chunks: number; expires: Date; element_id: string | null; lease_token: string | null }>(
-    'SELECT "offset", length, chunks, expires, element_id, lease_token FROM uploads WHERE id = $1',
-    [id],
-  );
+  const { rows } = await h.db.query<{
+    offset: number;
+    length: number | null;
+    chunks: number;
+    expires: Date;
+    element_id: string | null;
+    lease_token: string | null;
+  }>('SELECT "offset", length, chunks, expires, element_id, lease_token FROM uploads WHERE id = $1', [id]);
   return rows[0] ?? null;
 }
 
 export const blobPath = (h: Harness, key: string) => join(h.dataDir, 'files', key.slice(0, 2), key);
-export const blobOf = (h: Harness, key: string): Buffer | null => (existsSync(blobPath(h, key)) ? readFileSync(blobPath(h, key)) : null);
+export const blobOf = (h: Harness, key: string): Buffer | null =>
+  existsSync(blobPath(h, key)) ? readFileSync(blobPath(h, key)) : null;
 
-export async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);

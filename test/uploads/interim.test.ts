@@ -18,7 +18,9 @@ function messages(stream: string): Array<{ status: number; headers: Record<strin
     const end = rest.indexOf('\r\n\r\n');
     if (end < 0) throw new Error(`incomplete message: ${JSON.stringify(rest)}`);
     const [statusLine, ...lines] = rest.slice(0, end).split('\r\n');
-    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    const headers = Object.fromEntries(
+      lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+    );
     let next = end + 4;
     const length = Number(headers['content-length'] ?? 0);
     next += length;
@@ -42,9 +44,19 @@ describeBackends('resumable uploads: 104 Upload Resumption Supported', (h) => {
 
   it('sends 104 with Location and Upload-Limit, then the final 204 with the same Location', async () => {
     for (const version of ['6', '5', '3']) {
-      const fields = version === '3' ? 'Upload-Draft-Interop-Version: 3\r\nUpload-Incomplete: ?1\r\n' : `Upload-Draft-Interop-Version: ${version}\r\n`;
-      const stream = await rawExchange(h(), creation(fields).replace('Upload-Complete: ?0\r\n', version === '3' ? '' : 'Upload-Complete: ?0\r\n'));
-      expect(stream).toMatch(new RegExp(`^HTTP/1\\.1 104 Upload Resumption Supported\\r\\nLocation: /upload/${UUID}\\r\\nUpload-Limit: max-age=10800, max-size=\\d+, min-append-size=\\d+, max-append-size=\\d+\\r\\n\\r\\nHTTP/1\\.1 204 No Content\\r\\n`));
+      const fields =
+        version === '3'
+          ? 'Upload-Draft-Interop-Version: 3\r\nUpload-Incomplete: ?1\r\n'
+          : `Upload-Draft-Interop-Version: ${version}\r\n`;
+      const stream = await rawExchange(
+        h(),
+        creation(fields).replace('Upload-Complete: ?0\r\n', version === '3' ? '' : 'Upload-Complete: ?0\r\n'),
+      );
+      expect(stream).toMatch(
+        new RegExp(
+          `^HTTP/1\\.1 104 Upload Resumption Supported\\r\\nLocation: /upload/${UUID}\\r\\nUpload-Limit: max-age=10800, max-size=\\d+, min-append-size=\\d+, max-append-size=\\d+\\r\\n\\r\\nHTTP/1\\.1 204 No Content\\r\\n`,
+        ),
+      );
       const [interim, final] = messages(stream);
       expect(interim!.status).toBe(104);
       expect(final!.status).toBe(204);
@@ -71,20 +83,31 @@ describeBackends('resumable uploads: 104 Upload Resumption Supported', (h) => {
       const stream = await rawExchange(h(), get + creation('Upload-Draft-Interop-Version: 6\r\n'));
       const statuses = messages(stream).map((m) => m.status);
       // The GET's response comes whole first; the 104 may follow it (if the POST got the connection in time).
-      expect([[200, 204], [200, 104, 204]]).toContainEqual(statuses);
+      expect([
+        [200, 204],
+        [200, 104, 204],
+      ]).toContainEqual(statuses);
     }
   });
 
   it('node:http clients see it as an informational response and go on to the final one', async () => {
     const seen: Array<{ status: number; location: unknown }> = [];
     const final = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = http.request(`${h().url}/${elementId}/file`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${alice.token}`, 'upload-complete': '?0', 'upload-draft-interop-version': '6' },
-      }, (res) => {
-        res.resume();
-        resolve(res);
-      });
+      const req = http.request(
+        `${h().url}/${elementId}/file`,
+        {
+          method: 'PUT',
+          headers: {
+            authorization: `Bearer ${alice.token}`,
+            'upload-complete': '?0',
+            'upload-draft-interop-version': '6',
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve(res);
+        },
+      );
       req.on('information', (info) => seen.push({ status: info.statusCode, location: info.headers.location }));
       req.on('error', reject);
       req.end();
@@ -92,7 +115,10 @@ describeBackends('resumable uploads: 104 Upload Resumption Supported', (h) => {
     expect(final.statusCode).toBe(204);
     expect(seen).toEqual([{ status: 104, location: final.headers.location }]);
     // fetch (undici) skips it just as well.
-    const res = await h().request('POST', `/${elementId}/file`, { token: alice.token, headers: { 'upload-complete': '?0', 'upload-draft-interop-version': '6' } });
+    const res = await h().request('POST', `/${elementId}/file`, {
+      token: alice.token,
+      headers: { 'upload-complete': '?0', 'upload-draft-interop-version': '6' },
+    });
     expect(res.status).toBe(204);
   });
 });

@@ -6,14 +6,18 @@ import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createElement, describeBackends, userWithToken, type Harness } from '../helpers/harness.js';
 import { noise, sha256 } from '../files/fixtures.js';
+import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 import { append, blobPath, head, partialRequest, startUpload, uploadRow, waitFor } from './helpers.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
 const KiB = 1024;
-const file = { maxFileSizeInBytes: 8 * 1024 * KiB, uploadMinChunkSizeInBytes: KiB, uploadMaxChunkSizeInBytes: 1024 * KiB };
+const file = {
+  maxFileSizeInBytes: 8 * 1024 * KiB,
+  uploadMinChunkSizeInBytes: KiB,
+  uploadMaxChunkSizeInBytes: 1024 * KiB,
+};
 
 const sizeOf = (path: string) => {
   try {
@@ -26,9 +30,20 @@ const tmpFiles = (h: Harness) => readdirSync(join(h.dataDir, 'files', 'tmp'));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Sends `data` in `piece`-byte writes every `everyMs`, then ends; resolves with the status (null: connection cut). */
-function paced(h: Harness, method: string, path: string, headers: Record<string, string>, data: Buffer, piece: number, everyMs: number) {
+function paced(
+  h: Harness,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  data: Buffer,
+  piece: number,
+  everyMs: number,
+) {
   return new Promise<number | null>((resolve) => {
-    const req = http.request(`${h.url}${path}`, { method, headers: { ...headers, 'content-length': String(data.length) } });
+    const req = http.request(`${h.url}${path}`, {
+      method,
+      headers: { ...headers, 'content-length': String(data.length) },
+    });
     let sent = 0;
     let timer: NodeJS.Timeout | undefined;
     req.on('response', (res) => {
@@ -72,7 +87,15 @@ describeBackends(
       const elementId = await createElement(h(), alice.token, { type: 'Doc' });
       const { path, id } = await startUpload(h(), alice.token, elementId, { body: data.subarray(0, KiB) });
       const sent = data.subarray(KiB, 41 * KiB);
-      const stalled = await partialRequest(h(), 'PATCH', path, patchHeaders(KiB), 199 * KiB, sent, () => sizeOf(blobPath(h(), id)) === 41 * KiB);
+      const stalled = await partialRequest(
+        h(),
+        'PATCH',
+        path,
+        patchHeaders(KiB),
+        199 * KiB,
+        sent,
+        () => sizeOf(blobPath(h(), id)) === 41 * KiB,
+      );
       const began = Date.now();
       await Promise.race([stalled.closed, sleep(8000)]);
       expect(stalled.req.destroyed, 'the server closed the stalled request').toBe(true);
@@ -90,8 +113,14 @@ describeBackends(
     it('a stalled direct upload is cut after the idle timeout and leaves no file and no temporary file', async () => {
       const elementId = await createElement(h(), alice.token, { type: 'Doc' });
       const headers = { ...auth(), 'upload-complete': '?1' };
-      const stalled = await partialRequest(h(), 'PUT', `/${elementId}/file`, headers, 100 * KiB, noise(30 * KiB, 72), () =>
-        tmpFiles(h()).some((name) => sizeOf(join(h().dataDir, 'files', 'tmp', name)) === 30 * KiB),
+      const stalled = await partialRequest(
+        h(),
+        'PUT',
+        `/${elementId}/file`,
+        headers,
+        100 * KiB,
+        noise(30 * KiB, 72),
+        () => tmpFiles(h()).some((name) => sizeOf(join(h().dataDir, 'files', 'tmp', name)) === 30 * KiB),
       );
       await Promise.race([stalled.closed, sleep(8000)]);
       expect(stalled.req.destroyed, 'the server closed the stalled request').toBe(true);
@@ -120,13 +149,26 @@ describeBackends(
       const data = noise(48 * KiB, 74);
       const elementId = await createElement(h(), alice.token, { type: 'Doc' });
       // 2 KiB every 100 ms: 20 KiB/s for about 2.4 s, longer than the idle timeout and the rate window.
-      const status = await paced(h(), 'PUT', `/${elementId}/file`, { ...auth(), 'upload-complete': '?1' }, data, 2 * KiB, 100);
+      const status = await paced(
+        h(),
+        'PUT',
+        `/${elementId}/file`,
+        { ...auth(), 'upload-complete': '?1' },
+        data,
+        2 * KiB,
+        100,
+      );
       expect(status).toBe(201);
       const element = await h().request('GET', `/${elementId}`, { token: alice.token });
       expect(element.json.file.hash.sha256).toBe(sha256(data).toString('hex'));
     });
   },
-  { settings: { file, server: { bodyIdleTimeoutInSeconds: 1, bodyMinBytesPerSecond: 1024, bodyRateWindowInSeconds: 2 } } },
+  {
+    settings: {
+      file,
+      server: { bodyIdleTimeoutInSeconds: 1, bodyMinBytesPerSecond: 1024, bodyRateWindowInSeconds: 2 },
+    },
+  },
 );
 
 describeBackends(
@@ -139,15 +181,39 @@ describeBackends(
 
     it('uploads beyond file.maxConcurrentUploads get 503 with Retry-After before the body is read; once one ends the next succeeds', async () => {
       const data = noise(16 * KiB, 75);
-      const [a, b, c] = [await createElement(h(), alice.token, { type: 'Doc' }), await createElement(h(), alice.token, { type: 'Doc' }), await createElement(h(), alice.token, { type: 'Doc' })];
+      const [a, b, c] = [
+        await createElement(h(), alice.token, { type: 'Doc' }),
+        await createElement(h(), alice.token, { type: 'Doc' }),
+        await createElement(h(), alice.token, { type: 'Doc' }),
+      ];
       const { path, id } = await startUpload(h(), alice.token, c, { body: data.subarray(0, KiB) });
       const headers = { authorization: `Bearer ${alice.token}`, 'upload-complete': '?1' };
       const slots = () => h().services.files.uploadSlots.inUse;
-      const first = await partialRequest(h(), 'PUT', `/${a}/file`, headers, 100 * KiB, data.subarray(0, KiB), () => slots() === 1);
-      const second = await partialRequest(h(), 'PUT', `/${b}/file`, headers, 100 * KiB, data.subarray(0, KiB), () => slots() === 2);
+      const first = await partialRequest(
+        h(),
+        'PUT',
+        `/${a}/file`,
+        headers,
+        100 * KiB,
+        data.subarray(0, KiB),
+        () => slots() === 1,
+      );
+      const second = await partialRequest(
+        h(),
+        'PUT',
+        `/${b}/file`,
+        headers,
+        100 * KiB,
+        data.subarray(0, KiB),
+        () => slots() === 2,
+      );
 
       const tmpBefore = tmpFiles(h()).length;
-      const refused = await h().request('PUT', `/${c}/file`, { token: alice.token, raw: new Uint8Array(data), headers: { 'upload-complete': '?1' } });
+      const refused = await h().request('PUT', `/${c}/file`, {
+        token: alice.token,
+        raw: new Uint8Array(data),
+        headers: { 'upload-complete': '?1' },
+      });
       expect(refused.status).toBe(503);
       expect(refused.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
       expect(refused.json).toMatchObject({ type: `${h().url}/error/503/service-unavailable`, status: 503 });
@@ -191,7 +257,10 @@ describeBackends(
       const open = [await openConnection(), await openConnection(), await openConnection()];
       await expect(openConnection()).rejects.toThrow();
       open[0]!.destroy();
-      await waitFor('the server to see the connection go', async () => (await new Promise<number>((r) => h().app.server.getConnections((_e, n) => r(n)))) < 3);
+      await waitFor(
+        'the server to see the connection go',
+        async () => (await new Promise<number>((r) => h().app.server.getConnections((_e, n) => r(n)))) < 3,
+      );
       const again = await openConnection();
       again.destroy();
       for (const socket of open) socket.destroy();

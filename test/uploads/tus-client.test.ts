@@ -3,12 +3,13 @@
 // `application/partial-upload`). Each upload is cut off in the middle of a PATCH (the client aborts while the body
 // is half sent), resumed with `start()` (HEAD for the offset, then PATCH from there), and checked byte for byte
 // and by digest.
-import { Readable } from 'node:stream';
+
 import { statSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import * as tus from 'tus-js-client';
 import { beforeAll, expect, it } from 'vitest';
-import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 import { noise, reprDigest, sha256 } from '../files/fixtures.js';
+import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 import { blobPath, uploadRow, waitFor } from './helpers.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -16,7 +17,11 @@ type User = Awaited<ReturnType<typeof userWithToken>>;
 const KiB = 1024;
 const CHUNK = 256 * KiB;
 const settings = {
-  file: { maxFileSizeInBytes: 16 * 1024 * KiB, uploadMinChunkSizeInBytes: 64 * KiB, uploadMaxChunkSizeInBytes: 1024 * KiB },
+  file: {
+    maxFileSizeInBytes: 16 * 1024 * KiB,
+    uploadMinChunkSizeInBytes: 64 * KiB,
+    uploadMaxChunkSizeInBytes: 1024 * KiB,
+  },
 };
 
 interface Exchange {
@@ -53,105 +58,121 @@ function stallingStack(stallAt: number, onStall: () => void) {
   };
 }
 
-describeBackends('resumable uploads: tus-js-client', (h) => {
-  let alice: User;
-  beforeAll(async () => {
-    alice = await userWithToken(h(), 'alice@tus.dev');
-  });
+describeBackends(
+  'resumable uploads: tus-js-client',
+  (h) => {
+    let alice: User;
+    beforeAll(async () => {
+      alice = await userWithToken(h(), 'alice@tus.dev');
+    });
 
-  for (const [protocol, extra] of [
-    ['ietf-draft-03', {}],
-    ['ietf-draft-05', {}],
-    ['ietf-draft-05', { uploadDataDuringCreation: true }],
-  ] as const) {
-    it(`${protocol}${'uploadDataDuringCreation' in extra ? ' (data during creation)' : ''}: uploads, is aborted mid-request, resumes and completes`, async () => {
+    for (const [protocol, extra] of [
+      ['ietf-draft-03', {}],
+      ['ietf-draft-05', {}],
+      ['ietf-draft-05', { uploadDataDuringCreation: true }],
+    ] as const) {
+      it(`${protocol}${'uploadDataDuringCreation' in extra ? ' (data during creation)' : ''}: uploads, is aborted mid-request, resumes and completes`, async () => {
+        const elementId = await createElement(h(), alice.token, { type: 'Doc' });
+        const data = noise(5 * CHUNK + 12_345, protocol.length + Object.keys(extra).length);
+        const exchanges: Exchange[] = [];
+        let uploadId = '';
+        let stalled = false;
+
+        const outcome: { resolve: (v: 'success') => void; reject: (e: Error) => void } = {
+          resolve: () => {},
+          reject: () => {},
+        };
+        let finished = new Promise<'success'>((resolve, reject) => Object.assign(outcome, { resolve, reject }));
+        const upload = new tus.Upload(data, {
+          endpoint: `${h().url}/${elementId}/file`,
+          protocol,
+          chunkSize: CHUNK,
+          headers: {
+            Authorization: `Bearer ${alice.token}`,
+            'Content-Disposition': 'attachment; filename="measurements.csv"',
+            'Repr-Digest': reprDigest(data), // sent with the creation too: checked on completion
+          },
+          retryDelays: null, // resumption is driven by the test
+          storeFingerprintForResuming: false,
+          httpStack: stallingStack(3, () => (stalled = true)),
+          onAfterResponse: (req, res) => {
+            exchanges.push({
+              method: req.getMethod(),
+              status: res.getStatus(),
+              offset: res.getHeader('Upload-Offset'),
+            });
+            const location = res.getHeader('Location');
+            if (req.getMethod() === 'POST' && location) uploadId = location.replace('/upload/', '');
+          },
+          onSuccess: () => outcome.resolve('success'),
+          onError: (error) => outcome.reject(error),
+          ...extra,
+        } as tus.UploadOptions);
+        upload.start();
+
+        // The third PATCH hangs half-way; once the server has stored part of it, the client gives up on it.
+        await waitFor('the client to send half of a chunk', () => stalled && uploadId !== '');
+        const before = (await uploadRow(h(), uploadId))!.offset;
+        await waitFor('the server to store part of the stalled chunk', () => {
+          try {
+            return statSync(blobPath(h(), uploadId)).size > before;
+          } catch {
+            return false;
+          }
+        });
+        await upload.abort();
+        await waitFor(
+          'the server to commit the bytes that arrived',
+          async () => (await uploadRow(h(), uploadId))!.offset > before,
+        );
+        const kept = (await uploadRow(h(), uploadId))!.offset;
+        expect(kept).toBeGreaterThan(before);
+        expect(kept).toBeLessThan(before + CHUNK);
+
+        // Resume: the client asks for the offset (HEAD) and sends the rest from there.
+        finished = new Promise<'success'>((resolve, reject) => Object.assign(outcome, { resolve, reject }));
+        upload.start();
+        expect(await finished).toBe('success');
+
+        const resumed = exchanges.slice(exchanges.findIndex((e) => e.method === 'HEAD'));
+        expect(resumed[0]).toEqual({ method: 'HEAD', status: 204, offset: String(kept) });
+        expect(resumed[1]).toMatchObject({ method: 'PATCH', status: 204 });
+        expect(resumed.at(-1)).toEqual({ method: 'PATCH', status: 201, offset: String(data.length) });
+        expect(exchanges[0]).toMatchObject({ method: 'POST', status: 204 });
+
+        const element = await h().request('GET', `/${elementId}`, { token: alice.token });
+        expect(element.json.file).toEqual({
+          contentLength: data.length,
+          extension: 'csv',
+          mimeType: 'application/octet-stream',
+          hash: { sha256: sha256(data).toString('hex') },
+        });
+        const download = await fetch(`${h().url}/${elementId}/file`, {
+          headers: { authorization: `Bearer ${alice.token}` },
+        });
+        expect(Buffer.from(await download.arrayBuffer()).equals(data)).toBe(true);
+        expect(download.headers.get('repr-digest')).toBe(reprDigest(data));
+        expect(await uploadRow(h(), uploadId)).toBeNull();
+      });
+    }
+
+    it('a digest mismatch reaches the client as an error, and nothing is stored', async () => {
       const elementId = await createElement(h(), alice.token, { type: 'Doc' });
-      const data = noise(5 * CHUNK + 12_345, protocol.length + Object.keys(extra).length);
-      const exchanges: Exchange[] = [];
-      let uploadId = '';
-      let stalled = false;
-
-      const outcome: { resolve: (v: 'success') => void; reject: (e: Error) => void } = { resolve: () => {}, reject: () => {} };
-      let finished = new Promise<'success'>((resolve, reject) => Object.assign(outcome, { resolve, reject }));
-      const upload = new tus.Upload(data, {
-        endpoint: `${h().url}/${elementId}/file`,
-        protocol,
-        chunkSize: CHUNK,
-        headers: {
-          Authorization: `Bearer ${alice.token}`,
-          'Content-Disposition': 'attachment; filename="measurements.csv"',
-          'Repr-Digest': reprDigest(data), // sent with the creation too: checked on completion
-        },
-        retryDelays: null, // resumption is driven by the test
-        storeFingerprintForResuming: false,
-        httpStack: stallingStack(3, () => (stalled = true)),
-        onAfterResponse: (req, res) => {
-          exchanges.push({ method: req.getMethod(), status: res.getStatus(), offset: res.getHeader('Upload-Offset') });
-          const location = res.getHeader('Location');
-          if (req.getMethod() === 'POST' && location) uploadId = location.replace('/upload/', '');
-        },
-        onSuccess: () => outcome.resolve('success'),
-        onError: (error) => outcome.reject(error),
-        ...extra,
-      } as tus.UploadOptions);
-      upload.start();
-
-      // The third PATCH hangs half-way; once the server has stored part of it, the client gives up on it.
-      await waitFor('the client to send half of a chunk', () => stalled && uploadId !== '');
-      const before = (await uploadRow(h(), uploadId))!.offset;
-      await waitFor('the server to store part of the stalled chunk', () => {
-        try {
-          return statSync(blobPath(h(), uploadId)).size > before;
-        } catch {
-          return false;
-        }
+      const data = noise(2 * CHUNK + 10, 77);
+      const error = await new Promise<Error>((resolve, reject) => {
+        new tus.Upload(data, {
+          endpoint: `${h().url}/${elementId}/file`,
+          protocol: 'ietf-draft-05',
+          chunkSize: CHUNK,
+          headers: { Authorization: `Bearer ${alice.token}`, 'Repr-Digest': reprDigest(Buffer.from('other bytes')) },
+          retryDelays: null,
+          onSuccess: () => reject(new Error('the upload should have failed')),
+          onError: resolve,
+        } as tus.UploadOptions).start();
       });
-      await upload.abort();
-      await waitFor('the server to commit the bytes that arrived', async () => (await uploadRow(h(), uploadId))!.offset > before);
-      const kept = (await uploadRow(h(), uploadId))!.offset;
-      expect(kept).toBeGreaterThan(before);
-      expect(kept).toBeLessThan(before + CHUNK);
-
-      // Resume: the client asks for the offset (HEAD) and sends the rest from there.
-      finished = new Promise<'success'>((resolve, reject) => Object.assign(outcome, { resolve, reject }));
-      upload.start();
-      expect(await finished).toBe('success');
-
-      const resumed = exchanges.slice(exchanges.findIndex((e) => e.method === 'HEAD'));
-      expect(resumed[0]).toEqual({ method: 'HEAD', status: 204, offset: String(kept) });
-      expect(resumed[1]).toMatchObject({ method: 'PATCH', status: 204 });
-      expect(resumed.at(-1)).toEqual({ method: 'PATCH', status: 201, offset: String(data.length) });
-      expect(exchanges[0]).toMatchObject({ method: 'POST', status: 204 });
-
-      const element = await h().request('GET', `/${elementId}`, { token: alice.token });
-      expect(element.json.file).toEqual({
-        contentLength: data.length,
-        extension: 'csv',
-        mimeType: 'application/octet-stream',
-        hash: { sha256: sha256(data).toString('hex') },
-      });
-      const download = await fetch(`${h().url}/${elementId}/file`, { headers: { authorization: `Bearer ${alice.token}` } });
-      expect(Buffer.from(await download.arrayBuffer()).equals(data)).toBe(true);
-      expect(download.headers.get('repr-digest')).toBe(reprDigest(data));
-      expect(await uploadRow(h(), uploadId)).toBeNull();
+      expect(String(error)).toMatch(/response code: 400/);
+      expect((await h().request('GET', `/${elementId}`, { token: alice.token })).json.data.hasFile).toBeUndefined();
     });
-  }
-
-  it('a digest mismatch reaches the client as an error, and nothing is stored', async () => {
-    const elementId = await createElement(h(), alice.token, { type: 'Doc' });
-    const data = noise(2 * CHUNK + 10, 77);
-    const error = await new Promise<Error>((resolve, reject) => {
-      new tus.Upload(data, {
-        endpoint: `${h().url}/${elementId}/file`,
-        protocol: 'ietf-draft-05',
-        chunkSize: CHUNK,
-        headers: { Authorization: `Bearer ${alice.token}`, 'Repr-Digest': reprDigest(Buffer.from('other bytes')) },
-        retryDelays: null,
-        onSuccess: () => reject(new Error('the upload should have failed')),
-        onError: resolve,
-      } as tus.UploadOptions).start();
-    });
-    expect(String(error)).toMatch(/response code: 400/);
-    expect((await h().request('GET', `/${elementId}`, { token: alice.token })).json.data.hasFile).toBeUndefined();
-  });
-}, { settings });
+  },
+  { settings },
+);

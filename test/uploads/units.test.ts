@@ -2,13 +2,12 @@
 // finished upload's bytes moved into place and back, the in-memory hash states, the in-flight registry, and the
 // header fields.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlobLimitError, PartialAppendError } from '../../src/blob/blob-store.js';
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js';
-import { Problem } from '../../src/errors.js';
 import {
   checkAppendContentType,
   interopVersion,
@@ -18,6 +17,7 @@ import {
 } from '../../src/domain/uploads/upload-fields.js';
 import { UploadHashes } from '../../src/domain/uploads/upload-hashes.js';
 import { UploadsInFlight } from '../../src/domain/uploads/upload-inflight.js';
+import { Problem } from '../../src/errors.js';
 
 const UPLOAD = '9d1f0e2a-1111-4222-8333-944445555666';
 const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';
@@ -53,16 +53,25 @@ describe('FsBlobStore appends of uploads', () => {
 
   it('keepPartial with nothing arrived rethrows the source error; limits and failed checks still cut back', async () => {
     await store.append(UPLOAD, 0, chunks('abc'), { maxBytes: 100 });
-    await expect(store.append(UPLOAD, 3, chunks(new Error('at once')), { maxBytes: 100, keepPartial: true })).rejects.toThrow('at once');
-    await expect(store.append(UPLOAD, 3, chunks('defg', 'hijk'), { maxBytes: 5, keepPartial: true })).rejects.toBeInstanceOf(BlobLimitError);
+    await expect(
+      store.append(UPLOAD, 3, chunks(new Error('at once')), { maxBytes: 100, keepPartial: true }),
+    ).rejects.toThrow('at once');
+    await expect(
+      store.append(UPLOAD, 3, chunks('defg', 'hijk'), { maxBytes: 5, keepPartial: true }),
+    ).rejects.toBeInstanceOf(BlobLimitError);
     expect(read(UPLOAD)).toBe('abc');
     const tooSmall = new Error('below the minimum');
     const check = (size: number) => {
       if (size < 5) throw tooSmall;
     };
-    await expect(store.append(UPLOAD, 3, chunks('de'), { maxBytes: 100, keepPartial: true, check })).rejects.toBe(tooSmall);
+    await expect(store.append(UPLOAD, 3, chunks('de'), { maxBytes: 100, keepPartial: true, check })).rejects.toBe(
+      tooSmall,
+    );
     expect(read(UPLOAD)).toBe('abc');
-    expect(await store.append(UPLOAD, 3, chunks('defgh'), { maxBytes: 100, check })).toMatchObject({ size: 5, total: 8 });
+    expect(await store.append(UPLOAD, 3, chunks('defgh'), { maxBytes: 100, check })).toMatchObject({
+      size: 5,
+      total: 8,
+    });
   });
 
   it('refuses to append at an offset to bytes that are missing (no hole of zeros)', async () => {
@@ -132,7 +141,12 @@ describe('UploadsInFlight', () => {
     const running = new Set<string>();
     let overlap = false;
     const enter = async (name: string) => {
-      const entry = await inFlight.enter('u', () => setTimeout(() => (running.delete(name), entry.leave()), 5));
+      const entry = await inFlight.enter('u', () =>
+        setTimeout(() => {
+          running.delete(name);
+          entry.leave();
+        }, 5),
+      );
       if (running.size > 0) overlap = true;
       running.add(name);
       return entry;
@@ -159,9 +173,9 @@ describe('upload header fields', () => {
     expect(uploadCompleteValue({ uploadIncomplete: '?1' }, 6, false)).toBeUndefined();
     expect(uploadCompleteValue({ uploadComplete: '?0', uploadIncomplete: '?0' }, 3, false)).toBe('?0');
     expect(() => uploadCompleteValue({ uploadIncomplete: 'yes' }, 3, false)).toThrow(Problem);
-    expect(uploadLimitField({ maxAge: 10800, maxSize: 10737418240, minAppendSize: 5242880, maxAppendSize: 105906176 })).toBe(
-      'max-age=10800, max-size=10737418240, min-append-size=5242880, max-append-size=105906176',
-    );
+    expect(
+      uploadLimitField({ maxAge: 10800, maxSize: 10737418240, minAppendSize: 5242880, maxAppendSize: 105906176 }),
+    ).toBe('max-age=10800, max-size=10737418240, min-append-size=5242880, max-append-size=105906176');
     expect(() => checkAppendContentType('application/partial-upload', null)).not.toThrow();
     expect(() => checkAppendContentType(undefined, 5)).not.toThrow();
     expect(() => checkAppendContentType(undefined, 6)).toThrow(Problem);

@@ -15,7 +15,11 @@ export const backupCreate: DbCommand = async ({ services }, args, io) => {
   }
   const progress = lineProgress((line) => io.err(line), { tty: io.interactive });
   try {
-    const report = await createBackup({ db: services.db, blobs: services.blobs, now: services.clock.now() }, resolve(io.cwd, parsed.positionals[0]!), { progress });
+    const report = await createBackup(
+      { db: services.db, blobs: services.blobs, now: services.clock.now() },
+      resolve(io.cwd, parsed.positionals[0]!),
+      { progress },
+    );
     io.out(
       `Wrote ${report.nodes} nodes, ${report.relations} relations and ${report.files} files to ${parsed.positionals[0]} in ${report.seconds.toFixed(1)} s` +
         `${report.warnings.length > 0 ? `, with ${report.warnings.length} warning(s)` : ''}.`,

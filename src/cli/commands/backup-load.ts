@@ -18,7 +18,12 @@ export const backupLoad: DbCommand = async ({ config, services }, args, io) => {
   const progress = lineProgress((line) => io.err(line), { tty: io.interactive });
   try {
     const report = await loadBackup(
-      { db: services.db, blobs: services.blobs, identifierKey: config.settings.register.uniqueIdentifier, now: services.clock.now() },
+      {
+        db: services.db,
+        blobs: services.blobs,
+        identifierKey: config.settings.register.uniqueIdentifier,
+        now: services.clock.now(),
+      },
       dir,
       { force: parsed.values.force === true, progress },
     );

@@ -1,5 +1,5 @@
 // token:revoke: revokes the active tokens matching the filters (the reference implementation's flags).
-import { isUuid, isoTime } from '../../domain/values.js';
+import { isoTime, isUuid } from '../../domain/values.js';
 import { activeTokens, revokeTokens, type TokenFilter } from '../../storage/queries/accounts.js';
 import { commandArgs, type DbCommand } from '../io.js';
 
@@ -15,7 +15,11 @@ function parseDate(value: string): Date | null {
   // Date.UTC rolls a 13th month, a 45th day or 99:99 over into a later date; a date nobody typed must not decide
   // what is revoked.
   const exact =
-    date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day && date.getUTCHours() === hour && date.getUTCMinutes() === minute;
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    date.getUTCHours() === hour &&
+    date.getUTCMinutes() === minute;
   return exact ? date : null;
 }
 
@@ -58,7 +62,10 @@ export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
     }
     filter.groupId = values.group.toLowerCase();
   }
-  for (const [flag, key] of [['issued-before', 'issuedBefore'], ['issued-after', 'issuedAfter']] as const) {
+  for (const [flag, key] of [
+    ['issued-before', 'issuedBefore'],
+    ['issued-after', 'issuedAfter'],
+  ] as const) {
     const raw = values[flag];
     if (raw === undefined) continue;
     const date = parseDate(raw);
@@ -79,7 +86,9 @@ export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
   io.out(`${tokens.length} active token(s) match.`);
   if (values['list-all-affected-tokens'] || values['dry-run'])
     for (const t of tokens)
-      io.out(`  ${t.id}  user ${t.identifier} (${t.user_id})  issued ${isoTime(t.issued)}  expires ${t.expires ? isoTime(t.expires) : 'never'}`);
+      io.out(
+        `  ${t.id}  user ${t.identifier} (${t.user_id})  issued ${isoTime(t.issued)}  expires ${t.expires ? isoTime(t.expires) : 'never'}`,
+      );
   if (values['dry-run']) {
     io.out('Dry run: nothing was revoked.');
     return 0;
@@ -89,7 +98,13 @@ export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
     io.out('Aborted: nothing was revoked.');
     return 1;
   }
-  const revoked = await services.db.transaction((tx) => revokeTokens(tx, tokens.map((t) => t.id), services.clock.now()));
+  const revoked = await services.db.transaction((tx) =>
+    revokeTokens(
+      tx,
+      tokens.map((t) => t.id),
+      services.clock.now(),
+    ),
+  );
   io.out(`Revoked ${revoked} token(s).`);
   return 0;
 };

@@ -1,6 +1,7 @@
 // user:create <identifier> <password> [--id UUID] [--name NAME]: prints the new user's id.
-import { Problem } from '../../errors.js';
+
 import { isUuid } from '../../domain/values.js';
+import { Problem } from '../../errors.js';
 import { commandArgs, type DbCommand } from '../io.js';
 
 const USAGE = 'usage: trellis user:create <identifier> <password> [--id UUID] [--name NAME]';
@@ -20,9 +21,16 @@ export const userCreate: DbCommand = async ({ config, services }, args, io) => {
   const [identifier, password] = positionals as [string, string];
   // The operator may mean it (a service account, a test instance): a warning, not a refusal as POST /register gives.
   if (password.length > 0 && services.accounts.passwordTooShort(password))
-    io.err(`warning: the password is shorter than register.minPasswordLength (${config.settings.register.minPasswordLength} characters)`);
+    io.err(
+      `warning: the password is shorter than register.minPasswordLength (${config.settings.register.minPasswordLength} characters)`,
+    );
   try {
-    const id = await services.accounts.createUser(identifier, password, values.name ? { name: values.name } : {}, values.id?.toLowerCase());
+    const id = await services.accounts.createUser(
+      identifier,
+      password,
+      values.name ? { name: values.name } : {},
+      values.id?.toLowerCase(),
+    );
     io.out(id);
     return 0;
   } catch (error) {

@@ -4,16 +4,16 @@ import type { Settings } from '../../config/schema.js';
 import { Problem } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import * as sql from '../../storage/queries/accounts.js';
-import type { Caller, Credentials } from './types.js';
 import { elementBodyById, insertElement } from '../../storage/queries/elements.js';
-import { checkReadPreconditions, type Conditions } from '../elements/conditions.js';
+import { type Conditions, checkReadPreconditions } from '../elements/conditions.js';
 import { checkDataLimits } from '../elements/data-limits.js';
 import { checkProperties, reservedProperties } from '../elements/properties.js';
 import { renderElement } from '../elements/representation.js';
-import { isPlainObject, isUuid, isoTime, newId } from '../values.js';
+import { isoTime, isPlainObject, isUuid, newId } from '../values.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { CredentialThrottle } from './throttle.js';
 import { generateToken, hashToken, TOKEN_PATTERN } from './tokens.js';
+import type { Caller, Credentials } from './types.js';
 
 export type { Caller, Credentials };
 
@@ -35,7 +35,12 @@ export async function authenticated(q: Queryable, credentials: Credentials, now:
  * For a request found invalid before the database was asked: bad credentials still answer 401 before the 400/404
  * that `problem` is, so only this error path pays a round trip for the order.
  */
-export async function failAfterAuthentication(q: Queryable, credentials: Credentials, now: Date, problem: unknown): Promise<never> {
+export async function failAfterAuthentication(
+  q: Queryable,
+  credentials: Credentials,
+  now: Date,
+  problem: unknown,
+): Promise<never> {
   await authenticated(q, credentials, now);
   throw problem;
 }
@@ -44,8 +49,10 @@ const UNIQUE_VIOLATION = '23505';
 
 function requireString(body: Record<string, unknown>, key: string): string {
   const value = body[key];
-  if (value === undefined || value === null) throw new Problem('missing-property', `The property '${key}' is required.`);
-  if (typeof value !== 'string' || value.length === 0) throw new Problem('bad-content', `The property '${key}' must be a non-empty string.`);
+  if (value === undefined || value === null)
+    throw new Problem('missing-property', `The property '${key}' is required.`);
+  if (typeof value !== 'string' || value.length === 0)
+    throw new Problem('bad-content', `The property '${key}' must be a non-empty string.`);
   return value;
 }
 
@@ -61,7 +68,7 @@ function requireType(body: unknown, expected: string): Record<string, unknown> {
  * more than about 2,700 bytes (after compression) with a database error; 256 characters of at most 4 bytes each
  * stay far below that, and above an e-mail address's 254.
  */
-export const MAX_IDENTIFIER_CHARACTERS = 256;
+const MAX_IDENTIFIER_CHARACTERS = 256;
 
 export class Accounts {
   constructor(
@@ -82,7 +89,10 @@ export class Accounts {
 
   private requirePasswordLength(property: string, password: string): void {
     if (this.passwordTooShort(password))
-      throw new Problem('bad-content', `The property '${property}' must have at least ${this.settings.register.minPasswordLength} characters.`);
+      throw new Problem(
+        'bad-content',
+        `The property '${property}' must have at least ${this.settings.register.minPasswordLength} characters.`,
+      );
   }
 
   /**
@@ -127,7 +137,12 @@ export class Accounts {
   }
 
   /** Creates a User node (also used by `user:create`). 400 reserved-identifier when the identifier is taken. */
-  async createUser(identifier: string, password: string, data: Record<string, unknown> = {}, id: string = newId()): Promise<string> {
+  async createUser(
+    identifier: string,
+    password: string,
+    data: Record<string, unknown> = {},
+    id: string = newId(),
+  ): Promise<string> {
     // POST /register refuses empty strings before this; user:create passes its arguments as they are. An account
     // with an empty identifier or password could never log in (POST /token refuses both).
     if (identifier.length === 0) throw new Problem('bad-content', 'The identifier must be a non-empty string.');
@@ -138,7 +153,9 @@ export class Accounts {
     const key = this.settings.register.uniqueIdentifier;
     try {
       await this.db.transaction(async (tx) => {
-        if (!(await insertElement(tx, { id, type: 'User', data: { ...data, [key]: identifier }, at: this.clock.now() })))
+        if (
+          !(await insertElement(tx, { id, type: 'User', data: { ...data, [key]: identifier }, at: this.clock.now() }))
+        )
           throw new Problem('reserved-identifier', `The id ${id} is already in use.`);
         await sql.insertUser(tx, id, identifier, passwordHash);
       });
@@ -160,7 +177,8 @@ export class Accounts {
     const t = this.settings.token;
     let lifetime = t.defaultLifetimeInSeconds;
     if (input.lifetimeInSeconds !== undefined && input.lifetimeInSeconds !== null) {
-      if (!Number.isInteger(input.lifetimeInSeconds)) throw new Problem('bad-content', "'lifetimeInSeconds' must be an integer.");
+      if (!Number.isInteger(input.lifetimeInSeconds))
+        throw new Problem('bad-content', "'lifetimeInSeconds' must be an integer.");
       lifetime = Math.min(t.maxLifetimeInSeconds, Math.max(t.minLifetimeInSeconds, input.lifetimeInSeconds as number));
     }
     const attempt = await this.throttle.check(identifier, address);
@@ -175,7 +193,12 @@ export class Accounts {
     const now = this.clock.now();
     const expires = new Date(now.getTime() + lifetime * 1000);
     await this.db.transaction(async (tx) => {
-      await insertElement(tx, { id, type: 'Token', data: { ...data, state: 'ACTIVE', expirationDate: isoTime(expires) }, at: now });
+      await insertElement(tx, {
+        id,
+        type: 'Token',
+        data: { ...data, state: 'ACTIVE', expirationDate: isoTime(expires) },
+        at: now,
+      });
       await sql.insertToken(tx, { id, hash: hashToken(token), userId: user.id, state: 'ACTIVE', issued: now, expires });
       await insertElement(tx, { id: newId(), type: 'OWNS', start: user.id, end: id, data: {}, at: now });
     });
@@ -188,7 +211,10 @@ export class Accounts {
   }
 
   /** GET /token: the caller's Token element, with If-Match / If-None-Match as for any element (304, 412). */
-  async currentToken(caller: Caller, conditions: Conditions = {}): Promise<{ body: string; etag: string; notModified: boolean }> {
+  async currentToken(
+    caller: Caller,
+    conditions: Conditions = {},
+  ): Promise<{ body: string; etag: string; notModified: boolean }> {
     const body = await elementBodyById(this.db, this.requireTokenCaller(caller));
     if (body === null) throw new Problem('unauthorized', 'The token no longer exists.');
     const rendered = renderElement(body);
@@ -212,7 +238,8 @@ export class Accounts {
     const identifier = requireString(input, 'uniqueUserIdentifier');
     const current = requireString(input, 'currentPassword');
     const next = requireString(input, 'newPassword');
-    if (next === current) throw new Problem('bad-content', "The property 'newPassword' must differ from 'currentPassword'.");
+    if (next === current)
+      throw new Problem('bad-content', "The property 'newPassword' must differ from 'currentPassword'.");
     this.requirePasswordLength('newPassword', next);
     const attempt = await this.throttle.check(identifier, address);
     const user = await sql.userByIdentifier(this.db, identifier);
@@ -252,13 +279,16 @@ export class Accounts {
 
   /** Background job: deletes tokens that expired longer ago than the configured grace. */
   async deleteExpiredTokens(): Promise<number> {
-    const cutoff = new Date(this.clock.now().getTime() - this.settings.token.deleteExpiredTokensAutomaticallyInSeconds * 1000);
+    const cutoff = new Date(
+      this.clock.now().getTime() - this.settings.token.deleteExpiredTokensAutomaticallyInSeconds * 1000,
+    );
     return sql.deleteExpiredTokens(this.db, cutoff);
   }
 
   /** Resolves a user given by id or by identifier (token:revoke --user). */
   async findUser(idOrIdentifier: string): Promise<string | null> {
-    if (isUuid(idOrIdentifier) && (await sql.userExists(this.db, idOrIdentifier.toLowerCase()))) return idOrIdentifier.toLowerCase();
+    if (isUuid(idOrIdentifier) && (await sql.userExists(this.db, idOrIdentifier.toLowerCase())))
+      return idOrIdentifier.toLowerCase();
     return (await sql.userByIdentifier(this.db, idOrIdentifier))?.id ?? null;
   }
 }

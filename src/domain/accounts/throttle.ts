@@ -23,7 +23,7 @@ export interface Attempt {
 }
 
 /** The seconds to wait after `failures` failures: none below `free`, then 1 s doubling up to `max`. */
-export function backoffSeconds(failures: number, free: number, max: number): number {
+function backoffSeconds(failures: number, free: number, max: number): number {
   return failures < free ? 0 : Math.min(max, 2 ** (failures - free));
 }
 
@@ -31,21 +31,25 @@ export function backoffSeconds(failures: number, free: number, max: number): num
  * The counter key of a client address: IPv4 as it is (also when mapped into IPv6), IPv6 by its /64 prefix, the
  * smallest block one subscriber is given, so that one subscriber's many addresses count as one.
  */
-export function addressKey(ip: string): string {
+function addressKey(ip: string): string {
   const bare = ip.replace(/%.*$/, '').toLowerCase();
   const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/.exec(bare);
   if (v4) return `a:${v4[1]}`;
   if (!bare.includes(':')) return `a:${bare}`;
   const [head = '', tail] = bare.split('::');
-  const groups = (part: string) => (part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])));
+  const groups = (part: string) =>
+    part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g]));
   const front = groups(head);
   const back = tail === undefined ? [] : groups(tail);
   const all = [...front, ...Array<string>(Math.max(0, 8 - front.length - back.length)).fill('0'), ...back];
-  return `a:${all.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `a:${all
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /** The counter key of an identifier: hashed (any length fits the key; no identifier stored), without case. */
-export const identifierKey = (identifier: string): string => `i:${hash('sha256', identifier.toLowerCase(), 'base64url')}`;
+const identifierKey = (identifier: string): string => `i:${hash('sha256', identifier.toLowerCase(), 'base64url')}`;
 
 export class CredentialThrottle {
   constructor(
@@ -79,7 +83,12 @@ export class CredentialThrottle {
     }
     if (until > now.getTime()) {
       const seconds = Math.max(1, Math.ceil((until - now.getTime()) / 1000));
-      throw new Problem('too-many-requests', `Too many failed attempts: retry in ${seconds} seconds.`, {}, { 'retry-after': String(seconds) });
+      throw new Problem(
+        'too-many-requests',
+        `Too many failed attempts: retry in ${seconds} seconds.`,
+        {},
+        { 'retry-after': String(seconds) },
+      );
     }
     return { identifierKey: idKey, keys, identifierCounted: counters.some((c) => c.key === idKey) };
   }

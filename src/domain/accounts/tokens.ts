@@ -5,7 +5,7 @@ import { hash, randomBytes } from 'node:crypto';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv';
 export const TOKEN_PATTERN = /^secret-token:[0-9A-Za-v]{1,22}$/;
 
-export function base58(bytes: Buffer): string {
+function base58(bytes: Buffer): string {
   let value = BigInt(`0x${bytes.toString('hex') || '0'}`);
   let out = '';
   while (value > 0n) {

@@ -1,7 +1,9 @@
 // Who a request acts for: the credentials it presents and the caller they authenticate.
 
 /** What a request presents: a token (by hash) or, without Authorization, the configured anonymous user. */
-export type Credentials = { tokenHash: string; anonymousUserId?: undefined } | { tokenHash?: undefined; anonymousUserId: string };
+export type Credentials =
+  | { tokenHash: string; anonymousUserId?: undefined }
+  | { tokenHash?: undefined; anonymousUserId: string };
 
 /** The user a request authenticated as. */
 export interface Caller {

@@ -4,12 +4,12 @@ import { notFound, Problem } from '../../errors.js';
 import type { AccessDecisions } from '../../storage/access-decisions.js';
 import type { Db } from '../../storage/db.js';
 import { collectionPage } from '../../storage/queries/collections.js';
-import type { Credentials } from '../accounts/types.js';
-import type { CollectionKind } from './types.js';
-import { checkReadPreconditions, NO_ETAG, type Conditions } from './conditions.js';
 import { failAfterAuthentication, unauthorized } from '../accounts/accounts.js';
-import { etagOf } from './representation.js';
+import type { Credentials } from '../accounts/types.js';
 import { isUuid } from '../values.js';
+import { type Conditions, checkReadPreconditions, NO_ETAG } from './conditions.js';
+import { etagOf } from './representation.js';
+import type { CollectionKind } from './types.js';
 
 export interface PageRequest {
   page?: string;
@@ -69,7 +69,16 @@ export class Collections {
       // The routes refuse non-UUID ids before authentication; this is for other callers, with the same order.
       return failAfterAuthentication(this.db, credentials, now, notFound());
     }
-    const result = await collectionPage(this.db, kind, credentials, now, anchor, pageSize, (page - 1) * pageSize, this.decisions);
+    const result = await collectionPage(
+      this.db,
+      kind,
+      credentials,
+      now,
+      anchor,
+      pageSize,
+      (page - 1) * pageSize,
+      this.decisions,
+    );
     if (!result.authenticated) throw unauthorized(credentials);
     if (!result.found) throw notFound();
     const lastPage = Math.max(1, Math.ceil(result.total / pageSize));

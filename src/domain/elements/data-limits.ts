@@ -16,7 +16,7 @@ export interface DataLimits {
 }
 
 /** The SQLSTATE and hint prefix of trellis_checked_data (schema/tables.ts), which checks a merged element. */
-export const DATA_LIMIT_SQLSTATE = '54000';
+const DATA_LIMIT_SQLSTATE = '54000';
 const DATA_LIMIT_HINT = 'trellis:';
 
 const tooLarge = (what: string, rule: string) => new Problem('bad-content', `'${what}' ${rule}.`);
@@ -27,12 +27,17 @@ export function checkDataLimits(data: Record<string, unknown>, limits: DataLimit
   let bytes = 0;
   const walk = (value: unknown, depth: number): void => {
     if (Array.isArray(value) || isPlainObject(value)) {
-      if (depth > limits.maxNestingDepth) throw tooLarge(what, `nests objects and arrays more than ${limits.maxNestingDepth} levels deep`);
+      if (depth > limits.maxNestingDepth)
+        throw tooLarge(what, `nests objects and arrays more than ${limits.maxNestingDepth} levels deep`);
       const entries = Array.isArray(value) ? value.map((v) => [null, v] as const) : Object.entries(value);
       if (Array.isArray(value) && value.length > limits.maxArrayLength)
-        throw tooLarge(what, `holds an array of ${value.length} items; an array holds at most ${limits.maxArrayLength}`);
+        throw tooLarge(
+          what,
+          `holds an array of ${value.length} items; an array holds at most ${limits.maxArrayLength}`,
+        );
       values += entries.length;
-      if (values > limits.maxValues) throw tooLarge(what, `holds more than ${limits.maxValues} keys and array items together`);
+      if (values > limits.maxValues)
+        throw tooLarge(what, `holds more than ${limits.maxValues} keys and array items together`);
       // Brackets, and a ', ' between items; each key is its JSON string and ': '.
       bytes += 2 + Math.max(0, entries.length - 1) * 2;
       for (const [key, item] of entries) {
@@ -42,11 +47,15 @@ export function checkDataLimits(data: Record<string, unknown>, limits: DataLimit
     } else bytes += Buffer.byteLength(JSON.stringify(value) ?? 'null');
   };
   walk(data, 1);
-  if (bytes > limits.maxDataSizeInBytes) throw tooLarge(what, `is ${bytes} bytes as stored; an element holds at most ${limits.maxDataSizeInBytes} bytes`);
+  if (bytes > limits.maxDataSizeInBytes)
+    throw tooLarge(what, `is ${bytes} bytes as stored; an element holds at most ${limits.maxDataSizeInBytes} bytes`);
 }
 
 /** The limits checked by the database on a merged element, as the parameters of trellis_checked_data. */
-export const mergedLimitParams = (limits: DataLimits): [number, number] => [limits.maxDataSizeInBytes, limits.maxValues];
+export const mergedLimitParams = (limits: DataLimits): [number, number] => [
+  limits.maxDataSizeInBytes,
+  limits.maxValues,
+];
 
 /** The 400 for trellis_checked_data's error, or null when `error` is something else. */
 export function dataLimitProblem(error: unknown, limits: DataLimits): Problem | null {

@@ -1,22 +1,29 @@
 // Element CRUD (spec "Element endpoints"; the design notes' section 3). Every operation checks the permission it needs
 // through the access module; denied and missing are the same 404.
+
+import type { BlobStore } from '../../blob/blob-store.js';
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
-import type { BlobStore } from '../../blob/blob-store.js';
-import { isForeignKeyViolation, retryingTransient, type Db, type Queryable } from '../../storage/db.js';
-import { owns } from '../../storage/queries/access.js';
-import type { Caller, Credentials } from '../accounts/types.js';
-import type { Permission } from './types.js';
-import { authenticated, failAfterAuthentication, unauthorized } from '../accounts/accounts.js';
-import * as sql from '../../storage/queries/elements.js';
 import type { AccessDecisions } from '../../storage/access-decisions.js';
-import { checkReadPreconditions, checkWritePreconditions, hasConditions, NO_ETAG, type Conditions } from './conditions.js';
+import { type Db, isForeignKeyViolation, type Queryable, retryingTransient } from '../../storage/db.js';
+import { owns } from '../../storage/queries/access.js';
+import * as sql from '../../storage/queries/elements.js';
+import { authenticated, failAfterAuthentication, unauthorized } from '../accounts/accounts.js';
+import type { Caller, Credentials } from '../accounts/types.js';
+import { isPlainObject, isUuid, newId } from '../values.js';
 import type { Collections } from './collections.js';
+import {
+  type Conditions,
+  checkReadPreconditions,
+  checkWritePreconditions,
+  hasConditions,
+  NO_ETAG,
+} from './conditions.js';
 import { checkDataLimits, dataLimitProblem, mergedLimitParams } from './data-limits.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
 import { etagOf, renderElement } from './representation.js';
-import { isPlainObject, isUuid, newId } from '../values.js';
+import type { Permission } from './types.js';
 
 const ACCESS_GRANTING = /^(OWNS|IS_IN_GROUP|HAS_(READ|SEARCH|CREATE|UPDATE|DELETE)_ACCESS)$/;
 const PRINCIPAL_TYPES = new Set(['User', 'Group']);
@@ -55,7 +62,13 @@ export class Elements {
    * The element if the caller may do `permission` on it, else 404 (the same answer as a missing element). `lock`
    * locks its row for the transaction; `render` adds its rendering (`body`), whose ETag a conditional write compares.
    */
-  async require(q: Queryable, caller: Caller, id: string, permission: Permission, options: { lock?: boolean; render?: boolean } = {}) {
+  async require(
+    q: Queryable,
+    caller: Caller,
+    id: string,
+    permission: Permission,
+    options: { lock?: boolean; render?: boolean } = {},
+  ) {
     if (!isUuid(id)) throw notFound();
     const found = await sql.elementWithPermission(q, id.toLowerCase(), caller.userId, permission, options);
     if (!found?.allowed) throw notFound();
@@ -63,9 +76,19 @@ export class Elements {
   }
 
   /** GET /<id>: authentication, the element and the access check in one round trip (the hottest path). */
-  async read(credentials: Credentials, id: string, conditions: Conditions = {}): Promise<{ rendered: Rendered; notModified: boolean }> {
+  async read(
+    credentials: Credentials,
+    id: string,
+    conditions: Conditions = {},
+  ): Promise<{ rendered: Rendered; notModified: boolean }> {
     if (!isUuid(id)) throw notFound();
-    const { authenticated, body } = await sql.readableElement(this.db, credentials, this.clock.now(), id.toLowerCase(), this.decisions);
+    const { authenticated, body } = await sql.readableElement(
+      this.db,
+      credentials,
+      this.clock.now(),
+      id.toLowerCase(),
+      this.decisions,
+    );
     if (!authenticated) throw unauthorized(credentials);
     if (body === null) throw notFound();
     const rendered = renderElement(body);
@@ -73,7 +96,12 @@ export class Elements {
   }
 
   /** POST / (parentId undefined) or POST /<parentId>. Returns the new id. */
-  async create(credentials: Credentials, body: unknown, parentId?: string, conditions: Conditions = {}): Promise<string> {
+  async create(
+    credentials: Credentials,
+    body: unknown,
+    parentId?: string,
+    conditions: Conditions = {},
+  ): Promise<string> {
     const now = this.clock.now();
     // Preconditions are evaluated against the target as the caller can read it, before the element is written (not
     // atomic with the insert: a new element changes neither its parent's representation nor, past its first
@@ -100,21 +128,33 @@ export class Elements {
       hasStart = body.start !== undefined && body.start !== null;
       const hasEnd = body.end !== undefined && body.end !== null;
       if (hasStart !== hasEnd)
-        throw new Problem('incomplete-mutual-dependency', "A relation needs both 'start' and 'end'; only one of them was given.");
+        throw new Problem(
+          'incomplete-mutual-dependency',
+          "A relation needs both 'start' and 'end'; only one of them was given.",
+        );
       if (hasStart && parentId !== undefined)
         throw new Problem('bad-content', 'Relations are created with POST /, not as children of an element.');
       if (hasStart && (!isUuid(body.start) || !isUuid(body.end)))
         throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
-      if (type === 'CREATED') throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
+      if (type === 'CREATED')
+        throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
     } catch (problem) {
       return failAfterAuthentication(this.db, credentials, now, problem);
     }
     const newIdLower = id.toLowerCase();
     if (!hasStart) {
       // A node: one statement (the common case: POST / and POST /<parent>).
-      if (parentId !== undefined && !isUuid(parentId)) return failAfterAuthentication(this.db, credentials, now, notFound());
-      const node = { id: newIdLower, type, data, parentId: parentId?.toLowerCase() ?? null, ownsId: newId(), createdId: newId() };
-      let result;
+      if (parentId !== undefined && !isUuid(parentId))
+        return failAfterAuthentication(this.db, credentials, now, notFound());
+      const node = {
+        id: newIdLower,
+        type,
+        data,
+        parentId: parentId?.toLowerCase() ?? null,
+        ownsId: newId(),
+        createdId: newId(),
+      };
+      let result: Awaited<ReturnType<typeof sql.insertNodeAs>>;
       try {
         result = await retryingTransient(() => sql.insertNodeAs(this.db, credentials, now, node));
       } catch (error) {
@@ -149,8 +189,15 @@ export class Elements {
     return newIdLower;
   }
 
-  private async checkParentPreconditions(credentials: Credentials, now: Date, parentId: string, conditions: Conditions) {
-    const found = isUuid(parentId) ? await sql.readableElement(this.db, credentials, now, parentId.toLowerCase(), this.decisions) : { authenticated: true, body: null };
+  private async checkParentPreconditions(
+    credentials: Credentials,
+    now: Date,
+    parentId: string,
+    conditions: Conditions,
+  ) {
+    const found = isUuid(parentId)
+      ? await sql.readableElement(this.db, credentials, now, parentId.toLowerCase(), this.decisions)
+      : { authenticated: true, body: null };
     if (!found.authenticated) throw unauthorized(credentials);
     // An unreadable parent has no ETag the caller could know: If-Match fails, If-None-Match passes, and the create
     // itself decides between 201 and 404.
@@ -168,7 +215,8 @@ export class Elements {
   }
 
   private async insertOrReserved(tx: Queryable, element: sql.NewElement) {
-    if (!(await sql.insertElement(tx, element))) throw new Problem('reserved-identifier', `The id ${element.id} is already in use.`);
+    if (!(await sql.insertElement(tx, element)))
+      throw new Problem('reserved-identifier', `The id ${element.id} is already in use.`);
   }
 
   /**
@@ -202,10 +250,21 @@ export class Elements {
   }
 
   /** PUT (replace all client properties) or PATCH (merge; null removes). */
-  async update(credentials: Credentials, id: string, body: unknown, mode: 'replace' | 'merge', conditions: Conditions = {}): Promise<void> {
+  async update(
+    credentials: Credentials,
+    id: string,
+    body: unknown,
+    mode: 'replace' | 'merge',
+    conditions: Conditions = {},
+  ): Promise<void> {
     const now = this.clock.now();
     if (!isPlainObject(body))
-      return failAfterAuthentication(this.db, credentials, now, new Problem('bad-content', 'The request body must be a JSON object of properties.'));
+      return failAfterAuthentication(
+        this.db,
+        credentials,
+        now,
+        new Problem('bad-content', 'The request body must be a JSON object of properties.'),
+      );
     if (!isUuid(id)) return failAfterAuthentication(this.db, credentials, now, notFound());
     // One statement when nothing depends on the stored element before writing: no preconditions (they compare the
     // ETag of the rendered element) and no property that is reserved for any type (the check depends on the type).
@@ -219,8 +278,17 @@ export class Elements {
           if (value !== null) set[key] = value;
           else remove.push(key);
         }
-        const change = { id: id.toLowerCase(), mode, set, remove, keep: this.keptOnReplace, limits: mergedLimitParams(this.settings.element) };
-        const result = await retryingTransient(() => sql.updateDataAs(this.db, credentials, now, change, this.decisions)).catch((error: unknown) => {
+        const change = {
+          id: id.toLowerCase(),
+          mode,
+          set,
+          remove,
+          keep: this.keptOnReplace,
+          limits: mergedLimitParams(this.settings.element),
+        };
+        const result = await retryingTransient(() =>
+          sql.updateDataAs(this.db, credentials, now, change, this.decisions),
+        ).catch((error: unknown) => {
           throw dataLimitProblem(error, this.settings.element) ?? error;
         });
         if (!result.authenticated) throw unauthorized(credentials);

@@ -2,7 +2,7 @@
 import { Problem } from '../../errors.js';
 import { isPlainObject } from '../values.js';
 
-export const RESERVED_TYPES = new Set(['User', 'Token', 'Upload']);
+const RESERVED_TYPES = new Set(['User', 'Token', 'Upload']);
 /** Properties the service sets on every element (spec "Properties inside data"). */
 export const BASE_RESERVED: readonly string[] = ['id', 'created', 'updated', 'file', 'hasFile'];
 const TYPE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,127}$/;
@@ -24,7 +24,10 @@ export function checkNewType(type: unknown): string {
   if (type.startsWith('_') || RESERVED_TYPES.has(type))
     throw new Problem('reserved-type', `The type '${type}' is reserved and cannot be created through this endpoint.`);
   if (!TYPE_NAME.test(type))
-    throw new Problem('bad-content', `The type '${type}' is not a valid type name (a letter, then up to 127 letters, digits, '_' or '-').`);
+    throw new Problem(
+      'bad-content',
+      `The type '${type}' is not a valid type name (a letter, then up to 127 letters, digits, '_' or '-').`,
+    );
   return type;
 }
 
@@ -32,23 +35,25 @@ export function checkNewType(type: unknown): string {
  * Validates the properties a client sends. `nullRemoves` (PATCH) allows null as "remove". Values are any JSON.
  * Returns the properties as given.
  */
-export function checkProperties(
-  properties: unknown,
-  reserved: Set<string>,
-  what = 'data',
-): Record<string, unknown> {
+export function checkProperties(properties: unknown, reserved: Set<string>, what = 'data'): Record<string, unknown> {
   if (properties === undefined || properties === null) return {};
   if (!isPlainObject(properties)) throw new Problem('bad-content', `'${what}' must be a JSON object.`);
   for (const key of Object.keys(properties)) {
-    if (key.startsWith('_')) throw new Problem('forbidden-property', `The property '${key}' is internal and cannot be set.`);
-    if (reserved.has(key)) throw new Problem('forbidden-property', `The property '${key}' is reserved and cannot be set.`);
+    if (key.startsWith('_'))
+      throw new Problem('forbidden-property', `The property '${key}' is internal and cannot be set.`);
+    if (reserved.has(key))
+      throw new Problem('forbidden-property', `The property '${key}' is reserved and cannot be set.`);
     if (key.length === 0 || key.length > MAX_PROPERTY_NAME || /[\u0000-\u001f]/.test(key))
-      throw new Problem('bad-content', `The property name '${key.slice(0, 64)}' is not valid (1 to ${MAX_PROPERTY_NAME} printable characters).`);
+      throw new Problem(
+        'bad-content',
+        `The property name '${key.slice(0, 64)}' is not valid (1 to ${MAX_PROPERTY_NAME} printable characters).`,
+      );
   }
   // The one property with a type of its own (spec "Properties inside data": a string, used for the download's file
   // name). null is no name (PATCH: remove it).
   const name = (properties as Record<string, unknown>).name;
-  if (name !== undefined && name !== null && typeof name !== 'string') throw new Problem('bad-content', "The property 'name' must be a string.");
+  if (name !== undefined && name !== null && typeof name !== 'string')
+    throw new Problem('bad-content', "The property 'name' must be a string.");
   return properties;
 }
 

@@ -1,7 +1,8 @@
 // The `Range` and `If-Range` request headers of file downloads (RFC 9110 section 14, narrowed by the spec and
 // the design notes' "Ranges": one range per request).
-import { Problem } from '../../errors.js';
+
 import type { ByteRange } from '../../blob/blob-store.js';
+import { Problem } from '../../errors.js';
 
 const SINGLE = /^bytes=(\d*)-(\d*)$/i;
 
@@ -17,7 +18,10 @@ export function parseRange(header: string | undefined, total: number): ByteRange
   if (value.includes(',')) throw new Problem('bad-content', 'Only one range per request is supported.');
   const match = SINGLE.exec(value);
   if (!match || (match[1] === '' && match[2] === ''))
-    throw new Problem('bad-content', "The Range header must have the form bytes=<start>-<end>, bytes=<start>- or bytes=-<suffix length>.");
+    throw new Problem(
+      'bad-content',
+      'The Range header must have the form bytes=<start>-<end>, bytes=<start>- or bytes=-<suffix length>.',
+    );
   const [, first, last] = match as unknown as [string, string, string];
   let start: number;
   let end: number;

@@ -9,17 +9,26 @@ import { Problem } from '../../errors.js';
  * unencoded body the two are the same). Undefined when neither is sent. Other algorithms next to `sha-256` are
  * ignored; a field without `sha-256` names only algorithms we do not support: 400.
  */
-export function parseSha256Digest(reprDigest: string | undefined, contentDigest: string | undefined): Buffer | undefined {
+export function parseSha256Digest(
+  reprDigest: string | undefined,
+  contentDigest: string | undefined,
+): Buffer | undefined {
   const name = reprDigest !== undefined ? 'Repr-Digest' : 'Content-Digest';
   const value = reprDigest ?? contentDigest;
   if (value === undefined) return undefined;
   const dictionary = parseStructured(() => parseDictionary(value), name);
   const member = dictionary.get('sha-256');
   if (member === undefined)
-    throw new Problem('bad-content', `The header '${name}' has no sha-256 member; sha-256 is the only supported digest algorithm.`);
+    throw new Problem(
+      'bad-content',
+      `The header '${name}' has no sha-256 member; sha-256 is the only supported digest algorithm.`,
+    );
   const digest = member[0];
   if (!(digest instanceof ArrayBuffer) || digest.byteLength !== 32)
-    throw new Problem('bad-content', `The sha-256 member of '${name}' must be a byte sequence of 32 bytes (sha-256=:<base64>:).`);
+    throw new Problem(
+      'bad-content',
+      `The sha-256 member of '${name}' must be a byte sequence of 32 bytes (sha-256=:<base64>:).`,
+    );
   return Buffer.from(digest);
 }
 

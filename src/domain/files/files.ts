@@ -4,23 +4,30 @@
 // metadata, so a body that fails in any way changes nothing (docs/architecture.md, "File durability").
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { BlobLimitError, type BlobStore, type ByteRange, type Replacement, type SweepReport, type TempBlob } from '../../blob/blob-store.js';
+import {
+  BlobLimitError,
+  type BlobStore,
+  type ByteRange,
+  type Replacement,
+  type SweepReport,
+  type TempBlob,
+} from '../../blob/blob-store.js';
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
-import { setFile, type ElementRow } from '../../storage/queries/elements.js';
-import type { Caller } from '../accounts/types.js';
-import type { FileMeta } from './types.js';
+import { type ElementRow, setFile } from '../../storage/queries/elements.js';
 import * as sql from '../../storage/queries/files.js';
-import { ifRangeAllows, parseRange } from './byte-ranges.js';
-import { checkIfMatch, checkWritePreconditions, ifNoneMatchHits, type Conditions } from '../elements/conditions.js';
+import type { Caller } from '../accounts/types.js';
+import { type Conditions, checkIfMatch, checkWritePreconditions, ifNoneMatchHits } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
 import { parseUploadComplete, parseUploadLength } from '../uploads/upload-fields.js';
-import { extensionFromDisposition, parseSha256Digest } from './file-headers.js';
-import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
 import { UploadSlots } from '../uploads/upload-slots.js';
 import { isUuid } from '../values.js';
+import { ifRangeAllows, parseRange } from './byte-ranges.js';
+import { extensionFromDisposition, parseSha256Digest } from './file-headers.js';
+import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
+import type { FileMeta } from './types.js';
 
 /**
  * With a PostgreSQL server several instances may share the blob store, and one of them may be in the middle of
@@ -75,7 +82,7 @@ export function checkFileTarget(row: ElementRow, mode: FileWriteMode, conditions
 export type FileWriteMode = 'create' | 'replace';
 
 /** A strong ETag of the file bytes: from the SHA-256 when known (files from old backups may have none). */
-export function fileEtag(row: ElementRow): string {
+function fileEtag(row: ElementRow): string {
   const file = row.file!;
   if (file.hash.sha256) return `"sha256-${Buffer.from(file.hash.sha256, 'hex').toString('base64url').slice(0, 27)}"`;
   const basis = `${row.id}\n${row.updated.toISOString()}\n${JSON.stringify(file)}`;
@@ -94,7 +101,13 @@ function blobTag(file: FileMeta | null): string {
 function downloadName(row: ElementRow): string {
   const name = row.data.name;
   // Control characters and path separators have no place in a file name; the rest is encoded by the HTTP layer.
-  const clean = typeof name === 'string' ? name.replace(/[\u0000-\u001f\u007f]/g, '').replace(/[\\/]/g, '_').trim() : '';
+  const clean =
+    typeof name === 'string'
+      ? name
+          .replace(/[\u0000-\u001f\u007f]/g, '')
+          .replace(/[\\/]/g, '_')
+          .trim()
+      : '';
   return `${clean.length > 0 ? clean : row.id}.${row.file!.extension}`;
 }
 
@@ -136,7 +149,10 @@ export class Files {
     const uploadLength = parseUploadLength(headers.uploadLength);
     const contentLength = headers.contentLength === undefined ? undefined : Number(headers.contentLength);
     if (uploadLength !== undefined && contentLength !== undefined && uploadLength !== contentLength)
-      throw new Problem('bad-content', `Upload-Length (${uploadLength}) and Content-Length (${contentLength}) disagree.`);
+      throw new Problem(
+        'bad-content',
+        `Upload-Length (${uploadLength}) and Content-Length (${contentLength}) disagree.`,
+      );
     const expected = parseSha256Digest(headers.reprDigest, headers.contentDigest);
     const extension = extensionFromDisposition(headers.contentDisposition);
     const max = this.settings.file.maxFileSizeInBytes;
@@ -158,7 +174,12 @@ export class Files {
     mode: FileWriteMode,
     body: AsyncIterable<Uint8Array>,
     conditions: Conditions,
-    { announced, expected, extension, max }: { announced: number | undefined; expected: Buffer | undefined; extension: string; max: number },
+    {
+      announced,
+      expected,
+      extension,
+      max,
+    }: { announced: number | undefined; expected: Buffer | undefined; extension: string; max: number },
   ): Promise<void> {
     const temp = await this.receive(body, announced ?? max, max);
     try {
@@ -222,8 +243,11 @@ export class Files {
       return await this.blobs.write(body, { maxBytes: limit, headBytes: SNIFF_BYTES });
     } catch (error) {
       if (error instanceof BlobLimitError)
-        throw limit === max ? tooLarge(max) : new Problem('bad-content', `The body is longer than the ${limit} bytes announced.`);
-      if (isClientAbort(error)) throw new Problem('bad-content', 'The request body ended before it was complete; nothing was stored.');
+        throw limit === max
+          ? tooLarge(max)
+          : new Problem('bad-content', `The body is longer than the ${limit} bytes announced.`);
+      if (isClientAbort(error))
+        throw new Problem('bad-content', 'The request body ended before it was complete; nothing was stored.');
       throw error;
     }
   }
@@ -251,7 +275,9 @@ export class Files {
         if (!blob) throw new Error(`the bytes of the file of element ${row.id} are missing`);
         opened.stream = blob.stream;
         if (blob.size !== file.contentLength)
-          throw new Error(`the file of element ${row.id} has ${blob.size} bytes on disk, its metadata says ${file.contentLength}`);
+          throw new Error(
+            `the file of element ${row.id} has ${blob.size} bytes on disk, its metadata says ${file.contentLength}`,
+          );
         return { ...base, status, range, stream: blob.stream };
       });
     } catch (error) {
@@ -296,7 +322,10 @@ export class Files {
       graceMs,
       // Names that are not UUIDs were not written by this service: leave them alone.
       wanted: async (keys) => {
-        const referenced = await sql.referencedBlobKeys(this.db, keys.filter((k) => isUuid(k)));
+        const referenced = await sql.referencedBlobKeys(
+          this.db,
+          keys.filter((k) => isUuid(k)),
+        );
         for (const key of keys) if (!isUuid(key)) referenced.add(key);
         return referenced;
       },
@@ -312,4 +341,5 @@ export class Files {
   }
 }
 
-const tooLarge = (max: number) => new Problem('bad-content', `The file is larger than the maximum of ${max} bytes; nothing was stored.`);
+const tooLarge = (max: number) =>
+  new Problem('bad-content', `The file is larger than the maximum of ${max} bytes; nothing was stored.`);

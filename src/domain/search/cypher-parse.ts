@@ -8,10 +8,9 @@
 // is a 400 `bad-content` naming the problem and its offset. Keywords are case-insensitive; names, labels, types and
 // property keys are case-sensitive, as in Cypher.
 import {
-  cypherError,
-  MAX_HOPS,
   type ComparisonOp,
   type CypherQuery,
+  cypherError,
   type Direction,
   type Expr,
   type NodePattern,
@@ -20,7 +19,7 @@ import {
   type RelPattern,
   type SortItem,
 } from './cypher-ast.js';
-import { tokenize, type Token } from './cypher-tokens.js';
+import { type Token, tokenize } from './cypher-tokens.js';
 import { validate } from './cypher-validate.js';
 
 /** Guards for a recursive-descent parser fed by clients: a longer query or deeper nesting is a 400, not a stack overflow. */
@@ -28,7 +27,23 @@ export const MAX_QUERY_LENGTH = 16_384;
 const MAX_NESTING = 64;
 
 /** Clauses and keywords outside the subset, with the reason given for refusing them. */
-const WRITE_CLAUSES = new Set(['CREATE', 'MERGE', 'SET', 'DELETE', 'DETACH', 'REMOVE', 'FOREACH', 'INSERT', 'LOAD', 'DROP', 'ALTER', 'GRANT', 'DENY', 'REVOKE', 'TERMINATE']);
+const WRITE_CLAUSES = new Set([
+  'CREATE',
+  'MERGE',
+  'SET',
+  'DELETE',
+  'DETACH',
+  'REMOVE',
+  'FOREACH',
+  'INSERT',
+  'LOAD',
+  'DROP',
+  'ALTER',
+  'GRANT',
+  'DENY',
+  'REVOKE',
+  'TERMINATE',
+]);
 
 function refusal(word: string): string {
   const upper = word.toUpperCase();
@@ -39,7 +54,32 @@ function refusal(word: string): string {
 }
 
 /** Words that end or continue a clause, so never a variable where an expression is expected (quote them: `as`). */
-const RESERVED = new Set(['MATCH', 'WHERE', 'RETURN', 'UNWIND', 'AS', 'ORDER', 'BY', 'SKIP', 'LIMIT', 'AND', 'OR', 'XOR', 'NOT', 'IN', 'IS', 'DISTINCT', 'STARTS', 'ENDS', 'CONTAINS', 'ASC', 'DESC', 'ASCENDING', 'DESCENDING', 'UNION']);
+const RESERVED = new Set([
+  'MATCH',
+  'WHERE',
+  'RETURN',
+  'UNWIND',
+  'AS',
+  'ORDER',
+  'BY',
+  'SKIP',
+  'LIMIT',
+  'AND',
+  'OR',
+  'XOR',
+  'NOT',
+  'IN',
+  'IS',
+  'DISTINCT',
+  'STARTS',
+  'ENDS',
+  'CONTAINS',
+  'ASC',
+  'DESC',
+  'ASCENDING',
+  'DESCENDING',
+  'UNION',
+]);
 
 class Parser {
   private pos = 0;
@@ -48,7 +88,8 @@ class Parser {
 
   /** Runs a nested parse (parentheses, lists, maps, NOT), refusing nesting deeper than MAX_NESTING. */
   private nested<T>(offset: number, parse: () => T): T {
-    if (++this.depth > MAX_NESTING) throw cypherError(offset, `the query is nested more than ${MAX_NESTING} levels deep`);
+    if (++this.depth > MAX_NESTING)
+      throw cypherError(offset, `the query is nested more than ${MAX_NESTING} levels deep`);
     try {
       return parse();
     } finally {
@@ -92,7 +133,8 @@ class Parser {
   unexpected(expected: string, t: Token = this.token): Error {
     if (t.type === 'ident' && !t.quoted) {
       const upper = t.text.toUpperCase();
-      if (WRITE_CLAUSES.has(upper) || upper === 'CALL' || upper === 'OPTIONAL' || upper === 'WITH') return cypherError(t.offset, refusal(upper));
+      if (WRITE_CLAUSES.has(upper) || upper === 'CALL' || upper === 'OPTIONAL' || upper === 'WITH')
+        return cypherError(t.offset, refusal(upper));
     }
     return cypherError(t.offset, `expected ${expected} but found ${describe(t)}`);
   }
@@ -109,7 +151,8 @@ class Parser {
     if (!this.acceptKeyword('MATCH')) throw this.unexpected(unwind ? 'MATCH' : 'MATCH or UNWIND');
     const patterns = [this.parsePattern()];
     while (this.acceptPunct(',')) patterns.push(this.parsePattern());
-    if (this.isKeyword('MATCH')) throw cypherError(this.token.offset, 'only one MATCH clause is supported (separate patterns with commas)');
+    if (this.isKeyword('MATCH'))
+      throw cypherError(this.token.offset, 'only one MATCH clause is supported (separate patterns with commas)');
     let where: Expr | null = null;
     if (this.acceptKeyword('WHERE')) where = this.parseExpr();
     if (!this.isKeyword('RETURN')) throw this.unexpected(where ? 'RETURN' : 'WHERE or RETURN');
@@ -117,9 +160,11 @@ class Parser {
     const distinct = this.acceptKeyword('DISTINCT');
     if (this.isPunct('*')) throw cypherError(this.token.offset, 'RETURN * is not supported: return one path variable');
     const item = this.parseExpr();
-    if (item.kind !== 'variable') throw cypherError(item.offset, 'RETURN must name a path variable (MATCH path = (…) … RETURN path)');
+    if (item.kind !== 'variable')
+      throw cypherError(item.offset, 'RETURN must name a path variable (MATCH path = (…) … RETURN path)');
     if (this.acceptKeyword('AS')) this.parseName('an alias');
-    if (this.isPunct(',')) throw cypherError(this.token.offset, 'several RETURN items are not supported: return one path variable');
+    if (this.isPunct(','))
+      throw cypherError(this.token.offset, 'several RETURN items are not supported: return one path variable');
     const orderBy: SortItem[] = [];
     if (this.acceptKeyword('ORDER')) {
       if (!this.acceptKeyword('BY')) throw this.unexpected('BY');
@@ -154,7 +199,10 @@ class Parser {
       pathVariable = this.parseName('a path variable');
       this.next();
     } else if (this.token.type === 'ident' && this.isPunct('(', this.peek())) {
-      throw cypherError(this.token.offset, `${this.token.text}(…) is not supported: functions such as shortestPath are not part of the subset`);
+      throw cypherError(
+        this.token.offset,
+        `${this.token.text}(…) is not supported: functions such as shortestPath are not part of the subset`,
+      );
     }
     const { nodes, relations } = this.parsePatternElement();
     return { offset, pathVariable, nodes, relations };
@@ -167,7 +215,10 @@ class Parser {
       const inner = this.nested(offset, () => this.parsePatternElement());
       this.expectPunct(')');
       if (this.isPunct('{') || this.isPunct('+') || this.isPunct('*'))
-        throw cypherError(this.token.offset, 'quantified path patterns are not supported (use a variable-length relation, -[:TYPE*1..3]->)');
+        throw cypherError(
+          this.token.offset,
+          'quantified path patterns are not supported (use a variable-length relation, -[:TYPE*1..3]->)',
+        );
       return inner;
     }
     const nodes = [this.parseNode()];
@@ -187,7 +238,8 @@ class Parser {
     if (this.token.type === 'ident') variable = this.parseName('a variable');
     const labels = this.parseLabels('node');
     const properties = this.isPunct('{') ? this.parseProperties() : [];
-    if (this.isKeyword('WHERE')) throw cypherError(this.token.offset, 'WHERE inside a node pattern is not supported (use the WHERE clause)');
+    if (this.isKeyword('WHERE'))
+      throw cypherError(this.token.offset, 'WHERE inside a node pattern is not supported (use the WHERE clause)');
     this.expectPunct(')');
     return { offset, variable, labels, properties };
   }
@@ -201,9 +253,15 @@ class Parser {
       labels.push(this.parseName(what === 'node' ? 'a label' : 'a relation type'));
     }
     if (this.isPunct(':'))
-      throw cypherError(this.token.offset, `an element has exactly one type: ${what === 'node' ? ':A:B' : 'several types'} cannot match; write :A|B for alternatives`);
+      throw cypherError(
+        this.token.offset,
+        `an element has exactly one type: ${what === 'node' ? ':A:B' : 'several types'} cannot match; write :A|B for alternatives`,
+      );
     if (this.isPunct('&') || this.isPunct('!') || this.isPunct('%'))
-      throw cypherError(this.token.offset, `label expressions with '${(this.token as { text: string }).text}' are not supported`);
+      throw cypherError(
+        this.token.offset,
+        `label expressions with '${(this.token as { text: string }).text}' are not supported`,
+      );
     return labels;
   }
 
@@ -236,7 +294,8 @@ class Parser {
       types = this.parseLabels('relation');
       if (this.isPunct('*')) length = this.parseLength();
       if (this.isPunct('{')) properties = this.parseProperties();
-      if (this.isKeyword('WHERE')) throw cypherError(this.token.offset, 'WHERE inside a relation pattern is not supported (use the WHERE clause)');
+      if (this.isKeyword('WHERE'))
+        throw cypherError(this.token.offset, 'WHERE inside a relation pattern is not supported (use the WHERE clause)');
       this.expectPunct(']');
     }
     this.expectPunct('-');
@@ -251,7 +310,8 @@ class Parser {
     const bound = (): number | null => {
       const t = this.token;
       if (t.type !== 'number') return null;
-      if (!t.integer || t.value < 0) throw cypherError(t.offset, `a relation length must be a non-negative integer, not ${t.text}`);
+      if (!t.integer || t.value < 0)
+        throw cypherError(t.offset, `a relation length must be a non-negative integer, not ${t.text}`);
       this.pos++;
       return t.value;
     };
@@ -301,7 +361,8 @@ class Parser {
     if (op === null) return left;
     const offset = this.next().offset;
     const right = this.parsePredicate();
-    if (this.comparisonOp() !== null) throw cypherError(this.token.offset, 'chained comparisons (a < b < c) are not supported; use AND');
+    if (this.comparisonOp() !== null)
+      throw cypherError(this.token.offset, 'chained comparisons (a < b < c) are not supported; use AND');
     return { kind: 'comparison', offset, op, left, right };
   }
 
@@ -340,7 +401,8 @@ class Parser {
     }
     const expr = this.parsePostfix(this.parseAtom());
     const after = this.token;
-    if (after.type === 'punct' && ['+', '-', '*', '/', '%', '^'].includes(after.text)) throw cypherError(after.offset, `arithmetic ('${after.text}') is not supported`);
+    if (after.type === 'punct' && ['+', '-', '*', '/', '%', '^'].includes(after.text))
+      throw cypherError(after.offset, `arithmetic ('${after.text}') is not supported`);
     return expr;
   }
 
@@ -362,7 +424,11 @@ class Parser {
           this.acceptPunct(':');
           labels.push(this.parseName('a label'));
         }
-        if (this.isPunct(':')) throw cypherError(this.token.offset, 'an element has exactly one type: n:A:B cannot match; write n:A|B for alternatives');
+        if (this.isPunct(':'))
+          throw cypherError(
+            this.token.offset,
+            'an element has exactly one type: n:A:B cannot match; write n:A|B for alternatives',
+          );
         expr = { kind: 'has-label', offset, variable: expr.name, labels };
       } else {
         return expr;
@@ -390,7 +456,8 @@ class Parser {
             do items.push(this.nested(t.offset, () => this.parseExpr()));
             while (this.acceptPunct(','));
           }
-          if (this.isPunct('|') || this.isKeyword('WHERE')) throw cypherError(this.token.offset, 'list comprehensions are not supported');
+          if (this.isPunct('|') || this.isKeyword('WHERE'))
+            throw cypherError(this.token.offset, 'list comprehensions are not supported');
           this.expectPunct(']');
           return { kind: 'list', offset: t.offset, items };
         }
@@ -400,11 +467,16 @@ class Parser {
           if (this.isPunct('-') || this.isPunct('<') || this.isPunct(':'))
             throw cypherError(this.token.offset, 'pattern expressions in WHERE are not supported');
           this.expectPunct(')');
-          if (this.isPunct('-') || this.isPunct('<')) throw cypherError(this.token.offset, 'pattern expressions in WHERE are not supported');
+          if (this.isPunct('-') || this.isPunct('<'))
+            throw cypherError(this.token.offset, 'pattern expressions in WHERE are not supported');
           return inner;
         }
         if (t.text === '{')
-          return { kind: 'map', offset: t.offset, entries: this.nested(t.offset, () => this.parseProperties()).map(({ key, value }) => ({ key, value })) };
+          return {
+            kind: 'map',
+            offset: t.offset,
+            entries: this.nested(t.offset, () => this.parseProperties()).map(({ key, value }) => ({ key, value })),
+          };
         throw this.unexpected('an expression');
       case 'ident': {
         const upper = t.text.toUpperCase();
@@ -415,8 +487,10 @@ class Parser {
             return { kind: 'literal', offset: t.offset, value: upper === 'NULL' ? null : upper === 'TRUE' };
           }
           if (upper === 'CASE') throw cypherError(t.offset, 'CASE expressions are not supported');
-          if (this.isPunct('{', this.peek())) throw cypherError(t.offset, `subqueries (${upper} { … }) are not supported`);
-          if (WRITE_CLAUSES.has(upper) || upper === 'CALL' || upper === 'OPTIONAL' || upper === 'WITH') throw cypherError(t.offset, refusal(upper));
+          if (this.isPunct('{', this.peek()))
+            throw cypherError(t.offset, `subqueries (${upper} { … }) are not supported`);
+          if (WRITE_CLAUSES.has(upper) || upper === 'CALL' || upper === 'OPTIONAL' || upper === 'WITH')
+            throw cypherError(t.offset, refusal(upper));
         }
         if (this.isPunct('(', this.peek())) throw cypherError(t.offset, `functions are not supported (${t.text}(…))`);
         this.pos++;
@@ -447,7 +521,8 @@ function describe(t: Token): string {
 
 /** Parses and validates a query of the subset; throws a 400 `bad-content` otherwise. */
 export function parseCypher(source: string): CypherQuery {
-  if (source.length > MAX_QUERY_LENGTH) throw cypherError(MAX_QUERY_LENGTH, `the query is longer than ${MAX_QUERY_LENGTH} characters`);
+  if (source.length > MAX_QUERY_LENGTH)
+    throw cypherError(MAX_QUERY_LENGTH, `the query is longer than ${MAX_QUERY_LENGTH} characters`);
   const parsed = new Parser(tokenize(source)).parseQuery();
   return validate(parsed);
 }

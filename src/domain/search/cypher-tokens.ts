@@ -11,7 +11,38 @@ export type Token =
 
 // Longest first. `-`, `<` and `>` stay single characters: the parser composes arrows (`<-`, `->`, `--`) from them,
 // which keeps `a.x<-1` (a comparison) and `(a)<-[r]-(b)` (a pattern) both readable.
-const PUNCTUATION = ['..', '<>', '<=', '>=', '!=', '=~', '(', ')', '[', ']', '{', '}', ',', ':', '.', '*', '|', '=', '<', '>', '-', '+', '/', '%', '^', ';', '!', '&', '?', '~'];
+const PUNCTUATION = [
+  '..',
+  '<>',
+  '<=',
+  '>=',
+  '!=',
+  '=~',
+  '(',
+  ')',
+  '[',
+  ']',
+  '{',
+  '}',
+  ',',
+  ':',
+  '.',
+  '*',
+  '|',
+  '=',
+  '<',
+  '>',
+  '-',
+  '+',
+  '/',
+  '%',
+  '^',
+  ';',
+  '!',
+  '&',
+  '?',
+  '~',
+];
 const IDENT_START = /[A-Za-z_\u00C0-\uFFFF]/;
 const IDENT_PART = /[A-Za-z0-9_\u00C0-\uFFFF]/;
 
@@ -52,12 +83,16 @@ export function tokenize(source: string): Token[] {
         i++;
         while (i < source.length && /[0-9]/.test(source[i]!)) i++;
       }
-      if (/[eE]/.test(source[i] ?? '') && /[0-9]/.test(source[i + 1] === '-' || source[i + 1] === '+' ? (source[i + 2] ?? '') : (source[i + 1] ?? ''))) {
+      if (
+        /[eE]/.test(source[i] ?? '') &&
+        /[0-9]/.test(source[i + 1] === '-' || source[i + 1] === '+' ? (source[i + 2] ?? '') : (source[i + 1] ?? ''))
+      ) {
         integer = false;
         i += source[i + 1] === '-' || source[i + 1] === '+' ? 2 : 1;
         while (i < source.length && /[0-9]/.test(source[i]!)) i++;
       }
-      if (i < source.length && IDENT_PART.test(source[i]!)) throw cypherError(start, `malformed number '${source.slice(start, i + 1)}'`);
+      if (i < source.length && IDENT_PART.test(source[i]!))
+        throw cypherError(start, `malformed number '${source.slice(start, i + 1)}'`);
       const text = source.slice(start, i);
       const value = Number(text);
       if (integer && !Number.isSafeInteger(value)) throw cypherError(start, `integer ${text} is too large`);

@@ -1,6 +1,6 @@
 // The semantic rules of the Cypher subset, checked on the parsed query so that the compiler can trust the AST:
 // variables bound and of the right kind, the returned item a named path, constant positions constant.
-import { cypherError, MAX_HOPS, type CypherQuery, type Expr, type VariableKind } from './cypher-ast.js';
+import { type CypherQuery, cypherError, type Expr, MAX_HOPS, type VariableKind } from './cypher-ast.js';
 
 export function validate(q: Omit<CypherQuery, 'variables'>): CypherQuery {
   const variables = new Map<string, VariableKind>();
@@ -12,7 +12,8 @@ export function validate(q: Omit<CypherQuery, 'variables'>): CypherQuery {
     }
     // A node variable may appear several times (the same node); anything else is bound once.
     if (known === 'node' && kind === 'node') return;
-    if (known === kind) throw cypherError(offset, `variable '${name}' is bound twice (a ${kind} variable can be bound once)`);
+    if (known === kind)
+      throw cypherError(offset, `variable '${name}' is bound twice (a ${kind} variable can be bound once)`);
     throw cypherError(offset, `variable '${name}' is already bound as a ${known}, it cannot also be a ${kind}`);
   };
   // Property maps may use the UNWIND variable (`(p {id: element.id})`), not pattern variables.
@@ -33,18 +34,38 @@ export function validate(q: Omit<CypherQuery, 'variables'>): CypherQuery {
       for (const p of rel.properties) requireConstant(p.value, `the value of property '${p.key}'`, unwindOnly);
       if (rel.length) {
         const { min, max } = rel.length;
-        if (max !== null && max < min) throw cypherError(rel.offset, `the relation length *${min}..${max} has its upper bound below its lower bound`);
-        if ((max ?? min) > MAX_HOPS) throw cypherError(rel.offset, `a relation length above ${MAX_HOPS} is not supported (paths have at most ${MAX_HOPS} relations)`);
+        if (max !== null && max < min)
+          throw cypherError(
+            rel.offset,
+            `the relation length *${min}..${max} has its upper bound below its lower bound`,
+          );
+        if ((max ?? min) > MAX_HOPS)
+          throw cypherError(
+            rel.offset,
+            `a relation length above ${MAX_HOPS} is not supported (paths have at most ${MAX_HOPS} relations)`,
+          );
       }
       minimum += rel.length?.min ?? 1;
     }
-    if (minimum > MAX_HOPS) throw cypherError(pattern.offset, `the pattern needs more than ${MAX_HOPS} relations (paths have at most ${MAX_HOPS})`);
+    if (minimum > MAX_HOPS)
+      throw cypherError(
+        pattern.offset,
+        `the pattern needs more than ${MAX_HOPS} relations (paths have at most ${MAX_HOPS})`,
+      );
     if (pattern.pathVariable !== null) declare(pattern.pathVariable, 'path', pattern.offset);
   }
   const returned = variables.get(q.returns);
   const returnOffset = q.returnsOffset;
-  if (returned === undefined) throw cypherError(returnOffset, `RETURN names '${q.returns}', which MATCH does not bind (RETURN a path variable: MATCH path = (…) … RETURN path)`);
-  if (returned !== 'path') throw cypherError(returnOffset, `RETURN must name a path variable (MATCH path = (…) … RETURN path); '${q.returns}' is a ${returned}`);
+  if (returned === undefined)
+    throw cypherError(
+      returnOffset,
+      `RETURN names '${q.returns}', which MATCH does not bind (RETURN a path variable: MATCH path = (…) … RETURN path)`,
+    );
+  if (returned !== 'path')
+    throw cypherError(
+      returnOffset,
+      `RETURN must name a path variable (MATCH path = (…) … RETURN path); '${q.returns}' is a ${returned}`,
+    );
   if (q.where) checkExpression(q.where, variables);
   for (const item of q.orderBy) checkExpression(item.expr, variables);
   if (q.skip) requireConstant(q.skip, 'SKIP');
@@ -63,16 +84,23 @@ function requireConstant(expr: Expr, what: string, allowed: ReadonlySet<string> 
       return;
     case 'variable':
       if (allowed.has(expr.name)) return;
-      throw cypherError(expr.offset, `${what} must be a literal or a parameter${allowed.size > 0 ? ' (or use the UNWIND variable)' : ''}, not the variable '${expr.name}'`);
+      throw cypherError(
+        expr.offset,
+        `${what} must be a literal or a parameter${allowed.size > 0 ? ' (or use the UNWIND variable)' : ''}, not the variable '${expr.name}'`,
+      );
     case 'list':
-      return expr.items.forEach((item) => requireConstant(item, what, allowed));
+      for (const item of expr.items) requireConstant(item, what, allowed);
+      return;
     case 'map':
-      return expr.entries.forEach((entry) => requireConstant(entry.value, what, allowed));
+      for (const entry of expr.entries) requireConstant(entry.value, what, allowed);
+      return;
     case 'property':
-      return requireConstant(expr.object, what, allowed);
+      requireConstant(expr.object, what, allowed);
+      return;
     case 'index':
       requireConstant(expr.object, what, allowed);
-      return requireConstant(expr.index, what, allowed);
+      requireConstant(expr.index, what, allowed);
+      return;
     default:
       throw cypherError(expr.offset, `${what} must be a literal or a parameter`);
   }
@@ -93,7 +121,11 @@ function checkExpression(expr: Expr, variables: ReadonlyMap<string, VariableKind
       case 'variable': {
         const kind = kindOf(e.name, e.offset);
         if (kind === 'path') throw cypherError(e.offset, `path variable '${e.name}' can only be returned`);
-        if (kind === 'relations') throw cypherError(e.offset, `'${e.name}' is a variable-length relation (a list of relations) and cannot be used here`);
+        if (kind === 'relations')
+          throw cypherError(
+            e.offset,
+            `'${e.name}' is a variable-length relation (a list of relations) and cannot be used here`,
+          );
         return;
       }
       case 'property':
@@ -101,26 +133,31 @@ function checkExpression(expr: Expr, variables: ReadonlyMap<string, VariableKind
         visit(e.object);
         if (e.kind === 'index') {
           visit(e.index);
-          if (e.object.kind === 'variable' && variables.get(e.object.name) !== 'unwind') throw cypherError(e.offset, `'${e.object.name}' cannot be indexed`);
+          if (e.object.kind === 'variable' && variables.get(e.object.name) !== 'unwind')
+            throw cypherError(e.offset, `'${e.object.name}' cannot be indexed`);
         }
         return;
       case 'list':
-        return e.items.forEach(visit);
+        for (const item of e.items) visit(item);
+        return;
       case 'map':
-        return e.entries.forEach((entry) => visit(entry.value));
+        for (const entry of e.entries) visit(entry.value);
+        return;
       case 'not':
-        return visit(e.operand);
       case 'is-null':
-        return visit(e.operand);
+        visit(e.operand);
+        return;
       case 'logical':
       case 'comparison':
       case 'in':
       case 'string-match':
         visit(e.left);
-        return visit(e.right);
+        visit(e.right);
+        return;
       case 'has-label': {
         const kind = kindOf(e.variable, e.offset);
-        if (kind !== 'node' && kind !== 'relation') throw cypherError(e.offset, `'${e.variable}' is a ${kind}; only nodes and relations have a type`);
+        if (kind !== 'node' && kind !== 'relation')
+          throw cypherError(e.offset, `'${e.variable}' is a ${kind}; only nodes and relations have a type`);
         return;
       }
     }

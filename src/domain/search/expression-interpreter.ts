@@ -26,7 +26,8 @@ export type JsonObject = Record<string, unknown>;
 
 /** `o[key] = value`, except that a key `__proto__` becomes an own property instead of replacing the prototype. */
 export function setOwn(o: JsonObject, key: string, value: unknown): void {
-  if (key === '__proto__') Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
   else o[key] = value;
 }
 
@@ -59,7 +60,11 @@ export class Interpreter {
 
   private charge(steps: number, pos: number): void {
     this.budget.remaining -= steps;
-    if (this.budget.remaining < 0) throw new ExpressionError(`evaluation needs more than ${MAX_STEPS} steps; use smaller lists or a simpler expression`, pos);
+    if (this.budget.remaining < 0)
+      throw new ExpressionError(
+        `evaluation needs more than ${MAX_STEPS} steps; use smaller lists or a simpler expression`,
+        pos,
+      );
   }
 
   private chargeString(s: string, pos: number): void {
@@ -99,7 +104,8 @@ export class Interpreter {
         return this.binary(node, frame);
       case 'conditional': {
         const test = this.evaluate(node.test, frame);
-        if (typeof test !== 'boolean') throw new ExpressionError(`the condition of '?:' must be a bool, not ${typeName(test)}`, node.pos);
+        if (typeof test !== 'boolean')
+          throw new ExpressionError(`the condition of '?:' must be a bool, not ${typeName(test)}`, node.pos);
         return this.evaluate(test ? node.then : node.else, frame);
       }
       case 'array':
@@ -108,7 +114,8 @@ export class Interpreter {
         const out: JsonObject = {};
         for (const { key, value } of node.entries) {
           const k = this.evaluate(key, frame);
-          if (typeof k !== 'string' && typeof k !== 'number') throw new ExpressionError(`a map key must be a string or a number, not ${typeName(k)}`, key.pos);
+          if (typeof k !== 'string' && typeof k !== 'number')
+            throw new ExpressionError(`a map key must be a string or a number, not ${typeName(k)}`, key.pos);
           setOwn(out, String(k), this.evaluate(value, frame));
         }
         return out;
@@ -123,20 +130,26 @@ export class Interpreter {
 
   private unknownName(name: string): string {
     const names = Object.keys(this.scope);
-    const known = names.length === 0 ? 'no names are defined' : `known: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}`;
+    const known =
+      names.length === 0
+        ? 'no names are defined'
+        : `known: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}`;
     return `unknown name '${name}' (${known})`;
   }
 
   /** `object.key` / `object[key]`: own properties of maps and items of arrays only, never the prototype chain. */
   private fetch(object: unknown, key: unknown, pos: number): unknown {
     if (Array.isArray(object)) {
-      if (typeof key !== 'number' || !Number.isInteger(key)) throw new ExpressionError(`cannot fetch ${describeKey(key)} from array (an index must be an integer)`, pos);
+      if (typeof key !== 'number' || !Number.isInteger(key))
+        throw new ExpressionError(`cannot fetch ${describeKey(key)} from array (an index must be an integer)`, pos);
       const index = key < 0 ? object.length + key : key;
-      if (index < 0 || index >= object.length) throw new ExpressionError(`index out of range: ${key} (array length is ${object.length})`, pos);
+      if (index < 0 || index >= object.length)
+        throw new ExpressionError(`index out of range: ${key} (array length is ${object.length})`, pos);
       return object[index] ?? null;
     }
     if (isPlainObject(object)) {
-      if (typeof key !== 'string') throw new ExpressionError(`cannot fetch ${describeKey(key)} from map (a key must be a string)`, pos);
+      if (typeof key !== 'string')
+        throw new ExpressionError(`cannot fetch ${describeKey(key)} from map (a key must be a string)`, pos);
       return Object.hasOwn(object, key) ? (object[key] ?? null) : null;
     }
     throw new ExpressionError(`cannot fetch ${describeKey(key)} from ${typeName(object)}`, pos);
@@ -147,7 +160,8 @@ export class Interpreter {
     if (!Array.isArray(object)) throw new ExpressionError(`cannot slice ${typeName(object)}`, pos);
     const bound = (v: unknown, fallback: number) => {
       if (v === null) return fallback;
-      if (typeof v !== 'number' || !Number.isInteger(v)) throw new ExpressionError(`slice bounds must be integers, not ${typeName(v)}`, pos);
+      if (typeof v !== 'number' || !Number.isInteger(v))
+        throw new ExpressionError(`slice bounds must be integers, not ${typeName(v)}`, pos);
       return Math.min(Math.max(v < 0 ? object.length + v : v, 0), object.length);
     };
     const start = bound(from, 0);
@@ -158,10 +172,12 @@ export class Interpreter {
 
   private unary(node: NodeOf<'unary'>, value: unknown): unknown {
     if (node.op === '!') {
-      if (typeof value !== 'boolean') throw new ExpressionError(`invalid operation: ! ${typeName(value)} (needs a bool)`, node.pos);
+      if (typeof value !== 'boolean')
+        throw new ExpressionError(`invalid operation: ! ${typeName(value)} (needs a bool)`, node.pos);
       return !value;
     }
-    if (typeof value !== 'number') throw new ExpressionError(`invalid operation: ${node.op} ${typeName(value)} (needs a number)`, node.pos);
+    if (typeof value !== 'number')
+      throw new ExpressionError(`invalid operation: ${node.op} ${typeName(value)} (needs a number)`, node.pos);
     return node.op === '-' ? -value : value;
   }
 
@@ -170,10 +186,12 @@ export class Interpreter {
     const left = this.evaluate(node.left, frame);
     // The logical operators and `??` only evaluate their right side when needed.
     if (op === '&&' || op === '||') {
-      if (typeof left !== 'boolean') throw new ExpressionError(`invalid operation: ${typeName(left)} ${op} … (needs bools)`, pos);
+      if (typeof left !== 'boolean')
+        throw new ExpressionError(`invalid operation: ${typeName(left)} ${op} … (needs bools)`, pos);
       if (left === (op === '||')) return left;
       const right = this.evaluate(node.right, frame);
-      if (typeof right !== 'boolean') throw new ExpressionError(`invalid operation: bool ${op} ${typeName(right)} (needs bools)`, pos);
+      if (typeof right !== 'boolean')
+        throw new ExpressionError(`invalid operation: bool ${op} ${typeName(right)} (needs bools)`, pos);
       return right;
     }
     if (op === '??') return left === null ? this.evaluate(node.right, frame) : left;
@@ -194,7 +212,8 @@ export class Interpreter {
       case 'in':
         return this.contains(right, left, pos);
       case '..': {
-        if (!Number.isInteger(left) || !Number.isInteger(right)) throw new ExpressionError(`invalid operation: ${typeName(left)} .. ${typeName(right)} (needs integers)`, pos);
+        if (!Number.isInteger(left) || !Number.isInteger(right))
+          throw new ExpressionError(`invalid operation: ${typeName(left)} .. ${typeName(right)} (needs integers)`, pos);
         const size = Math.max((right as number) - (left as number) + 1, 0);
         this.charge(size, pos); // before allocating, so `1..1e15` fails fast
         return Array.from({ length: size }, (_, i) => (left as number) + i);
@@ -212,7 +231,8 @@ export class Interpreter {
   }
 
   private arithmetic(left: unknown, right: unknown, op: string, pos: number): number {
-    if (typeof left !== 'number' || typeof right !== 'number') throw new ExpressionError(`invalid operation: ${typeName(left)} ${op} ${typeName(right)}`, pos);
+    if (typeof left !== 'number' || typeof right !== 'number')
+      throw new ExpressionError(`invalid operation: ${typeName(left)} ${op} ${typeName(right)}`, pos);
     let result: number;
     switch (op) {
       case '+':
@@ -229,7 +249,8 @@ export class Interpreter {
         result = left / right;
         break;
       case '%':
-        if (!Number.isInteger(left) || !Number.isInteger(right)) throw new ExpressionError(`invalid operation: % needs integers, not ${left} % ${right}`, pos);
+        if (!Number.isInteger(left) || !Number.isInteger(right))
+          throw new ExpressionError(`invalid operation: % needs integers, not ${left} % ${right}`, pos);
         if (right === 0) throw new ExpressionError('modulo by zero', pos);
         result = left % right;
         break;
@@ -253,7 +274,8 @@ export class Interpreter {
   /** Deep equality: numbers by value, lists item by item, maps by their own keys; different types are never equal. */
   private equal(a: unknown, b: unknown, depth: number, pos: number): boolean {
     this.charge(1, pos);
-    if (depth > MAX_VALUE_DEPTH) throw new ExpressionError(`cannot compare values nested more than ${MAX_VALUE_DEPTH} levels deep`, pos);
+    if (depth > MAX_VALUE_DEPTH)
+      throw new ExpressionError(`cannot compare values nested more than ${MAX_VALUE_DEPTH} levels deep`, pos);
     a ??= null;
     b ??= null;
     if (typeof a === 'string' && typeof b === 'string') {
@@ -261,10 +283,14 @@ export class Interpreter {
       return a === b;
     }
     if (a === b) return true;
-    if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => this.equal(item, b[i], depth + 1, pos));
+    if (Array.isArray(a) && Array.isArray(b))
+      return a.length === b.length && a.every((item, i) => this.equal(item, b[i], depth + 1, pos));
     if (isPlainObject(a) && isPlainObject(b)) {
       const keys = Object.keys(a);
-      return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && this.equal(a[k], b[k], depth + 1, pos));
+      return (
+        keys.length === Object.keys(b).length &&
+        keys.every((k) => Object.hasOwn(b, k) && this.equal(a[k], b[k], depth + 1, pos))
+      );
     }
     return false;
   }
@@ -274,7 +300,8 @@ export class Interpreter {
     if (haystack === null) return false;
     if (Array.isArray(haystack)) return haystack.some((item) => this.equal(item, needle, 0, pos));
     if (isPlainObject(haystack)) {
-      if (typeof needle !== 'string') throw new ExpressionError(`cannot use ${typeName(needle)} as a key of a map in 'in'`, pos);
+      if (typeof needle !== 'string')
+        throw new ExpressionError(`cannot use ${typeName(needle)} as a key of a map in 'in'`, pos);
       return Object.hasOwn(haystack, needle);
     }
     throw new ExpressionError(`operator 'in' is not defined on ${typeName(haystack)}`, pos);
@@ -296,7 +323,8 @@ export class Interpreter {
         throw new ExpressionError(`invalid argument for len (${typeName(value)})`, node.pos);
       case 'first':
       case 'last':
-        if (!Array.isArray(value)) throw new ExpressionError(`cannot get the ${node.name} element of ${typeName(value)}`, node.pos);
+        if (!Array.isArray(value))
+          throw new ExpressionError(`cannot get the ${node.name} element of ${typeName(value)}`, node.pos);
         return (node.name === 'first' ? value[0] : value[value.length - 1]) ?? null;
     }
     const list = this.list(value, node.name, first!.pos);
@@ -304,7 +332,11 @@ export class Interpreter {
       case 'filter':
         return list.filter((item, index) => {
           const keep = this.predicate(predicate!, item, index);
-          if (typeof keep !== 'boolean') throw new ExpressionError(`the predicate of filter must give a bool, not ${typeName(keep)}`, predicate!.pos);
+          if (typeof keep !== 'boolean')
+            throw new ExpressionError(
+              `the predicate of filter must give a bool, not ${typeName(keep)}`,
+              predicate!.pos,
+            );
           return keep;
         });
       case 'map':
@@ -312,7 +344,11 @@ export class Interpreter {
       default: {
         // sortBy: compute each key once, then a stable sort of the positions (equal keys keep their order).
         const order = third ? this.evaluate(third, frame) : 'asc';
-        if (order !== 'asc' && order !== 'desc') throw new ExpressionError(`the order of sortBy must be "asc" or "desc", not ${JSON.stringify(order) ?? typeName(order)}`, third!.pos);
+        if (order !== 'asc' && order !== 'desc')
+          throw new ExpressionError(
+            `the order of sortBy must be "asc" or "desc", not ${JSON.stringify(order) ?? typeName(order)}`,
+            third!.pos,
+          );
         const keys = list.map((item, index) => this.predicate(predicate!, item, index));
         const sign = order === 'asc' ? 1 : -1;
         const positions = keys.map((_, i) => i);
@@ -326,7 +362,8 @@ export class Interpreter {
   }
 
   private list(value: unknown, name: string, pos: number): unknown[] {
-    if (!Array.isArray(value)) throw new ExpressionError(`${name} needs an array as its first argument, not ${typeName(value)}`, pos);
+    if (!Array.isArray(value))
+      throw new ExpressionError(`${name} needs an array as its first argument, not ${typeName(value)}`, pos);
     return value;
   }
 
@@ -340,7 +377,8 @@ export class Interpreter {
   /** The result as a plain JSON value: a fresh copy (so callers never alias the scope), nil as `null`. */
   toJson(value: unknown, depth: number, pos: number): unknown {
     this.charge(1, pos);
-    if (depth > MAX_VALUE_DEPTH) throw new ExpressionError(`the result is nested more than ${MAX_VALUE_DEPTH} levels deep`, pos);
+    if (depth > MAX_VALUE_DEPTH)
+      throw new ExpressionError(`the result is nested more than ${MAX_VALUE_DEPTH} levels deep`, pos);
     if (value === null || value === undefined || value === SHORT_CIRCUIT) return null;
     if (typeof value === 'boolean') return value;
     if (typeof value === 'number') {
@@ -354,7 +392,8 @@ export class Interpreter {
     if (Array.isArray(value)) return value.map((item) => this.toJson(item, depth + 1, pos));
     if (isPlainObject(value)) {
       const out: JsonObject = {};
-      for (const [key, item] of Object.entries(value)) if (item !== undefined) setOwn(out, key, this.toJson(item, depth + 1, pos));
+      for (const [key, item] of Object.entries(value))
+        if (item !== undefined) setOwn(out, key, this.toJson(item, depth + 1, pos));
       return out;
     }
     throw new ExpressionError(`the result contains a value that is not JSON (${typeof value})`, pos);

@@ -51,11 +51,57 @@ interface Token {
 }
 
 // Longest first, so that `**` wins over `*` and `?.` over `?`.
-const PUNCTUATION = ['**', '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '..', '+', '-', '*', '/', '%', '^', '<', '>', '!', '?', ':', ',', '.', '(', ')', '[', ']', '{', '}', '#'];
-const NUMBER = /0[xX][0-9a-fA-F](?:_?[0-9a-fA-F])*|0[oO][0-7](?:_?[0-7])*|0[bB][01](?:_?[01])*|(?:\d(?:_?\d)*(?:\.\d(?:_?\d)*)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?/y;
+const PUNCTUATION = [
+  '**',
+  '==',
+  '!=',
+  '<=',
+  '>=',
+  '&&',
+  '||',
+  '??',
+  '?.',
+  '..',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  '^',
+  '<',
+  '>',
+  '!',
+  '?',
+  ':',
+  ',',
+  '.',
+  '(',
+  ')',
+  '[',
+  ']',
+  '{',
+  '}',
+  '#',
+];
+const NUMBER =
+  /0[xX][0-9a-fA-F](?:_?[0-9a-fA-F])*|0[oO][0-7](?:_?[0-7])*|0[bB][01](?:_?[01])*|(?:\d(?:_?\d)*(?:\.\d(?:_?\d)*)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?/y;
 const NAME = /[\p{L}_$][\p{L}\p{N}_$]*/uy;
 const NAME_CHAR = /[\p{L}\p{N}_$]/u;
-const ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', v: '\v', a: '\x07', '0': '\0', '\\': '\\', "'": "'", '"': '"', '`': '`', '/': '/' };
+const ESCAPES: Record<string, string> = {
+  n: '\n',
+  t: '\t',
+  r: '\r',
+  b: '\b',
+  f: '\f',
+  v: '\v',
+  a: '\x07',
+  '0': '\0',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  '`': '`',
+  '/': '/',
+};
 
 function tokenize(source: string): Token[] {
   const tokens: Token[] = [];
@@ -82,7 +128,7 @@ function tokenize(source: string): Token[] {
       const end = endOfQuoted(source, i);
       if (end < 0) throw new ExpressionError('unterminated string literal', i);
       const raw = source.slice(i + 1, end);
-      tokens.push({ kind: 'string', text: c === '`' ? raw : unescape(raw, i + 1), pos: i });
+      tokens.push({ kind: 'string', text: c === '`' ? raw : unescapeString(raw, i + 1), pos: i });
       i = end + 1;
       continue;
     }
@@ -103,7 +149,7 @@ function tokenize(source: string): Token[] {
   return tokens;
 }
 
-function unescape(raw: string, offset: number): string {
+function unescapeString(raw: string, offset: number): string {
   if (!raw.includes('\\')) return raw;
   let out = '';
   for (let i = 0; i < raw.length; i++) {
@@ -116,7 +162,8 @@ function unescape(raw: string, offset: number): string {
     if (hexLength > 0) {
       const hex = raw.slice(i + 1, i + 1 + hexLength);
       const code = /^[0-9a-fA-F]+$/.test(hex) && hex.length === hexLength ? parseInt(hex, 16) : NaN;
-      if (!(code <= 0x10ffff) || (code >= 0xd800 && code <= 0xdfff)) throw new ExpressionError(`invalid escape sequence '\\${e}${hex}'`, offset + i - 1);
+      if (!(code <= 0x10ffff) || (code >= 0xd800 && code <= 0xdfff))
+        throw new ExpressionError(`invalid escape sequence '\\${e}${hex}'`, offset + i - 1);
       out += String.fromCodePoint(code);
       i += hexLength;
     } else if (Object.hasOwn(ESCAPES, e)) out += ESCAPES[e];
@@ -220,14 +267,18 @@ export class Parser {
 
   private unexpected(hint?: string): ExpressionError {
     const token = this.peek();
-    const what = token.kind === 'eof' ? 'unexpected end of expression' : `unexpected ${token.kind === 'string' ? 'string' : `'${token.text}'`}`;
+    const what =
+      token.kind === 'eof'
+        ? 'unexpected end of expression'
+        : `unexpected ${token.kind === 'string' ? 'string' : `'${token.text}'`}`;
     return new ExpressionError(hint ? `${what}, ${hint}` : what, token.pos);
   }
 
   /** Builds a node, computing its depth from its children and refusing trees too deep to evaluate safely. */
   private node<T extends Node>(fields: DistributiveOmit<T, 'depth'>, ...children: (Node | null)[]): T {
     const depth = 1 + children.reduce((max, c) => Math.max(max, c?.depth ?? 0), 0);
-    if (depth > MAX_TREE_DEPTH) throw new ExpressionError(`expression is nested more than ${MAX_TREE_DEPTH} levels deep`, fields.pos);
+    if (depth > MAX_TREE_DEPTH)
+      throw new ExpressionError(`expression is nested more than ${MAX_TREE_DEPTH} levels deep`, fields.pos);
     return { ...fields, depth } as unknown as T;
   }
 
@@ -241,7 +292,8 @@ export class Parser {
   }
 
   private expression(minPrecedence: number): Node {
-    if (++this.nesting > MAX_NESTING) throw new ExpressionError(`expression is nested more than ${MAX_NESTING} levels deep`, this.peek().pos);
+    if (++this.nesting > MAX_NESTING)
+      throw new ExpressionError(`expression is nested more than ${MAX_NESTING} levels deep`, this.peek().pos);
     let left = this.unary();
     let previous = '';
     for (;;) {
@@ -250,7 +302,8 @@ export class Parser {
       if (this.is('not') && !negated) throw this.unexpected("'not' here must be followed by 'in'");
       const op = negated ? 'in' : this.binaryOperator();
       if (op === null || BINARY[op]!.precedence < minPrecedence) break;
-      if (previous === '??' && op !== '??') throw new ExpressionError(`'${token.text}' and '??' cannot be mixed; add parentheses`, token.pos);
+      if (previous === '??' && op !== '??')
+        throw new ExpressionError(`'${token.text}' and '??' cannot be mixed; add parentheses`, token.pos);
       this.next();
       if (negated) this.next();
       if (BINARY[op]!.precedence === COMPARISON) left = this.comparisonChain(left, op, negated, token.pos);
@@ -279,7 +332,10 @@ export class Parser {
       const right = this.expression(COMPARISON + 1);
       let comparison: Node = this.node({ type: 'binary', op, left, right, pos }, left, right);
       if (negated) comparison = this.node({ type: 'unary', op: '!', operand: comparison, pos }, comparison);
-      root = root === null ? comparison : this.node({ type: 'binary', op: '&&', left: root, right: comparison, pos }, root, comparison);
+      root =
+        root === null
+          ? comparison
+          : this.node({ type: 'binary', op: '&&', left: root, right: comparison, pos }, root, comparison);
       left = right;
       const next = this.peek();
       negated = this.is('not') && this.is('in', 1);
@@ -298,7 +354,9 @@ export class Parser {
       this.next();
       const logical = token.text === '!' || token.text === 'not';
       const operand = this.expression(logical ? 50 : 90);
-      return this.postfix(this.node({ type: 'unary', op: logical ? '!' : token.text, operand, pos: token.pos }, operand));
+      return this.postfix(
+        this.node({ type: 'unary', op: logical ? '!' : token.text, operand, pos: token.pos }, operand),
+      );
     }
     if (this.is('(')) {
       this.next();
@@ -307,14 +365,19 @@ export class Parser {
       return this.postfix(inner);
     }
     if (this.is('#') || this.is('.')) {
-      if (this.closures === 0) throw new ExpressionError(`'${token.text}' can only be used inside the predicate of filter, map or sortBy`, token.pos);
+      if (this.closures === 0)
+        throw new ExpressionError(
+          `'${token.text}' can only be used inside the predicate of filter, map or sortBy`,
+          token.pos,
+        );
       let index = false;
       if (this.is('#')) {
         this.next();
         // `#index` is the index of the current item; the name must follow `#` directly.
         const name = this.peek();
         if (name.kind === 'name' && name.pos === token.pos + 1 && !KEYWORDS.has(name.text)) {
-          if (name.text !== 'index') throw new ExpressionError(`unknown pointer '#${name.text}' (only '#' and '#index' exist)`, token.pos);
+          if (name.text !== 'index')
+            throw new ExpressionError(`unknown pointer '#${name.text}' (only '#' and '#index' exist)`, token.pos);
           this.next();
           index = true;
         }
@@ -360,7 +423,8 @@ export class Parser {
         node = this.node({ type: 'member', object: node, key, optional, pos: name.pos }, node);
       } else if (this.is('[')) {
         this.next();
-        if (++this.nesting > MAX_NESTING) throw new ExpressionError(`expression is nested more than ${MAX_NESTING} levels deep`, token.pos);
+        if (++this.nesting > MAX_NESTING)
+          throw new ExpressionError(`expression is nested more than ${MAX_NESTING} levels deep`, token.pos);
         const from = this.is(':') ? null : this.expression(0);
         if (this.is(':')) {
           this.next();
@@ -379,7 +443,11 @@ export class Parser {
 
   private call(name: Token): Node {
     const builtin = Object.hasOwn(BUILTINS, name.text) ? BUILTINS[name.text] : undefined;
-    if (!builtin) throw new ExpressionError(`unknown function '${name.text}' (known: ${Object.keys(BUILTINS).join(', ')})`, name.pos);
+    if (!builtin)
+      throw new ExpressionError(
+        `unknown function '${name.text}' (known: ${Object.keys(BUILTINS).join(', ')})`,
+        name.pos,
+      );
     this.expect('(');
     const args: Node[] = [];
     while (!this.is(')')) {
@@ -388,18 +456,26 @@ export class Parser {
         if (this.is(')')) break; // trailing comma
       }
       const kind = builtin.args[args.length];
-      if (kind === undefined) throw new ExpressionError(`${name.text} takes at most ${builtin.args.length} arguments`, this.peek().pos);
+      if (kind === undefined)
+        throw new ExpressionError(`${name.text} takes at most ${builtin.args.length} arguments`, this.peek().pos);
       args.push(kind === 'closure' ? this.closure() : this.expression(0));
     }
     this.expect(')');
-    if (args.length < builtin.required) throw new ExpressionError(`${name.text} needs ${builtin.required === builtin.args.length ? '' : 'at least '}${builtin.required} argument${builtin.required === 1 ? '' : 's'}`, name.pos);
+    if (args.length < builtin.required)
+      throw new ExpressionError(
+        `${name.text} needs ${builtin.required === builtin.args.length ? '' : 'at least '}${builtin.required} argument${builtin.required === 1 ? '' : 's'}`,
+        name.pos,
+      );
     return this.node({ type: 'call', name: name.text, args, pos: name.pos }, ...args);
   }
 
   /** A predicate, optionally wrapped in `{ }` (expr-lang's closure braces); `{}` and `{key: …}` remain map literals. */
   private closure(): Node {
     const pos = this.peek().pos;
-    const braced = this.is('{') && !this.is('}', 1) && !(['name', 'string', 'number'].includes(this.peek(1).kind) && this.is(':', 2));
+    const braced =
+      this.is('{') &&
+      !this.is('}', 1) &&
+      !(['name', 'string', 'number'].includes(this.peek(1).kind) && this.is(':', 2));
     if (braced) this.next();
     this.closures++;
     const body = this.expression(0);
@@ -446,4 +522,3 @@ export class Parser {
     return this.node({ type: 'map', entries, pos }, ...entries.flatMap((e) => [e.key, e.value]));
   }
 }
-

@@ -10,8 +10,8 @@
 // arrays, so nothing reaches a prototype. Every failure is a 400 `bad-content` naming the offset in the string.
 import { badContent } from '../../errors.js';
 import { isPlainObject } from '../values.js';
-import { Interpreter, MAX_STEPS, MAX_VALUE_DEPTH, setOwn, type Budget } from './expression-interpreter.js';
-import { endOfQuoted, ExpressionError, Parser } from './expression-syntax.js';
+import { type Budget, Interpreter, MAX_STEPS, MAX_VALUE_DEPTH, setOwn } from './expression-interpreter.js';
+import { ExpressionError, endOfQuoted, Parser } from './expression-syntax.js';
 
 export interface ExpressionOptions {
   enabled: boolean;
@@ -43,11 +43,16 @@ export function isExpression(s: string): boolean {
  * a string, and keeping such strings verbatim means data that merely contains braces is never evaluated by accident.
  * Object keys are never evaluated. All expressions of one call share one step budget.
  */
-export function resolveExpressions(value: unknown, scope: Readonly<Record<string, unknown>>, options: ExpressionOptions): unknown {
+export function resolveExpressions(
+  value: unknown,
+  scope: Readonly<Record<string, unknown>>,
+  options: ExpressionOptions,
+): unknown {
   const budget: Budget = { remaining: MAX_STEPS };
   const path: (string | number)[] = [];
   const copy = (v: unknown): unknown => {
-    if (path.length > MAX_VALUE_DEPTH) throw badContent(`The value is nested more than ${MAX_VALUE_DEPTH} levels deep.`);
+    if (path.length > MAX_VALUE_DEPTH)
+      throw badContent(`The value is nested more than ${MAX_VALUE_DEPTH} levels deep.`);
     if (typeof v === 'string') return isExpression(v) ? evaluate(v.slice(2, -2), scope, options, budget, 2, path) : v;
     if (Array.isArray(v))
       return v.map((item, i) => {
@@ -71,7 +76,11 @@ export function resolveExpressions(value: unknown, scope: Readonly<Record<string
 }
 
 /** Evaluates the source between the braces and returns a plain JSON value (nil is `null`). */
-export function evaluateExpression(source: string, scope: Readonly<Record<string, unknown>>, options: ExpressionOptions): unknown {
+export function evaluateExpression(
+  source: string,
+  scope: Readonly<Record<string, unknown>>,
+  options: ExpressionOptions,
+): unknown {
   return evaluate(source, scope, options, { remaining: MAX_STEPS }, 0, []);
 }
 
@@ -84,17 +93,22 @@ function evaluate(
   path: readonly (string | number)[],
 ): unknown {
   const where = path.length > 0 ? ` in ${describePath(path)}` : '';
-  if (!options.enabled) throw badContent(`Expressions are disabled on this server (expression.enabled is false); found one${where}.`);
+  if (!options.enabled)
+    throw badContent(`Expressions are disabled on this server (expression.enabled is false); found one${where}.`);
   if (source.length > options.maxLength)
-    throw badContent(`The expression${where} is ${source.length} characters long; at most ${options.maxLength} are allowed (expression.maxLength).`);
+    throw badContent(
+      `The expression${where} is ${source.length} characters long; at most ${options.maxLength} are allowed (expression.maxLength).`,
+    );
   try {
     const tree = new Parser(source).parseAll();
     const interpreter = new Interpreter(scope, budget);
     return interpreter.toJson(interpreter.evaluate(tree, null), 0, 0);
   } catch (error) {
-    if (error instanceof ExpressionError) throw badContent(`Invalid expression${where} at offset ${base + error.offset}: ${error.message}.`);
+    if (error instanceof ExpressionError)
+      throw badContent(`Invalid expression${where} at offset ${base + error.offset}: ${error.message}.`);
     // Our limits should keep the stack and string/array sizes in check; this is the last line of defence.
-    if (error instanceof RangeError) throw badContent(`The expression${where} exceeds an internal limit (${error.message}).`);
+    if (error instanceof RangeError)
+      throw badContent(`The expression${where} exceeds an internal limit (${error.message}).`);
     throw error;
   }
 }

@@ -13,7 +13,7 @@
 //   Compare    := > >= < <= followed by a value (Elasticsearch's `age:>10`)
 //   Boost      := ^number
 
-export type Occur = 'must' | 'should' | 'must_not';
+type Occur = 'must' | 'should' | 'must_not';
 
 export interface LuceneQuery {
   clauses: Array<{ occur: Occur; node: LuceneNode }>;
@@ -25,18 +25,53 @@ export type LuceneNode =
    * `raw`: the term as written (escapes kept, so that an escaped `*` is no wildcard); `text`: unescaped. `slop`: a
    * phrase's `~N` (null when not given), `fuzzy`: a term's `~N`.
    */
-  | { k: 'term'; field: string | null; raw: string; text: string; quoted: boolean; slop: number | null; fuzzy: number | null; boost: number | null }
-  | { k: 'range'; field: string | null; min: string | null; max: string | null; minInclusive: boolean; maxInclusive: boolean; boost: number | null }
+  | {
+      k: 'term';
+      field: string | null;
+      raw: string;
+      text: string;
+      quoted: boolean;
+      slop: number | null;
+      fuzzy: number | null;
+      boost: number | null;
+    }
+  | {
+      k: 'range';
+      field: string | null;
+      min: string | null;
+      max: string | null;
+      minInclusive: boolean;
+      maxInclusive: boolean;
+      boost: number | null;
+    }
   | { k: 'compare'; field: string | null; op: 'gt' | 'gte' | 'lt' | 'lte'; value: string; boost: number | null };
 
 export class LuceneSyntaxError extends Error {}
 
 /** Fuzzy edit distance of a bare `~`, as in Elasticsearch. */
-export const DEFAULT_FUZZY_EDITS = 2;
+const DEFAULT_FUZZY_EDITS = 2;
 
 const WHITESPACE = /[\s\u3000]/;
 // Characters that end a term (unless escaped); `+`, `-` and `!` may not start one.
-const TERM_END = new Set([' ', '\t', '\n', '\r', '\u3000', '(', ')', ':', '^', '[', ']', '"', '{', '}', '~', '\\', '/']);
+const TERM_END = new Set([
+  ' ',
+  '\t',
+  '\n',
+  '\r',
+  '\u3000',
+  '(',
+  ')',
+  ':',
+  '^',
+  '[',
+  ']',
+  '"',
+  '{',
+  '}',
+  '~',
+  '\\',
+  '/',
+]);
 const NOT_TERM_START = new Set([...TERM_END, '+', '-', '!']);
 
 /** Groups may nest `maxDepth` levels (the parser recurses per level; a hostile query must not exhaust the stack). */
@@ -75,7 +110,16 @@ class Parser {
     if (!/^[A-Z]+$/.test(word)) return true;
     const next = this.text[this.i + word.length];
     // Before ')' too: `(a AND)` is a missing clause, as at the end of the query, not a search for the word "and".
-    return next === undefined || WHITESPACE.test(next) || next === '(' || next === ')' || next === '"' || next === '+' || next === '-' || next === '!';
+    return (
+      next === undefined ||
+      WHITESPACE.test(next) ||
+      next === '(' ||
+      next === ')' ||
+      next === '"' ||
+      next === '+' ||
+      next === '-' ||
+      next === '!'
+    );
   }
 
   private query(nested: boolean): LuceneQuery {
@@ -84,7 +128,12 @@ class Parser {
       this.skipSpace();
       if (this.i >= this.text.length || (nested && this.text[this.i] === ')')) break;
       let conj: 'and' | 'or' | null = null;
-      for (const [word, value] of [['AND', 'and'], ['&&', 'and'], ['OR', 'or'], ['||', 'or']] as const) {
+      for (const [word, value] of [
+        ['AND', 'and'],
+        ['&&', 'and'],
+        ['OR', 'or'],
+        ['||', 'or'],
+      ] as const) {
         if (this.peekWord(word)) {
           if (clauses.length === 0) this.error(`'${word}' needs a clause before it`);
           conj = value;
@@ -110,14 +159,23 @@ class Parser {
   }
 
   /** Lucene's QueryParserBase.addClause: how a conjunction and a modifier decide each clause's occurrence. */
-  private addClause(clauses: LuceneQuery['clauses'], conj: 'and' | 'or' | null, modifier: 'required' | 'prohibited' | null, node: LuceneNode) {
+  private addClause(
+    clauses: LuceneQuery['clauses'],
+    conj: 'and' | 'or' | null,
+    modifier: 'required' | 'prohibited' | null,
+    node: LuceneNode,
+  ) {
     const previous = clauses[clauses.length - 1];
     // Introduced by AND: the preceding clause becomes required unless it is prohibited.
     if (previous && conj === 'and' && previous.occur !== 'must_not') previous.occur = 'must';
     // With AND as the default operator, OR makes the preceding clause optional (so that `a OR b` is not `+a b`).
-    if (previous && this.operator === 'and' && conj === 'or' && previous.occur !== 'must_not') previous.occur = 'should';
+    if (previous && this.operator === 'and' && conj === 'or' && previous.occur !== 'must_not')
+      previous.occur = 'should';
     const prohibited = modifier === 'prohibited';
-    const required = this.operator === 'or' ? modifier === 'required' || (conj === 'and' && !prohibited) : !prohibited && conj !== 'or';
+    const required =
+      this.operator === 'or'
+        ? modifier === 'required' || (conj === 'and' && !prohibited)
+        : !prohibited && conj !== 'or';
     clauses.push({ occur: prohibited ? 'must_not' : required ? 'must' : 'should', node });
   }
 
@@ -127,7 +185,7 @@ class Parser {
     if (!NOT_TERM_START.has(this.text[this.i]!)) {
       const name = this.termText();
       if (this.text[this.i] === ':') {
-        field = unescape(name);
+        field = unescapeTerm(name);
         this.i++;
         this.skipSpace();
       } else this.i = start;
@@ -144,9 +202,15 @@ class Parser {
     }
     if (c === '[' || c === '{') return this.range(field);
     if (c === '>' || c === '<') {
-      const op = this.text.startsWith('>=', this.i) ? 'gte' : this.text.startsWith('<=', this.i) ? 'lte' : c === '>' ? 'gt' : 'lt';
+      const op = this.text.startsWith('>=', this.i)
+        ? 'gte'
+        : this.text.startsWith('<=', this.i)
+          ? 'lte'
+          : c === '>'
+            ? 'gt'
+            : 'lt';
       this.i += op.length === 3 ? 2 : 1;
-      const value = this.text[this.i] === '"' ? this.quoted() : unescape(this.termText());
+      const value = this.text[this.i] === '"' ? this.quoted() : unescapeTerm(this.termText());
       if (value === '') this.error(`a value is missing after '${op}'`);
       return { k: 'compare', field, op, value, boost: this.boost() };
     }
@@ -162,7 +226,8 @@ class Parser {
       return { k: 'term', field, raw: text, text, quoted: true, slop, fuzzy: null, boost: this.boost() };
     }
     if (c === '/') this.error('regular expressions are not supported');
-    if (c === undefined || NOT_TERM_START.has(c)) this.error(c === undefined ? 'a term is missing' : `unexpected '${c}'`);
+    if (c === undefined || NOT_TERM_START.has(c))
+      this.error(c === undefined ? 'a term is missing' : `unexpected '${c}'`);
     const raw = this.termText();
     let fuzzy: number | null = null;
     if (this.text[this.i] === '~') {
@@ -171,7 +236,7 @@ class Parser {
       fuzzy = n ?? DEFAULT_FUZZY_EDITS;
       if (!Number.isInteger(fuzzy) || fuzzy < 0 || fuzzy > 2) this.error('a fuzzy edit distance is 0, 1 or 2');
     }
-    return { k: 'term', field, raw, text: unescape(raw), quoted: false, slop: null, fuzzy, boost: this.boost() };
+    return { k: 'term', field, raw, text: unescapeTerm(raw), quoted: false, slop: null, fuzzy, boost: this.boost() };
   }
 
   /** Term characters from the cursor, escapes included as written. */
@@ -182,7 +247,13 @@ class Parser {
       if (c === '\\') {
         if (this.i + 1 >= this.text.length) this.error('a backslash escapes nothing');
         this.i += 2;
-      } else if (TERM_END.has(c) || c === '!' || this.text.startsWith('&&', this.i) || this.text.startsWith('||', this.i)) break;
+      } else if (
+        TERM_END.has(c) ||
+        c === '!' ||
+        this.text.startsWith('&&', this.i) ||
+        this.text.startsWith('||', this.i)
+      )
+        break;
       else this.i++;
     }
     return this.text.slice(begin, this.i);
@@ -236,14 +307,19 @@ class Parser {
   private bound(): string | null {
     if (this.text[this.i] === '"') return this.quoted();
     const begin = this.i;
-    while (this.i < this.text.length && !WHITESPACE.test(this.text[this.i]!) && this.text[this.i] !== ']' && this.text[this.i] !== '}') {
+    while (
+      this.i < this.text.length &&
+      !WHITESPACE.test(this.text[this.i]!) &&
+      this.text[this.i] !== ']' &&
+      this.text[this.i] !== '}'
+    ) {
       if (this.text[this.i] === '\\') this.i++;
       this.i++;
     }
     const raw = this.text.slice(begin, this.i);
     if (raw === '') this.error('a range bound is missing');
-    return raw === '*' ? null : unescape(raw);
+    return raw === '*' ? null : unescapeTerm(raw);
   }
 }
 
-const unescape = (raw: string) => raw.replace(/\\(.)/gs, '$1');
+const unescapeTerm = (raw: string) => raw.replace(/\\(.)/gs, '$1');

@@ -9,7 +9,7 @@ import type { Db, Queryable } from '../../storage/db.js';
 import { readableElements } from '../../storage/search/hydration.js';
 import type { ElementJson } from '../elements/representation.js';
 import { isPlainObject as isObject, isUuid } from '../values.js';
-import { resolveExpressions, type ExpressionOptions } from './expressions.js';
+import { type ExpressionOptions, resolveExpressions } from './expressions.js';
 import { runCypherPaths, runSearchEngine } from './steps.js';
 import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';
 
@@ -28,8 +28,8 @@ const STEP_TYPES: Record<string, StepKind> = {
 type StepKind = 'search-engine' | 'cypher' | 'hydration';
 
 // Limits the spec leaves open ("not shown"), chosen so one request cannot occupy the database for long.
-export const MAX_PIPELINE_STEPS = 20;
-export const MAX_HYDRATED = 10_000;
+const MAX_PIPELINE_STEPS = 20;
+const MAX_HYDRATED = 10_000;
 const PAGE_SIZE = { default: 25, min: 1, max: 1000 };
 
 type JsonObject = Record<string, unknown>;
@@ -59,7 +59,8 @@ class Hydrated {
   ) {}
 
   get elements(): ElementJson[] {
-    return (this.parsed ??= this.bodies.map((body) => JSON.parse(body) as ElementJson));
+    this.parsed ??= this.bodies.map((body) => JSON.parse(body) as ElementJson);
+    return this.parsed;
   }
 }
 
@@ -97,13 +98,18 @@ export class Search {
     try {
       // Every statement of the search runs under the search's time budget, local to this transaction, so that no
       // query a client can write holds a connection and its CPU for long (on PGlite, the whole process: SECURITY.md).
-      return await this.db.transaction((tx) => this.runSteps(tx, userId, request), { statementTimeoutMs: Math.round(budget * 1000) });
+      return await this.db.transaction((tx) => this.runSteps(tx, userId, request), {
+        statementTimeoutMs: Math.round(budget * 1000),
+      });
     } catch (error) {
       const code = (error as { code?: string })?.code;
       if (code === QUERY_CANCELED)
-        throw badContent(`The search ran longer than its budget of ${budget} s per statement (search.statementTimeoutInSeconds); narrow it down.`);
+        throw badContent(
+          `The search ran longer than its budget of ${budget} s per statement (search.statementTimeoutInSeconds); narrow it down.`,
+        );
       // The statement nested deeper than the database's stack allows (pglite-wire.ts raises the same on the embedded one).
-      if (code === STATEMENT_TOO_COMPLEX) throw badContent('The search is too complex for the database to run; simplify it.');
+      if (code === STATEMENT_TOO_COMPLEX)
+        throw badContent('The search is too complex for the database to run; simplify it.');
       throw error;
     }
   }
@@ -120,7 +126,11 @@ export class Search {
       steps.push({ index: steps.length, type: 'element-hydration', kind: 'hydration', query: null, parameters: {} });
 
     for (const step of steps) {
-      const parameters: JsonObject = { ...request.parameters, ...step.parameters, stepResults: outputs.map(stepResult) };
+      const parameters: JsonObject = {
+        ...request.parameters,
+        ...step.parameters,
+        stepResults: outputs.map(stepResult),
+      };
       const start = nowSeconds();
       const { output, fields } = await this.runStep(q, userId, step, parameters, outputs.at(-1) ?? null);
       const end = nowSeconds();
@@ -129,7 +139,8 @@ export class Search {
       if (request.debug)
         debug.push({
           input: { type: step.type, query: step.query ?? null, parameters },
-          'step-handler': step.index < request.steps.length ? step.type : `${step.type} (implicit, after the last step)`,
+          'step-handler':
+            step.index < request.steps.length ? step.type : `${step.type} (implicit, after the last step)`,
           start,
           ...fields,
           end,
@@ -144,7 +155,13 @@ export class Search {
     return this.settings.expression;
   }
 
-  private async runStep(q: Queryable, userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<StepRun> {
+  private async runStep(
+    q: Queryable,
+    userId: string,
+    step: Step,
+    parameters: JsonObject,
+    previous: StepOutput | null,
+  ): Promise<StepRun> {
     switch (step.kind) {
       case 'search-engine': {
         const query = resolveExpressions(step.query, parameters, this.expressions);
@@ -164,18 +181,31 @@ export class Search {
     }
   }
 
-  private async hydrate(q: Queryable, userId: string, step: Step, parameters: JsonObject, previous: StepOutput | null): Promise<StepRun> {
+  private async hydrate(
+    q: Queryable,
+    userId: string,
+    step: Step,
+    parameters: JsonObject,
+    previous: StepOutput | null,
+  ): Promise<StepRun> {
     const requested =
-      step.query === null || step.query === undefined ? idsOf(step, previous) : explicitIds(step, parameters, this.expressions);
+      step.query === null || step.query === undefined
+        ? idsOf(step, previous)
+        : explicitIds(step, parameters, this.expressions);
     // Duplicates are dropped, keeping the first occurrence (and so the requested order).
     const ids = [...new Set(requested)];
     const redundant = requested.length - ids.length;
     if (ids.length > MAX_HYDRATED)
-      throw badContent(`steps[${step.index}] would hydrate ${ids.length} elements; at most ${MAX_HYDRATED} are allowed.`);
+      throw badContent(
+        `steps[${step.index}] would hydrate ${ids.length} elements; at most ${MAX_HYDRATED} are allowed.`,
+      );
     const rows = await readableElements(q, userId, ids);
     const byId = new Map(rows.map((row) => [row.id, row.body]));
     const found = ids.filter((id) => byId.has(id));
-    const elements = new Hydrated(found, found.map((id) => byId.get(id)!));
+    const elements = new Hydrated(
+      found,
+      found.map((id) => byId.get(id)!),
+    );
     const fields: DebugFields = { accessibleElementIds: found };
     if (redundant > 0)
       fields.redundantElementIds = {
@@ -198,7 +228,8 @@ interface SearchRequest {
 function parseRequest(body: unknown): SearchRequest {
   if (!isObject(body)) throw badContent('The request body must be a JSON object with `steps`.');
   for (const key of Object.keys(body))
-    if (!['steps', 'debug', 'parameters'].includes(key)) throw badContent(`Unknown property '${key}' in the search request.`);
+    if (!['steps', 'debug', 'parameters'].includes(key))
+      throw badContent(`Unknown property '${key}' in the search request.`);
   const { steps, debug = false, parameters = {} } = body;
   if (typeof debug !== 'boolean') throw badContent('`debug` must be a boolean.');
   if (parameters !== null && !isObject(parameters)) throw badContent('`parameters` must be an object.');
@@ -210,11 +241,13 @@ function parseRequest(body: unknown): SearchRequest {
 function parseStep(raw: unknown, index: number): Step {
   if (!isObject(raw)) throw badContent(`steps[${index}] must be an object.`);
   for (const key of Object.keys(raw))
-    if (!['type', 'query', 'parameters'].includes(key)) throw badContent(`Unknown property '${key}' in steps[${index}].`);
+    if (!['type', 'query', 'parameters'].includes(key))
+      throw badContent(`Unknown property '${key}' in steps[${index}].`);
   const { type, query = null, parameters = {} } = raw;
   if (typeof type !== 'string') throw badContent(`steps[${index}].type must be a string.`);
   const kind = STEP_TYPES[type];
-  if (kind === undefined) throw badContent(`steps[${index}].type '${type}' is not a step type (${Object.keys(STEP_TYPES).join(', ')}).`);
+  if (kind === undefined)
+    throw badContent(`steps[${index}].type '${type}' is not a step type (${Object.keys(STEP_TYPES).join(', ')}).`);
   if (parameters !== null && !isObject(parameters)) throw badContent(`steps[${index}].parameters must be an object.`);
   if ((parameters as JsonObject | null)?.stepResults !== undefined)
     throw badContent(`steps[${index}].parameters must not set 'stepResults': the pipeline provides it.`);
@@ -233,7 +266,8 @@ function engineOptions(step: Step, p: JsonObject): SearchEngineOptions {
   const types = (name: string) => {
     const v = p[name] ?? null;
     if (v === null) return null;
-    if (!Array.isArray(v) || !v.every((t) => typeof t === 'string')) throw badContent(`${where}.${name} must be a list of type names.`);
+    if (!Array.isArray(v) || !v.every((t) => typeof t === 'string'))
+      throw badContent(`${where}.${name} must be a list of type names.`);
     return v as string[];
   };
   const minScore = p.minScore ?? null;
@@ -249,11 +283,13 @@ function engineOptions(step: Step, p: JsonObject): SearchEngineOptions {
 }
 
 /** What later steps see of a step's output in `stepResults`. */
-const stepResult = (output: StepOutput): unknown => (output.kind === 'hydration' ? output.value.elements : output.value);
+const stepResult = (output: StepOutput): unknown =>
+  output.kind === 'hydration' ? output.value.elements : output.value;
 
 /** The ids an implicit hydration takes from the previous step: hits in score order, path elements in path order. */
 function idsOf(step: Step, previous: StepOutput | null): string[] {
-  if (previous === null) throw badContent(`steps[${step.index}] (element-hydration) has no query and no previous step to hydrate.`);
+  if (previous === null)
+    throw badContent(`steps[${step.index}] (element-hydration) has no query and no previous step to hydrate.`);
   switch (previous.kind) {
     case 'search-engine':
       return previous.value.elements.map((e) => e.id);
@@ -270,11 +306,14 @@ function idsOf(step: Step, previous: StepOutput | null): string[] {
 function explicitIds(step: Step, parameters: JsonObject, options: ExpressionOptions): string[] {
   const where = `steps[${step.index}].query`;
   if (!isObject(step.query)) throw badContent(`${where} must be an object with 'elementIds'.`);
-  for (const key of Object.keys(step.query)) if (key !== 'elementIds') throw badContent(`Unknown property '${key}' in ${where}.`);
+  for (const key of Object.keys(step.query))
+    if (key !== 'elementIds') throw badContent(`Unknown property '${key}' in ${where}.`);
   const ids = resolveExpressions(step.query.elementIds, parameters, options);
-  if (!Array.isArray(ids)) throw badContent(`${where}.elementIds must be a list of element ids (or an expression yielding one).`);
+  if (!Array.isArray(ids))
+    throw badContent(`${where}.elementIds must be a list of element ids (or an expression yielding one).`);
   return ids.map((id, i) => {
-    if (typeof id !== 'string' || !isUuid(id.toLowerCase())) throw badContent(`${where}.elementIds[${i}] is not an element id.`);
+    if (typeof id !== 'string' || !isUuid(id.toLowerCase()))
+      throw badContent(`${where}.elementIds[${i}] is not an element id.`);
     return id.toLowerCase();
   });
 }
@@ -291,7 +330,7 @@ function duplicatesOf(ids: string[]): string[] {
  * so the output grows with the square of the steps: 20 hydrations of a 5 MB element overflowed V8's longest string
  * (a 500 after 2 GB of memory). Serialised entry by entry and refused (400) beyond this.
  */
-export const MAX_DEBUG_CHARS = 64 * 1024 * 1024;
+const MAX_DEBUG_CHARS = 64 * 1024 * 1024;
 
 function debugJson(entries: DebugEntry[]): string {
   const parts: string[] = [];
@@ -300,7 +339,9 @@ function debugJson(entries: DebugEntry[]): string {
     const text = JSON.stringify(entry);
     size += text.length;
     if (size > MAX_DEBUG_CHARS)
-      throw badContent(`The debug output would exceed ${MAX_DEBUG_CHARS} characters (each step repeats the results before it); ask without debug, or with fewer steps.`);
+      throw badContent(
+        `The debug output would exceed ${MAX_DEBUG_CHARS} characters (each step repeats the results before it); ask without debug, or with fewer steps.`,
+      );
     parts.push(text);
   }
   return `[${parts.join(',')}]`;

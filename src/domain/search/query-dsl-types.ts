@@ -35,7 +35,15 @@ export type DslQuery =
   | { k: 'none' }
   | { k: 'constantScore'; filter: DslQuery; boost: number }
   /** `required`: how many of `should` must match (minimum_should_match resolved). */
-  | { k: 'bool'; must: DslQuery[]; filter: DslQuery[]; should: DslQuery[]; mustNot: DslQuery[]; required: number; boost: number }
+  | {
+      k: 'bool';
+      must: DslQuery[];
+      filter: DslQuery[];
+      should: DslQuery[];
+      mustNot: DslQuery[];
+      required: number;
+      boost: number;
+    }
   /** A query whose score is multiplied (query_string's boosts). */
   | { k: 'boosted'; factor: number; query: DslQuery }
   /**
@@ -61,7 +69,14 @@ export type DslQuery =
   /** Any of the values (distinct); on a date field the instants as ISO text. */
   | { k: 'terms'; field: DslField; values: Scalar[]; boost: number }
   /** prefix, or wildcard (`*`, `?`, `\` escapes), on a property, its keyword or a file property. */
-  | { k: 'pattern'; field: DslField; syntax: 'prefix' | 'wildcard'; pattern: string; caseInsensitive: boolean; boost: number }
+  | {
+      k: 'pattern';
+      field: DslField;
+      syntax: 'prefix' | 'wildcard';
+      pattern: string;
+      caseInsensitive: boolean;
+      boost: number;
+    }
   /** Bounds all numbers or all strings on a property; instants (ISO text) on a date field. None: the field exists. */
   | { k: 'range'; field: DslField; bounds: Array<{ op: RangeOp; value: string | number }>; boost: number }
   | { k: 'exists'; field: DslField; boost: number };

@@ -16,10 +16,17 @@ export const fail = (path: string, message: string): never => {
 };
 
 export const describe = (v: unknown) =>
-  v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`;
+  v === null
+    ? 'null'
+    : Array.isArray(v)
+      ? 'an array'
+      : typeof v === 'object'
+        ? 'an object'
+        : `${typeof v} ${JSON.stringify(v)}`;
 
 export function onlyKeys(o: Json, path: string, allowed: readonly string[]): void {
-  for (const key of Object.keys(o)) if (!allowed.includes(key)) fail(path, `unknown parameter '${key}' (allowed: ${allowed.join(', ')})`);
+  for (const key of Object.keys(o))
+    if (!allowed.includes(key)) fail(path, `unknown parameter '${key}' (allowed: ${allowed.join(', ')})`);
 }
 
 export function checkBoost(boost: unknown, path: string): number {
@@ -31,7 +38,12 @@ export function checkBoost(boost: unknown, path: string): number {
 export const boostOf = (o: Json, path: string): number => checkBoost(o.boost ?? 1, `${path}.boost`);
 
 /** `{field: value}` or `{field: {<valueKey>: value, ...options}}`: the field, the value and the options object. */
-export function fieldClause(body: unknown, path: string, valueKey: string, options: readonly string[]): { field: string; value: unknown; opts: Json; at: string } {
+export function fieldClause(
+  body: unknown,
+  path: string,
+  valueKey: string,
+  options: readonly string[],
+): { field: string; value: unknown; opts: Json; at: string } {
   if (!isObject(body)) fail(path, `must be an object {field: …}, not ${describe(body)}`);
   const fields = Object.keys(body as Json).filter((k) => k !== '_name');
   if (fields.length !== 1) fail(path, `must name exactly one field, not ${fields.length}`);
@@ -49,7 +61,8 @@ export function fieldClause(body: unknown, path: string, valueKey: string, optio
 
 /** The options of match and match_phrase about analysis: the analyzer (only 'standard'), and zero_terms_query. */
 export function analysisOptions(opts: Json, at: string): 'none' | 'all' {
-  if (opts.analyzer !== undefined && opts.analyzer !== 'standard') fail(`${at}.analyzer`, "only the 'standard' analyzer is supported");
+  if (opts.analyzer !== undefined && opts.analyzer !== 'standard')
+    fail(`${at}.analyzer`, "only the 'standard' analyzer is supported");
   const zeroTerms = opts.zero_terms_query ?? 'none';
   if (zeroTerms !== 'none' && zeroTerms !== 'all') fail(`${at}.zero_terms_query`, "must be 'none' or 'all'");
   return zeroTerms as 'none' | 'all';
@@ -105,7 +118,8 @@ export function fuzzinessOf(value: unknown, path: string): Fuzziness {
 }
 
 export function nonNegativeInt(value: unknown, path: string, min = 0): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 10_000) fail(path, `must be an integer from ${min} to 10000`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 10_000)
+    fail(path, `must be an integer from ${min} to 10000`);
   return value as number;
 }
 
@@ -125,11 +139,20 @@ export function dateValue(value: unknown, path: string): string {
       const date = new Date(iso);
       // Date accepts February 30th (as March 1st); ES does not.
       const plain = new Date(`${y}-${mo}-${d}T00:00:00Z`);
-      if (!Number.isNaN(date.getTime()) && plain.toISOString().slice(0, 10) === `${y}-${mo}-${d}` && Number(h) < 24 && Number(mi) < 60 && Number(s) < 60)
+      if (
+        !Number.isNaN(date.getTime()) &&
+        plain.toISOString().slice(0, 10) === `${y}-${mo}-${d}` &&
+        Number(h) < 24 &&
+        Number(mi) < 60 &&
+        Number(s) < 60
+      )
         return timestamptzBound(date.getTime());
     }
   }
-  return fail(path, `must be an ISO-8601 date ("YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ") or epoch milliseconds, not ${describe(value)}`);
+  return fail(
+    path,
+    `must be an ISO-8601 date ("YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ") or epoch milliseconds, not ${describe(value)}`,
+  );
 }
 
 /** What a field name stands for. */
@@ -152,8 +175,21 @@ export const rangeBound = (v: string): string | number => (NUMERIC.test(v) ? Num
  * bool semantics of ES: must and filter required; should scores, required by minimum_should_match (default 1
  * without must/filter, else 0; and at least one should match when there is nothing else to match).
  */
-export function boolQuery(must: DslQuery[], filter: DslQuery[], should: DslQuery[], mustNot: DslQuery[], msm: unknown, boost: number, msmPath: string): DslQuery {
-  let required = msm === undefined || msm === null ? (must.length + filter.length === 0 && should.length > 0 ? 1 : 0) : minimumShouldMatch(msm, should.length, msmPath);
+export function boolQuery(
+  must: DslQuery[],
+  filter: DslQuery[],
+  should: DslQuery[],
+  mustNot: DslQuery[],
+  msm: unknown,
+  boost: number,
+  msmPath: string,
+): DslQuery {
+  let required =
+    msm === undefined || msm === null
+      ? must.length + filter.length === 0 && should.length > 0
+        ? 1
+        : 0
+      : minimumShouldMatch(msm, should.length, msmPath);
   if (must.length + filter.length === 0 && should.length > 0) required = Math.max(required, 1);
   return { k: 'bool', must, filter, should, mustNot, required, boost };
 }

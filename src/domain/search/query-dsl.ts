@@ -5,8 +5,8 @@
 // checks run in the order of the clauses, so the first bad one is the one named.
 import { analyze } from '../../storage/search/analysis.js';
 import { lexemeFits, tokenLexeme } from '../../storage/search/lexemes.js';
-import { LuceneSyntaxError, parseLucene, type LuceneQuery } from './lucene.js';
 import { MAX_CLAUSES, MAX_DEPTH, MAX_FUZZY_TERMS } from './limits.js';
+import { type LuceneQuery, LuceneSyntaxError, parseLucene } from './lucene.js';
 import type { DslField, DslQuery, RangeOp, Scalar } from './query-dsl-types.js';
 import {
   analysisOptions,
@@ -14,23 +14,21 @@ import {
   boostOf,
   dateValue,
   describe,
+  type Fuzziness,
   fail,
   fieldClause,
   fieldOf,
   fuzzinessOf,
   isObject,
+  type Json,
   minimumShouldMatch,
   nonNegativeInt,
-  rangeBound,
   onlyKeys,
+  rangeBound,
   scalar,
   stringValue,
-  type Fuzziness,
-  type Json,
 } from './query-dsl-validation.js';
 import { translateQueryString } from './query-string.js';
-
-export { MAX_BOOST } from './limits.js';
 
 /** Validates the client's query DSL object. Throws a 400 (bad-content) naming the path of the first bad clause. */
 export function parseQueryDsl(query: unknown): DslQuery {
@@ -72,7 +70,12 @@ export class QueryDslParser {
 
   /** Counts clauses towards MAX_CLAUSES; it bounds the size of the SQL a query compiles to. */
   countClauses(n: number, path: string): void {
-    if ((this.clauses += n) > MAX_CLAUSES) fail(path, `a query has at most ${MAX_CLAUSES} clauses (query objects, match terms, terms and ids values, query_string clauses)`);
+    this.clauses += n;
+    if (this.clauses > MAX_CLAUSES)
+      fail(
+        path,
+        `a query has at most ${MAX_CLAUSES} clauses (query objects, match terms, terms and ids values, query_string clauses)`,
+      );
   }
 
   query(q: unknown, path: string, depth = 0): DslQuery {
@@ -80,7 +83,8 @@ export class QueryDslParser {
     this.countClauses(1, path);
     if (!isObject(q)) fail(path, `must be a query object, not ${describe(q)}`);
     const kinds = Object.keys(q as Json);
-    if (kinds.length !== 1) fail(path, `must have exactly one query kind, not ${kinds.length === 0 ? 'none' : kinds.join(', ')}`);
+    if (kinds.length !== 1)
+      fail(path, `must have exactly one query kind, not ${kinds.length === 0 ? 'none' : kinds.join(', ')}`);
     const kind = kinds[0]!;
     const body = (q as Json)[kind];
     const at = `${path}.${kind}`;
@@ -129,17 +133,29 @@ export class QueryDslParser {
     const { field, value, opts, at } = fieldClause(body, path, 'query', MATCH_OPTIONS);
     const query = scalar(value, isObject((body as Json)[field]) ? `${at}.query` : at);
     const operator = String(opts.operator ?? 'or').toLowerCase();
-    if (operator !== 'or' && operator !== 'and') fail(`${at}.operator`, `must be 'or' or 'and', not ${describe(opts.operator)}`);
+    if (operator !== 'or' && operator !== 'and')
+      fail(`${at}.operator`, `must be 'or' or 'and', not ${describe(opts.operator)}`);
     const zeroTerms = analysisOptions(opts, at);
     for (const flag of ['fuzzy_transpositions', 'lenient'])
-      if (opts[flag] !== undefined && typeof opts[flag] !== 'boolean') fail(`${at}.${flag}`, `must be a boolean, not ${describe(opts[flag])}`);
+      if (opts[flag] !== undefined && typeof opts[flag] !== 'boolean')
+        fail(`${at}.${flag}`, `must be a boolean, not ${describe(opts[flag])}`);
     const fuzziness = fuzzinessOf(opts.fuzziness, `${at}.fuzziness`);
     const prefixLength = nonNegativeInt(opts.prefix_length ?? 0, `${at}.prefix_length`);
     const maxExpansions = nonNegativeInt(opts.max_expansions ?? 50, `${at}.max_expansions`, 1);
     const boost = boostOf(opts, at);
     const msm = opts.minimum_should_match;
     const transpositions = opts.fuzzy_transpositions !== false;
-    return this.text(fieldOf(field), query, { operator, fuzziness, transpositions, prefixLength, maxExpansions, boost, zeroTerms, msm, at });
+    return this.text(fieldOf(field), query, {
+      operator,
+      fuzziness,
+      transpositions,
+      prefixLength,
+      maxExpansions,
+      boost,
+      zeroTerms,
+      msm,
+      at,
+    });
   }
 
   private matchPhrase(body: unknown, path: string): DslQuery {
@@ -180,7 +196,17 @@ export class QueryDslParser {
     const distinct = [...new Set(tokens)];
     this.countClauses(Math.max(0, distinct.length - 1), o.at);
     const field = target.kind === 'data' ? target.name : null;
-    const base = { k: 'text' as const, field, query, tokens, transpositions: o.transpositions, prefixLength: o.prefixLength, maxExpansions: o.maxExpansions, boost: o.boost, zeroTerms: o.zeroTerms };
+    const base = {
+      k: 'text' as const,
+      field,
+      query,
+      tokens,
+      transpositions: o.transpositions,
+      prefixLength: o.prefixLength,
+      maxExpansions: o.maxExpansions,
+      boost: o.boost,
+      zeroTerms: o.zeroTerms,
+    };
     if (distinct.length === 0) return { ...base, terms: [], mode: { k: 'and' } };
     const terms = distinct.map((term) => {
       const distance = o.fuzziness(term);
@@ -191,7 +217,11 @@ export class QueryDslParser {
     });
     if (o.phraseSlop !== undefined) return { ...base, terms, mode: { k: 'phrase', slop: o.phraseSlop } };
     if (o.operator === 'and') return { ...base, terms, mode: { k: 'and' } };
-    return { ...base, terms, mode: { k: 'atLeast', required: minimumShouldMatch(o.msm, terms.length, `${o.at}.minimum_should_match`) } };
+    return {
+      ...base,
+      terms,
+      mode: { k: 'atLeast', required: minimumShouldMatch(o.msm, terms.length, `${o.at}.minimum_should_match`) },
+    };
   }
 
   private term(body: unknown, path: string): DslQuery {
@@ -203,7 +233,13 @@ export class QueryDslParser {
   }
 
   private termOn(target: DslField, value: Scalar, boost: number, at: string, caseInsensitive: boolean): DslQuery {
-    return { k: 'term', field: target, value: target.kind === 'date' ? dateValue(value, at) : value, caseInsensitive, boost };
+    return {
+      k: 'term',
+      field: target,
+      value: target.kind === 'date' ? dateValue(value, at) : value,
+      caseInsensitive,
+      boost,
+    };
   }
 
   private terms(body: unknown, path: string): DslQuery {
@@ -212,17 +248,28 @@ export class QueryDslParser {
     if (fields.length !== 1) fail(path, `must name exactly one field, not ${fields.length}`);
     const field = fields[0]!;
     const list = (body as Json)[field];
-    if (!Array.isArray(list)) fail(`${path}.${field}`, `must be a list of values (terms lookups are not supported), not ${describe(list)}`);
+    if (!Array.isArray(list))
+      fail(`${path}.${field}`, `must be a list of values (terms lookups are not supported), not ${describe(list)}`);
     // Every value beyond the first counts as a clause, as a match query's terms do: the work per row grows with them.
     this.countClauses(Math.max(0, (list as unknown[]).length - 1), `${path}.${field}`);
     const boost = boostOf(body as Json, path);
     const target = fieldOf(field);
     const values = [...new Set((list as unknown[]).map((v, i) => scalar(v, `${path}.${field}[${i}]`)))];
-    return { k: 'terms', field: target, values: target.kind === 'date' ? values.map((v, i) => dateValue(v, `${path}.${field}[${i}]`)) : values, boost };
+    return {
+      k: 'terms',
+      field: target,
+      values: target.kind === 'date' ? values.map((v, i) => dateValue(v, `${path}.${field}[${i}]`)) : values,
+      boost,
+    };
   }
 
   private pattern(body: unknown, path: string, syntax: 'prefix' | 'wildcard'): DslQuery {
-    const valueKey = syntax === 'prefix' ? 'value' : isObject(body) && Object.values(body).some((v) => isObject(v) && 'wildcard' in v) ? 'wildcard' : 'value';
+    const valueKey =
+      syntax === 'prefix'
+        ? 'value'
+        : isObject(body) && Object.values(body).some((v) => isObject(v) && 'wildcard' in v)
+          ? 'wildcard'
+          : 'value';
     const { field, value, opts, at } = fieldClause(body, path, valueKey, ['case_insensitive', 'rewrite']);
     const v = stringValue(value, isObject((body as Json)[field]) ? `${at}.${valueKey}` : at);
     const ci = opts.case_insensitive ?? false;
@@ -232,7 +279,14 @@ export class QueryDslParser {
   }
 
   /** A term-level pattern on the keyword or on the tokens of a field. */
-  patternOn(target: DslField, syntax: 'prefix' | 'wildcard', pattern: string, boost: number, caseInsensitive: boolean, at: string): DslQuery {
+  patternOn(
+    target: DslField,
+    syntax: 'prefix' | 'wildcard',
+    pattern: string,
+    boost: number,
+    caseInsensitive: boolean,
+    at: string,
+  ): DslQuery {
     switch (target.kind) {
       case 'none':
         return NONE;
@@ -253,9 +307,16 @@ export class QueryDslParser {
     const bounds = (body as Json)[field];
     if (!isObject(bounds)) fail(at, `must be an object with gte, gt, lte or lt, not ${describe(bounds)}`);
     onlyKeys(bounds as Json, at, ['gte', 'gt', 'lte', 'lt', 'boost', '_name']);
-    const ops = (['gte', 'gt', 'lte', 'lt'] as const).filter((op) => (bounds as Json)[op] !== undefined && (bounds as Json)[op] !== null);
+    const ops = (['gte', 'gt', 'lte', 'lt'] as const).filter(
+      (op) => (bounds as Json)[op] !== undefined && (bounds as Json)[op] !== null,
+    );
     const boost = boostOf(bounds as Json, at);
-    return this.rangeOn(fieldOf(field), ops.map((op) => [op, (bounds as Json)[op]] as const), at, boost);
+    return this.rangeOn(
+      fieldOf(field),
+      ops.map((op) => [op, (bounds as Json)[op]] as const),
+      at,
+      boost,
+    );
   }
 
   /** Bounds on a field: instants on created/updated, numbers or strings on a property. */
@@ -264,7 +325,12 @@ export class QueryDslParser {
       case 'none':
         return { k: 'range', field: target, bounds: [], boost };
       case 'date':
-        return { k: 'range', field: target, bounds: bounds.map(([op, v]) => ({ op, value: dateValue(v, `${at}.${op}`) })), boost };
+        return {
+          k: 'range',
+          field: target,
+          bounds: bounds.map(([op, v]) => ({ op, value: dateValue(v, `${at}.${op}`) })),
+          boost,
+        };
       case 'data':
       case 'file':
         break;
@@ -276,7 +342,8 @@ export class QueryDslParser {
       if (typeof v === 'string') return { op, value: rangeBound(v) };
       return fail(`${at}.${op}`, `must be a number or a string, not ${describe(v)}`);
     });
-    if (new Set(values.map((b) => typeof b.value)).size > 1) fail(at, 'the bounds must all be numbers or all be strings');
+    if (new Set(values.map((b) => typeof b.value)).size > 1)
+      fail(at, 'the bounds must all be numbers or all be strings');
     return { k: 'range', field: target, bounds: values, boost };
   }
 
@@ -292,7 +359,8 @@ export class QueryDslParser {
     if (!isObject(body)) fail(path, `must be an object {values: [ids]}, not ${describe(body)}`);
     onlyKeys(body as Json, path, ['values', 'boost', '_name']);
     const values = (body as Json).values;
-    if (!Array.isArray(values) || !values.every((v) => typeof v === 'string')) fail(`${path}.values`, 'must be a list of element ids');
+    if (!Array.isArray(values) || !values.every((v) => typeof v === 'string'))
+      fail(`${path}.values`, 'must be a list of element ids');
     return this.terms({ _id: values, boost: (body as Json).boost ?? 1 }, path);
   }
 
@@ -303,19 +371,39 @@ export class QueryDslParser {
       const v = (body as Json)[key];
       if (v === undefined || v === null) return [];
       const items = Array.isArray(v) ? v : [v];
-      return items.map((item, i) => this.query(item, Array.isArray(v) ? `${path}.${key}[${i}]` : `${path}.${key}`, depth + 1));
+      return items.map((item, i) =>
+        this.query(item, Array.isArray(v) ? `${path}.${key}[${i}]` : `${path}.${key}`, depth + 1),
+      );
     };
     const must = list('must');
     const filter = list('filter');
     const should = list('should');
     const mustNot = list('must_not');
     const boost = boostOf(body as Json, path);
-    return boolQuery(must, filter, should, mustNot, (body as Json).minimum_should_match, boost, `${path}.minimum_should_match`);
+    return boolQuery(
+      must,
+      filter,
+      should,
+      mustNot,
+      (body as Json).minimum_should_match,
+      boost,
+      `${path}.minimum_should_match`,
+    );
   }
 
   private queryString(body: unknown, path: string, depth: number): DslQuery {
     if (!isObject(body)) fail(path, `must be an object, not ${describe(body)}`);
-    onlyKeys(body as Json, path, ['query', 'default_field', 'default_operator', 'phrase_slop', 'boost', 'analyze_wildcard', 'allow_leading_wildcard', 'lenient', '_name']);
+    onlyKeys(body as Json, path, [
+      'query',
+      'default_field',
+      'default_operator',
+      'phrase_slop',
+      'boost',
+      'analyze_wildcard',
+      'allow_leading_wildcard',
+      'lenient',
+      '_name',
+    ]);
     const text = stringValue((body as Json).query, `${path}.query`);
     const defaultField = stringValue((body as Json).default_field ?? '*', `${path}.default_field`);
     const operator = String((body as Json).default_operator ?? 'OR').toLowerCase();
@@ -326,10 +414,17 @@ export class QueryDslParser {
     try {
       parsed = parseLucene(text, operator as 'and' | 'or', MAX_DEPTH);
     } catch (error) {
-      if (error instanceof LuceneSyntaxError) return fail(`${path}.query`, `is not a valid query string (${error.message})`);
+      if (error instanceof LuceneSyntaxError)
+        return fail(`${path}.query`, `is not a valid query string (${error.message})`);
       throw error;
     }
-    const query = translateQueryString(this, parsed, { defaultField, operator, path: `${path}.query`, depth, phraseSlop });
+    const query = translateQueryString(this, parsed, {
+      defaultField,
+      operator,
+      path: `${path}.query`,
+      depth,
+      phraseSlop,
+    });
     return boost === 1 ? query : { k: 'boosted', factor: boost, query };
   }
 }

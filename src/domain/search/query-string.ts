@@ -1,10 +1,10 @@
 // query_string: a parsed Lucene query (lucene.ts) as the DSL queries it stands for. Lucene's occurrences are ES's
 // must, should and must_not; a term is a match (a phrase a match_phrase), a wildcard term a wildcard query.
 import { fold } from '../../storage/search/analysis.js';
-import type { LuceneNode, LuceneQuery } from './lucene.js';
 import { MAX_DEPTH } from './limits.js';
-import type { DslQuery } from './query-dsl-types.js';
+import type { LuceneNode, LuceneQuery } from './lucene.js';
 import type { QueryDslParser } from './query-dsl.js';
+import type { DslQuery } from './query-dsl-types.js';
 import { boolQuery, checkBoost, fail, fieldOf, rangeBound } from './query-dsl-validation.js';
 
 export interface QueryStringOptions {
@@ -30,8 +30,10 @@ class Translator {
   /** A query (or a group) as a bool. */
   query(q: LuceneQuery, field: string | null, depth: number): DslQuery {
     if (depth > MAX_DEPTH) fail(this.o.path, `groups nest at most ${MAX_DEPTH} levels deep`);
-    if (q.clauses.length === 1 && q.clauses[0]!.occur !== 'must_not') return this.node(q.clauses[0]!.node, field, depth);
-    const of = (occur: string) => q.clauses.filter((c) => c.occur === occur).map((c) => this.node(c.node, field, depth));
+    if (q.clauses.length === 1 && q.clauses[0]!.occur !== 'must_not')
+      return this.node(q.clauses[0]!.node, field, depth);
+    const of = (occur: string) =>
+      q.clauses.filter((c) => c.occur === occur).map((c) => this.node(c.node, field, depth));
     // A purely negative group matches everything else (ES adds a match_all), scoring 0.
     return boolQuery(of('must'), [], of('should'), of('must_not'), undefined, 1, this.o.path);
   }

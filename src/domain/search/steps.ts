@@ -2,7 +2,7 @@
 // storage/search/.
 import type { Queryable } from '../../storage/db.js';
 import type { ACCESS_SET_CAPS } from '../../storage/queries/access.js';
-import { findPaths, type CypherLimits } from '../../storage/search/cypher-statement.js';
+import { type CypherLimits, findPaths } from '../../storage/search/cypher-statement.js';
 import { searchIndex } from '../../storage/search/search-engine.js';
 import { parseCypher } from './cypher-parse.js';
 import { parseQueryDsl } from './query-dsl.js';
@@ -31,7 +31,17 @@ function combined(userId: string, query: unknown, options: SearchEngineOptions):
   const types =
     options.nodeTypes === null && options.relationTypes === null
       ? []
-      : [{ bool: { should: [{ terms: { _nodeType: options.nodeTypes ?? [] } }, { terms: { _relationType: options.relationTypes ?? [] } }], minimum_should_match: 1 } }];
+      : [
+          {
+            bool: {
+              should: [
+                { terms: { _nodeType: options.nodeTypes ?? [] } },
+                { terms: { _relationType: options.relationTypes ?? [] } },
+              ],
+              minimum_should_match: 1,
+            },
+          },
+        ];
   return {
     from: (options.page - 1) * options.pageSize,
     size: options.pageSize,

@@ -3,7 +3,7 @@
 // be changed without touching the others.
 
 /** One hit of the search-engine step, as the spec shows it. */
-export interface SearchEngineHit {
+interface SearchEngineHit {
   id: string;
   type: string;
   metadata: { score: number };

@@ -13,8 +13,8 @@ import { Problem } from '../../errors.js';
  * - 6 (draft-04, -05; tus-js-client `protocol: 'ietf-draft-05'`): the spec's fields.
  * Interop 7 and later are not announced as supported: no 104 for them.
  */
-export const SUPPORTED_INTEROP_VERSIONS: ReadonlySet<number> = new Set([3, 4, 5, 6]);
-export const PARTIAL_UPLOAD = 'application/partial-upload';
+const SUPPORTED_INTEROP_VERSIONS: ReadonlySet<number> = new Set([3, 4, 5, 6]);
+const PARTIAL_UPLOAD = 'application/partial-upload';
 
 /** The announced interop version when it is one we speak; null for none, malformed or unknown ones. */
 export function interopVersion(value: string | undefined): number | null {
@@ -38,16 +38,23 @@ export function uploadCompleteValue(
   if (headers.uploadComplete !== undefined || !usesUploadIncomplete(interop)) return headers.uploadComplete;
   if (headers.uploadIncomplete === undefined) return appending ? '?1' : undefined;
   const incomplete = structuredBoolean(headers.uploadIncomplete);
-  if (typeof incomplete !== 'boolean') throw new Problem('bad-content', "The header 'Upload-Incomplete' must be a structured boolean, ?0 or ?1.");
+  if (typeof incomplete !== 'boolean')
+    throw new Problem('bad-content', "The header 'Upload-Incomplete' must be a structured boolean, ?0 or ?1.");
   return incomplete ? '?0' : '?1';
 }
 
 /** `Upload-Complete`: required, a structured boolean. `?1` is a direct upload, `?0` starts a resumable one. */
 export function parseUploadComplete(value: string | undefined): boolean {
-  if (value === undefined) throw new Problem('bad-content', "The header 'Upload-Complete' is required (?1 for a direct upload, ?0 to start a resumable one).");
+  if (value === undefined)
+    throw new Problem(
+      'bad-content',
+      "The header 'Upload-Complete' is required (?1 for a direct upload, ?0 to start a resumable one).",
+    );
   const complete = structuredBoolean(value);
-  if (complete === undefined) throw new Problem('bad-content', "The header 'Upload-Complete' is not a valid structured field.");
-  if (complete === null) throw new Problem('bad-content', "The header 'Upload-Complete' must be a structured boolean, ?0 or ?1.");
+  if (complete === undefined)
+    throw new Problem('bad-content', "The header 'Upload-Complete' is not a valid structured field.");
+  if (complete === null)
+    throw new Problem('bad-content', "The header 'Upload-Complete' must be a structured boolean, ?0 or ?1.");
   return complete;
 }
 
@@ -55,14 +62,19 @@ export function parseUploadComplete(value: string | undefined): boolean {
 export function parseUploadLength(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = structuredInteger(value);
-  if (n === null || n < 0) throw new Problem('bad-content', "The header 'Upload-Length' must be a non-negative integer.");
+  if (n === null || n < 0)
+    throw new Problem('bad-content', "The header 'Upload-Length' must be a non-negative integer.");
   return n;
 }
 
 /** `Upload-Offset` of an append: required, a non-negative structured integer. */
 export function parseUploadOffset(value: string | undefined): number {
   const n = value === undefined ? null : structuredInteger(value);
-  if (n === null || n < 0) throw new Problem('bad-content', "The header 'Upload-Offset' is required: the current offset, a non-negative integer.");
+  if (n === null || n < 0)
+    throw new Problem(
+      'bad-content',
+      "The header 'Upload-Offset' is required: the current offset, a non-negative integer.",
+    );
   return n;
 }
 
@@ -72,7 +84,7 @@ export function parseUploadOffset(value: string | undefined): number {
  */
 export function checkAppendContentType(value: string | undefined, interop: number | null): void {
   if (value === undefined && interop !== null && interop <= 5) return;
-  const type = value?.split(';')[0]!.trim().toLowerCase();
+  const type = value === undefined ? undefined : value.split(';')[0]!.trim().toLowerCase();
   if (type !== PARTIAL_UPLOAD)
     throw new Problem('bad-content', `An append (PATCH) must have 'Content-Type: ${PARTIAL_UPLOAD}'.`);
 }
@@ -101,7 +113,11 @@ export interface UploadState {
  * each append, also after a failed one).
  */
 export function progressFields(state: UploadState): Record<string, string> {
-  return { 'upload-offset': String(state.offset), 'upload-complete': '?0', 'upload-limit': uploadLimitField(state.limits) };
+  return {
+    'upload-offset': String(state.offset),
+    'upload-complete': '?0',
+    'upload-limit': uploadLimitField(state.limits),
+  };
 }
 
 /** `Upload-Limit: max-age=…, max-size=…, min-append-size=…, max-append-size=…` (a structured dictionary). */
@@ -129,7 +145,7 @@ function structuredBoolean(value: string): boolean | null | undefined {
 }
 
 /** An sf-integer (parameters allowed and ignored); a decimal such as `1.0` is not one, though it parses to 1. */
-export function structuredInteger(value: string): number | null {
+function structuredInteger(value: string): number | null {
   if (!/^\s*-?\d{1,15}\s*(;|$)/.test(value)) return null;
   try {
     const item = parseItem(value)[0];

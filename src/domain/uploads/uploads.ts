@@ -4,19 +4,20 @@
 // request appends at a time, and no transaction stays open while a body streams (docs/architecture.md, "Resumable
 // uploads").
 import { createHash, type Hash } from 'node:crypto';
-import { BlobLimitError, PartialAppendError, type BlobStore } from '../../blob/blob-store.js';
+import { BlobLimitError, type BlobStore, PartialAppendError } from '../../blob/blob-store.js';
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
-import { isForeignKeyViolation, type Db } from '../../storage/db.js';
-import type { Caller } from '../accounts/types.js';
-import type { FileMeta } from '../files/types.js';
+import { type Db, isForeignKeyViolation } from '../../storage/db.js';
 import * as sql from '../../storage/queries/uploads.js';
+import type { Caller } from '../accounts/types.js';
 import type { Conditions } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
 import { extensionFromDisposition, parseSha256Digest } from '../files/file-headers.js';
-import { checkFileTarget, isClientAbort, type Files, type FileWriteMode } from '../files/files.js';
+import { checkFileTarget, type Files, type FileWriteMode, isClientAbort } from '../files/files.js';
 import { detectMimeType, SNIFF_BYTES } from '../files/mime-detect.js';
+import type { FileMeta } from '../files/types.js';
+import { isUuid, newId } from '../values.js';
 import {
   checkAppendContentType,
   parseUploadComplete,
@@ -28,7 +29,6 @@ import {
 } from './upload-fields.js';
 import { UploadHashes } from './upload-hashes.js';
 import { UploadsInFlight } from './upload-inflight.js';
-import { isUuid, newId } from '../values.js';
 
 /** How long a lease lasts without renewal (clock seconds): the longest a dead instance can block an upload. */
 const LEASE_SECONDS = 60;
@@ -67,7 +67,9 @@ export interface RequestControl {
   interop: number | null;
 }
 
-export type AppendResult = { complete: false; state: UploadState } | { complete: true; elementId: string; offset: number };
+export type AppendResult =
+  | { complete: false; state: UploadState }
+  | { complete: true; elementId: string; offset: number };
 
 export interface CleanupReport {
   /** Expired uploads past the grace period, removed with their bytes. */
@@ -121,15 +123,27 @@ export class Uploads {
     const expected = parseSha256Digest(headers.reprDigest, headers.contentDigest) ?? null;
     const extension = extensionFromDisposition(headers.contentDisposition);
     if (length !== null && length > limits.maxFileSizeInBytes) throw tooLarge(limits.maxFileSizeInBytes);
-    if (contentLength !== undefined && contentLength > limits.uploadMaxChunkSizeInBytes) throw chunkTooLarge(limits.uploadMaxChunkSizeInBytes);
+    if (contentLength !== undefined && contentLength > limits.uploadMaxChunkSizeInBytes)
+      throw chunkTooLarge(limits.uploadMaxChunkSizeInBytes);
     if (length !== null && contentLength !== undefined && contentLength > length)
-      throw new Problem('bad-content', `The first chunk (${contentLength} bytes) is longer than the Upload-Length (${length}).`);
+      throw new Problem(
+        'bad-content',
+        `The first chunk (${contentLength} bytes) is longer than the Upload-Length (${length}).`,
+      );
     const target = await this.elements.require(this.db, caller, elementId, 'UPDATE');
     checkFileTarget(target, mode, conditions);
     // Before the upload exists: a refused start leaves nothing behind.
     const release = this.files.uploadSlots.take();
     try {
-      return await this.startTaken(caller, target.id, body, { length, expected, extension }, conditions, control, announce);
+      return await this.startTaken(
+        caller,
+        target.id,
+        body,
+        { length, expected, extension },
+        conditions,
+        control,
+        announce,
+      );
     } finally {
       release();
     }
@@ -147,7 +161,7 @@ export class Uploads {
     const limits = this.settings.file;
     const now = this.clock.now();
     const lease = newId();
-    let upload;
+    let upload: sql.UploadRow;
     try {
       upload = await sql.insertUpload(this.db, {
         id: newId(),
@@ -188,9 +202,11 @@ export class Uploads {
         // Nobody was told about the upload, or its first chunk broke a limit: it goes.
         await this.drop(upload.id);
         if (error instanceof BlobLimitError)
-          throw maxBytes === limits.uploadMaxChunkSizeInBytes ? chunkTooLarge(maxBytes) : length !== null && maxBytes === length
-            ? new Problem('bad-content', `The first chunk is longer than the Upload-Length (${length}).`)
-            : tooLarge(limits.maxFileSizeInBytes);
+          throw maxBytes === limits.uploadMaxChunkSizeInBytes
+            ? chunkTooLarge(maxBytes)
+            : length !== null && maxBytes === length
+              ? new Problem('bad-content', `The first chunk is longer than the Upload-Length (${length}).`)
+              : tooLarge(limits.maxFileSizeInBytes);
         if (error instanceof PartialAppendError || isClientAbort(error)) throw interrupted(0);
         throw error;
       }
@@ -217,7 +233,13 @@ export class Uploads {
   }
 
   /** PATCH `/upload/<id>`: appends the body at `Upload-Offset`; with `Upload-Complete: ?1` completes the upload. */
-  async append(caller: Caller, id: string, body: AsyncIterable<Uint8Array>, headers: AppendHeaders, control: RequestControl): Promise<AppendResult> {
+  async append(
+    caller: Caller,
+    id: string,
+    body: AsyncIterable<Uint8Array>,
+    headers: AppendHeaders,
+    control: RequestControl,
+  ): Promise<AppendResult> {
     let upload = await this.usable(caller, id);
     // Malformed fields are refused before anything else happens to the upload (with its offset, like every
     // refusal that leaves it in progress); someone else's upload is a 404 whatever the fields say.
@@ -227,7 +249,7 @@ export class Uploads {
       provided = parseUploadOffset(headers.uploadOffset);
       checkAppendContentType(headers.contentType, control.interop);
       requestLength = parseUploadLength(headers.uploadLength) ?? null;
-      expected = complete ? parseSha256Digest(headers.reprDigest, headers.contentDigest) ?? null : null;
+      expected = complete ? (parseSha256Digest(headers.reprDigest, headers.contentDigest) ?? null) : null;
     } catch (error) {
       throw error instanceof Problem ? inProgress(error, this.stateOf(upload)) : error;
     }
@@ -239,7 +261,15 @@ export class Uploads {
       // After a stalled request to this upload was ended (enter), so that its slot is free again.
       const release = this.files.uploadSlots.take();
       try {
-        return await this.appendEntered(caller, id, upload, provided, body, { complete, requestLength, contentLength, expected }, control);
+        return await this.appendEntered(
+          caller,
+          id,
+          upload,
+          provided,
+          body,
+          { complete, requestLength, contentLength, expected },
+          control,
+        );
       } finally {
         release();
       }
@@ -255,19 +285,36 @@ export class Uploads {
     upload: sql.UploadAccess,
     provided: number,
     body: AsyncIterable<Uint8Array>,
-    request: { complete: boolean; requestLength: number | null; contentLength: number | undefined; expected: Buffer | null },
+    request: {
+      complete: boolean;
+      requestLength: number | null;
+      contentLength: number | undefined;
+      expected: Buffer | null;
+    },
     control: RequestControl,
   ): Promise<AppendResult> {
     const lease = newId();
-    const leased = await sql.takeLease(this.db, upload.id, caller.userId, provided, lease, this.clock.now(), this.leaseUntil());
+    const leased = await sql.takeLease(
+      this.db,
+      upload.id,
+      caller.userId,
+      provided,
+      lease,
+      this.clock.now(),
+      this.leaseUntil(),
+    );
     if (!leased) {
       const current = await this.usable(caller, id, true);
       if (current.offset !== provided) throw offsetMismatch(current, provided, this.stateOf(current));
       throw inProgress(
-        new Problem('conflict', 'Another request is appending to this upload right now; ask for the offset (HEAD) and go on from there.', {
-          'expected-offset': current.offset,
-          'provided-offset': provided,
-        }),
+        new Problem(
+          'conflict',
+          'Another request is appending to this upload right now; ask for the offset (HEAD) and go on from there.',
+          {
+            'expected-offset': current.offset,
+            'provided-offset': provided,
+          },
+        ),
         this.stateOf(current),
       );
     }
@@ -286,7 +333,12 @@ export class Uploads {
     upload: sql.UploadRow,
     lease: string,
     body: AsyncIterable<Uint8Array>,
-    request: { complete: boolean; requestLength: number | null; contentLength: number | undefined; expected: Buffer | null },
+    request: {
+      complete: boolean;
+      requestLength: number | null;
+      contentLength: number | undefined;
+      expected: Buffer | null;
+    },
     control: RequestControl,
     renewal: { stop(): void },
   ): Promise<AppendResult> {
@@ -296,7 +348,10 @@ export class Uploads {
     const state = this.stateOf(upload);
     const maxChunks = 10 ** limits.uploadChunkDigitsLength;
     if (upload.length !== null && requestLength !== null && requestLength !== upload.length)
-      throw inProgress(new Problem('bad-content', `The upload's Upload-Length is ${upload.length}; it cannot be changed.`), state);
+      throw inProgress(
+        new Problem('bad-content', `The upload's Upload-Length is ${upload.length}; it cannot be changed.`),
+        state,
+      );
     // A length announced only now (the draft allows it on any append) is fixed from this append on: it is stored
     // with the bytes the append commits, and later appends are held against it.
     const declared = upload.length ?? requestLength;
@@ -306,9 +361,15 @@ export class Uploads {
     const chunkRules = (size: number) => {
       if (size > limits.uploadMaxChunkSizeInBytes) throw chunkTooLarge(limits.uploadMaxChunkSizeInBytes);
       if (!complete && size > 0 && size < limits.uploadMinChunkSizeInBytes)
-        throw new Problem('bad-content', `A chunk that does not complete the upload must have at least ${limits.uploadMinChunkSizeInBytes} bytes (min-append-size); this one has ${size}.`);
+        throw new Problem(
+          'bad-content',
+          `A chunk that does not complete the upload must have at least ${limits.uploadMinChunkSizeInBytes} bytes (min-append-size); this one has ${size}.`,
+        );
       if (size > 0 && upload.chunks >= maxChunks)
-        throw new Problem('bad-content', `The upload already has the maximum of ${maxChunks} chunks; complete it with an empty request.`);
+        throw new Problem(
+          'bad-content',
+          `The upload already has the maximum of ${maxChunks} chunks; complete it with an empty request.`,
+        );
     };
     // Limits of the whole file: breaking them appends nothing either, completing or not (the spec's table: "in
     // progress | 400. Nothing is merged"); the stored chunks stay, so the client can go on from the offset (send the
@@ -316,7 +377,10 @@ export class Uploads {
     const wholeFileRule = (total: number, ended: boolean): Problem | null => {
       if (total > limits.maxFileSizeInBytes) return tooLarge(limits.maxFileSizeInBytes);
       if (declared !== null && (ended ? total !== declared : total > declared))
-        return new Problem('bad-content', `The upload would have ${total} bytes, but its Upload-Length is ${declared}.`);
+        return new Problem(
+          'bad-content',
+          `The upload would have ${total} bytes, but its Upload-Length is ${declared}.`,
+        );
       return null;
     };
 
@@ -333,7 +397,10 @@ export class Uploads {
     const hash =
       this.hashes.take(upload.id, offset) ??
       (await this.orGone(caller, upload.id, lease, this.rehash(upload.id, offset)));
-    const wholeFileRoom = Math.min(limits.maxFileSizeInBytes - offset, declared !== null ? declared - offset : Infinity);
+    const wholeFileRoom = Math.min(
+      limits.maxFileSizeInBytes - offset,
+      declared !== null ? declared - offset : Infinity,
+    );
     const maxBytes = Math.min(limits.uploadMaxChunkSizeInBytes, wholeFileRoom);
     let size: number;
     try {
@@ -371,7 +438,10 @@ export class Uploads {
         throw await this.discard(
           upload,
           lease,
-          new Problem('bad-content', 'The SHA-256 of the uploaded bytes does not match the digest sent; nothing was stored, the upload starts over at offset 0.'),
+          new Problem(
+            'bad-content',
+            'The SHA-256 of the uploaded bytes does not match the digest sent; nothing was stored, the upload starts over at offset 0.',
+          ),
         );
     const meta: FileMeta = {
       contentLength: total,
@@ -485,7 +555,8 @@ export class Uploads {
     if (((await this.blobs.size(upload.id)) ?? 0) >= upload.offset) return;
     const now = await sql.uploadOf(this.db, upload.id, caller.userId);
     if (!now) throw notFound();
-    const heldElsewhere = now.lease_token !== null && now.lease_token !== lease && now.lease_until!.getTime() > this.clock.now().getTime();
+    const heldElsewhere =
+      now.lease_token !== null && now.lease_token !== lease && now.lease_until!.getTime() > this.clock.now().getTime();
     if (heldElsewhere) return;
     await this.drop(upload.id);
     throw new Problem('gone', 'The stored bytes of this upload were lost; start a new upload.');
@@ -497,7 +568,7 @@ export class Uploads {
     body: AsyncIterable<Uint8Array>,
     hash: Hash,
     maxBytes: number,
-    control: RequestControl,
+    _control: RequestControl,
     check?: (size: number) => void,
   ): Promise<number> {
     // A body that stalls or crawls is cut off by the HTTP layer (body-watch.ts), and its bytes are kept like those
@@ -629,12 +700,20 @@ export class Uploads {
   }
 }
 
-const tooLarge = (max: number) => new Problem('bad-content', `The file would be larger than the maximum of ${max} bytes (max-size).`);
-const chunkTooLarge = (max: number) => new Problem('bad-content', `A chunk may have at most ${max} bytes (max-append-size).`);
+const tooLarge = (max: number) =>
+  new Problem('bad-content', `The file would be larger than the maximum of ${max} bytes (max-size).`);
+const chunkTooLarge = (max: number) =>
+  new Problem('bad-content', `A chunk may have at most ${max} bytes (max-append-size).`);
 const interrupted = (kept: number) =>
-  new Problem('bad-content', `The request body ended before it was complete; the ${kept} bytes that arrived were kept. Ask for the offset (HEAD) and go on from there.`);
+  new Problem(
+    'bad-content',
+    `The request body ended before it was complete; the ${kept} bytes that arrived were kept. Ask for the offset (HEAD) and go on from there.`,
+  );
 const leaseLostProblem = () =>
-  new Problem('conflict', 'Another request took over this upload while this one was appending; ask for the offset (HEAD) and go on from there.');
+  new Problem(
+    'conflict',
+    'Another request took over this upload while this one was appending; ask for the offset (HEAD) and go on from there.',
+  );
 
 function offsetMismatch(upload: sql.UploadRow, provided: number, state: UploadState): Problem {
   return inProgress(

@@ -11,7 +11,10 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
   const credentialsInBody = { config: { authorization: 'ignored' as const } };
 
   resource(app, '/register', {
-    POST: { options: credentialsInBody, handler: async (request, reply) => created(reply, `/${await accounts.register(request.body)}`) },
+    POST: {
+      options: credentialsInBody,
+      handler: async (request, reply) => created(reply, `/${await accounts.register(request.body)}`),
+    },
   });
 
   resource(app, '/token', {
@@ -19,10 +22,15 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
       options: credentialsInBody,
       handler: async (request, reply) => {
         const { token, id } = await accounts.createToken(request.body, request.ip);
-        return reply.code(201).header('location', `/${id}`).type(JSON_TYPE).send(JSON.stringify({ type: '_TokenResponse', token }));
+        return reply
+          .code(201)
+          .header('location', `/${id}`)
+          .type(JSON_TYPE)
+          .send(JSON.stringify({ type: '_TokenResponse', token }));
       },
     },
-    GET: async (request, reply) => sendJson(reply, await accounts.currentToken(await caller(services, request), conditionsOf(request))),
+    GET: async (request, reply) =>
+      sendJson(reply, await accounts.currentToken(await caller(services, request), conditionsOf(request))),
     DELETE: async (request, reply) => {
       await accounts.deleteCurrentToken(await caller(services, request));
       return noContent(reply);
@@ -40,6 +48,7 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
   });
 
   resource(app, '/me', {
-    GET: async (request, reply) => sendJson(reply, await accounts.me(await caller(services, request), conditionsOf(request))),
+    GET: async (request, reply) =>
+      sendJson(reply, await accounts.me(await caller(services, request), conditionsOf(request))),
   });
 }

@@ -2,10 +2,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PageRequest } from '../../domain/elements/collections.js';
 import type { CollectionKind } from '../../domain/elements/types.js';
-import type { RouteDeps } from '../app.js';
 import { Problem } from '../../errors.js';
+import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, noContent, sendJson } from '../reply.js';
-import { resource, WEBDAV_METHODS, type Handler } from '../resource.js';
+import { type Handler, resource, WEBDAV_METHODS } from '../resource.js';
 import { rejectNonUuidIds } from '../route-context.js';
 import type { App } from '../types.js';
 
@@ -22,13 +22,19 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
     const anchor = kind === 'index' ? null : r.params.id;
     const credentials = services.accounts.credentials(r.headers.authorization);
     const now = services.clock.now();
-    return sendJson(reply, await collections.list(credentials, now, kind, anchor, path, r.query, r.url, conditionsOf(r)));
+    return sendJson(
+      reply,
+      await collections.list(credentials, now, kind, anchor, path, r.query, r.url, conditionsOf(r)),
+    );
   };
 
   resource(app, '/', {
     GET: list('index'),
     POST: async (request, reply) =>
-      created(reply, `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body, undefined, conditionsOf(request))}`),
+      created(
+        reply,
+        `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body, undefined, conditionsOf(request))}`,
+      ),
   });
 
   // WebDAV's methods on an element: 501 not-implemented (the spec's slug), as in the reference implementation, once
@@ -55,16 +61,31 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
     },
     POST: async (request, reply) => {
       const r = request as WithId;
-      return created(reply, `/${await elements.create(services.accounts.credentials(r.headers.authorization), r.body, r.params.id, conditionsOf(r))}`);
+      return created(
+        reply,
+        `/${await elements.create(services.accounts.credentials(r.headers.authorization), r.body, r.params.id, conditionsOf(r))}`,
+      );
     },
     PUT: async (request, reply) => {
       const r = request as WithId;
-      await elements.update(services.accounts.credentials(r.headers.authorization), r.params.id, r.body, 'replace', conditionsOf(r));
+      await elements.update(
+        services.accounts.credentials(r.headers.authorization),
+        r.params.id,
+        r.body,
+        'replace',
+        conditionsOf(r),
+      );
       return noContent(reply);
     },
     PATCH: async (request, reply) => {
       const r = request as WithId;
-      await elements.update(services.accounts.credentials(r.headers.authorization), r.params.id, r.body, 'merge', conditionsOf(r));
+      await elements.update(
+        services.accounts.credentials(r.headers.authorization),
+        r.params.id,
+        r.body,
+        'merge',
+        conditionsOf(r),
+      );
       return noContent(reply);
     },
     DELETE: async (request, reply) => {

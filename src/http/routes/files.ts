@@ -6,9 +6,9 @@
 // handler reads `request.raw` itself.
 import contentDisposition from 'content-disposition';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files/files.js';
 import { reprDigestOf } from '../../domain/files/file-headers.js';
-import { uploadCompleteValue, type UploadState } from '../../domain/uploads/upload-fields.js';
+import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files/files.js';
+import { type UploadState, uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
 import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, headerOf, noContent } from '../reply.js';
 import { resource } from '../resource.js';
@@ -22,7 +22,10 @@ function uploadHeaders(request: FastifyRequest, interop: number | null): UploadH
   return {
     // Clients of draft interop 3 say `Upload-Incomplete: ?1` for `Upload-Complete: ?0`.
     uploadComplete: uploadCompleteValue(
-      { uploadComplete: headerOf(request, 'upload-complete'), uploadIncomplete: headerOf(request, 'upload-incomplete') },
+      {
+        uploadComplete: headerOf(request, 'upload-complete'),
+        uploadIncomplete: headerOf(request, 'upload-incomplete'),
+      },
       interop,
       false,
     ),
@@ -48,12 +51,16 @@ function sendDownload(reply: FastifyReply, download: Download) {
   reply.headers({
     'content-type': safeMimeType(file.mimeType),
     'content-length': String(length),
-    'content-disposition': contentDisposition(download.filename, { type: 'attachment', fallback: asciiFallback(download.filename) }),
+    'content-disposition': contentDisposition(download.filename, {
+      type: 'attachment',
+      fallback: asciiFallback(download.filename),
+    }),
     // The bytes are whatever a user uploaded: never let a browser second-guess the declared type.
     'x-content-type-options': 'nosniff',
   });
   if (file.hash.sha256) reply.header('repr-digest', reprDigestOf(file.hash.sha256));
-  if (download.range) reply.header('content-range', `bytes ${download.range.start}-${download.range.end}/${file.contentLength}`);
+  if (download.range)
+    reply.header('content-range', `bytes ${download.range.start}-${download.range.end}/${file.contentLength}`);
   reply.code(download.status);
   return download.stream ? reply.send(download.stream) : reply.send();
 }
@@ -85,7 +92,16 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
       // Resumable start: 204 with the upload's Location; a 104 first for draft clients. POST onto an element that
       // has a file is a 409 here too; PUT starts a replacement.
       const announce = interop === null ? undefined : (state: UploadState) => announceUpload(reply, state);
-      const state = await uploads.start(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r), controlOf(r, interop), announce);
+      const state = await uploads.start(
+        who,
+        r.params.id,
+        mode,
+        bodyOf(r),
+        headers,
+        conditionsOf(r),
+        controlOf(r, interop),
+        announce,
+      );
       return sendProgress(reply, state, 204, uploadPath(state.id));
     }
     // Spec: a direct upload answers "201 with a Location header", whether it created the file or replaced one (as a

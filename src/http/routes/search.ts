@@ -8,7 +8,10 @@ export default async function searchRoutes(app: App, { services }: RouteDeps) {
   resource(app, '/search', {
     POST: async (request, reply) => {
       const { userId } = await caller(services, request);
-      return reply.code(200).type(JSON_TYPE).send(await services.search.run(userId, request.body));
+      return reply
+        .code(200)
+        .type(JSON_TYPE)
+        .send(await services.search.run(userId, request.body));
     },
   });
 }

@@ -1,7 +1,7 @@
 // Error documents, security.txt, instance configuration and graph structure.
 import { readFileSync } from 'node:fs';
 import type { FastifyRequest } from 'fastify';
-import { PROBLEMS, Problem, problemBody, type ProblemSlug } from '../../errors.js';
+import { PROBLEMS, Problem, type ProblemSlug, problemBody } from '../../errors.js';
 import type { RouteDeps } from '../app.js';
 import { baseUrlOf } from '../headers.js';
 import { PROBLEM_CONTENT_TYPE } from '../problems.js';
@@ -9,7 +9,7 @@ import { JSON_TYPE } from '../reply.js';
 import { resource } from '../resource.js';
 import type { App } from '../types.js';
 
-export const INTERFACE_VERSION = 'dev';
+const INTERFACE_VERSION = 'dev';
 
 export default async function systemRoutes(app: App, { config, services }: RouteDeps) {
   const { settings } = config;
@@ -17,7 +17,8 @@ export default async function systemRoutes(app: App, { config, services }: Route
   // Every endpoint here is served without credentials, so that a client can read it before it logs in; a token that
   // is sent must still be valid (spec "Authentication" 3: a bad token is 401, never downgraded).
   const checkSentToken = async (request: FastifyRequest) => {
-    if (request.headers.authorization !== undefined) await services.accounts.authenticate(request.headers.authorization);
+    if (request.headers.authorization !== undefined)
+      await services.accounts.authenticate(request.headers.authorization);
   };
 
   for (const slug of Object.keys(PROBLEMS) as ProblemSlug[]) {
@@ -25,7 +26,9 @@ export default async function systemRoutes(app: App, { config, services }: Route
     resource(app, `/error/${status}/${slug}`, {
       GET: async (request, reply) => {
         await checkSentToken(request);
-        return reply.type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemBody(baseUrlOf(request, settings.baseUrl), slug)));
+        return reply
+          .type(PROBLEM_CONTENT_TYPE)
+          .send(JSON.stringify(problemBody(baseUrlOf(request, settings.baseUrl), slug)));
       },
     });
   }
@@ -43,7 +46,8 @@ export default async function systemRoutes(app: App, { config, services }: Route
   resource(app, '/instance-configuration', {
     GET: async (request, reply) => {
       await checkSentToken(request);
-      if (!settings.instanceConfiguration.enabled) throw new Problem('forbidden', 'The instance configuration is not published.');
+      if (!settings.instanceConfiguration.enabled)
+        throw new Problem('forbidden', 'The instance configuration is not published.');
       const { file } = settings;
       return reply.type(JSON_TYPE).send(
         JSON.stringify({

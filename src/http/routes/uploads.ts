@@ -52,7 +52,11 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
         controlOf(r, interop),
       );
       if (!result.complete) return sendProgress(reply, result.state, 204);
-      reply.headers({ 'upload-complete': '?1', 'upload-offset': String(result.offset), location: `/${result.elementId}/file` });
+      reply.headers({
+        'upload-complete': '?1',
+        'upload-offset': String(result.offset),
+        location: `/${result.elementId}/file`,
+      });
       return reply.code(201).send();
     },
     DELETE: async (request: FastifyRequest, reply: FastifyReply) => {

@@ -3,7 +3,6 @@ import type { Permission } from '../../domain/elements/types.js';
 import type { Queryable } from '../db.js';
 import { RELATION_SEARCH_KEY, searchKeysSql } from '../schema/access-keys.js';
 
-
 /** SQL boolean expression: may user `$user` (with principals `principals`) do `perm` on the row alias `e`. */
 export const allowsSql = (user: string, principals: string, perm: string, e = 'e') =>
   `trellis_allows(${user}, ${principals}, ${perm}, ${e}.id, ${e}.start_id, ${e}.end_id, ${e}.type)`;
@@ -33,7 +32,10 @@ const GRANT_TYPES: Record<Permission, string[]> = {
 export function inlineCheck(user: string, permission: Permission, e = 'e'): string {
   const key = `${user}|${permission}|${e}`;
   let sql = inlined.get(key);
-  if (sql === undefined) inlined.set(key, (sql = buildInlineCheck(user, permission, e)));
+  if (sql === undefined) {
+    sql = buildInlineCheck(user, permission, e);
+    inlined.set(key, sql);
+  }
   return sql;
 }
 
@@ -81,7 +83,7 @@ const PRINCIPAL_PERMISSIONS: ReadonlySet<Permission> = new Set(['READ', 'SEARCH'
  * whose rules look at both ends, still go through inlineCheck, behind a necessary condition of the same form (every
  * relation rule needs one of: the caller is its start, the caller may read its end, a grant on the relation itself).
  */
-export function searchableSetwise(user: string): string {
+function searchableSetwise(user: string): string {
   const reachable = (x: string) => reachableSetwise(user, x, 'SEARCH');
   // A necessary condition of every relation rule (its start is the caller, its end is reachable, or a grant
   // reaches the relation itself); the exact check runs only behind it.
@@ -162,7 +164,10 @@ const callerKeysCte = (permission: 'READ' | 'SEARCH') => `caller_keys AS MATERIA
       LATERAL (SELECT ARRAY(
         SELECT g.end_id FROM unnest(p.ids) q(id), LATERAL (
           SELECT g.end_id FROM elements g
-          WHERE g.start_id = q.id AND g.type IN (${GRANT_TYPES[permission].filter((t) => t !== 'OWNS').map((t) => `'${t}'`).join(', ')}) OFFSET 0) g) AS ends OFFSET 0) g
+          WHERE g.start_id = q.id AND g.type IN (${GRANT_TYPES[permission]
+            .filter((t) => t !== 'OWNS')
+            .map((t) => `'${t}'`)
+            .join(', ')}) OFFSET 0) g) AS ends OFFSET 0) g
       OFFSET 0) k)`;
 
 /**
@@ -234,7 +239,12 @@ export const principalsSql = (user: string): string =>
 export const inlineReadCheck = (user: string, e = 'e'): string => inlineCheck(user, 'READ', e);
 
 /** The subset of `ids` on which `userId` has `permission`. Missing ids are simply absent from the result. */
-export async function permittedIds(q: Queryable, userId: string, permission: Permission, ids: readonly string[]): Promise<Set<string>> {
+export async function permittedIds(
+  q: Queryable,
+  userId: string,
+  permission: Permission,
+  ids: readonly string[],
+): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const { rows } = await q.query<{ id: string }>(
     `SELECT e.id FROM elements e, (SELECT trellis_principals($1::uuid) AS ids) p

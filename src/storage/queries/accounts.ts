@@ -2,7 +2,6 @@
 import type { Caller, Credentials } from '../../domain/accounts/types.js';
 import type { Queryable } from '../db.js';
 
-
 /**
  * The user an identifier names: the exact spelling, else, for an e-mail address (one with an '@'), the user whose
  * address differs only in case (a case_duplicate, which a backup may bring, logs in with its exact spelling only).
@@ -23,21 +22,33 @@ export async function userExists(q: Queryable, id: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-export async function passwordHashOf(q: Queryable, id: string): Promise<string | null> {
-  const { rows } = await q.query<{ password_hash: string | null }>('SELECT password_hash FROM users WHERE id = $1', [id]);
-  return rows[0]?.password_hash ?? null;
-}
-
-export async function insertUser(q: Queryable, id: string, identifier: string, passwordHash: string | null): Promise<void> {
-  await q.query('INSERT INTO users (id, identifier, password_hash) VALUES ($1, $2, $3)', [id, identifier, passwordHash]);
+export async function insertUser(
+  q: Queryable,
+  id: string,
+  identifier: string,
+  passwordHash: string | null,
+): Promise<void> {
+  await q.query('INSERT INTO users (id, identifier, password_hash) VALUES ($1, $2, $3)', [
+    id,
+    identifier,
+    passwordHash,
+  ]);
 }
 
 /** Sets the user's password hash if it is still `previous`; false when it is not (changed meanwhile). */
-export async function replacePasswordHash(q: Queryable, id: string, previous: string, passwordHash: string): Promise<boolean> {
-  const { rowCount } = await q.query('UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [id, previous, passwordHash]);
+export async function replacePasswordHash(
+  q: Queryable,
+  id: string,
+  previous: string,
+  passwordHash: string,
+): Promise<boolean> {
+  const { rowCount } = await q.query('UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [
+    id,
+    previous,
+    passwordHash,
+  ]);
   return rowCount > 0;
 }
-
 
 /**
  * SQL yielding at most one row (user_id, token_id, expires) for the credentials, with parameters $1 (token hash or
@@ -70,7 +81,11 @@ export const callerParams = (credentials: Credentials, now: Date) => [
 
 export async function resolveCaller(q: Queryable, credentials: Credentials, now: Date): Promise<Caller | null> {
   const caller = callerSql(credentials);
-  const { rows } = await q.query<{ user_id: string; token_id: string | null }>(caller.sql, callerParams(credentials, now), `resolve_caller${caller.suffix}`);
+  const { rows } = await q.query<{ user_id: string; token_id: string | null }>(
+    caller.sql,
+    callerParams(credentials, now),
+    `resolve_caller${caller.suffix}`,
+  );
   return rows[0] ? { userId: rows[0].user_id, tokenId: rows[0].token_id } : null;
 }
 
@@ -148,12 +163,23 @@ export async function activeTokens(q: Queryable, filter: TokenFilter): Promise<T
 
 /** Revokes every active token of the user (a password change). Returns how many. */
 export async function revokeTokensOfUser(q: Queryable, userId: string, now: Date): Promise<number> {
-  const { rows } = await q.query<{ id: string }>(`SELECT id FROM tokens WHERE user_id = $1 AND state = 'ACTIVE'`, [userId]);
-  return rows.length === 0 ? 0 : revokeTokens(q, rows.map((r) => r.id), now);
+  const { rows } = await q.query<{ id: string }>(`SELECT id FROM tokens WHERE user_id = $1 AND state = 'ACTIVE'`, [
+    userId,
+  ]);
+  return rows.length === 0
+    ? 0
+    : revokeTokens(
+        q,
+        rows.map((r) => r.id),
+        now,
+      );
 }
 
 export async function revokeTokens(q: Queryable, ids: string[], now: Date): Promise<number> {
-  const { rowCount } = await q.query(`UPDATE tokens SET state = 'REVOKED' WHERE id = ANY($1::uuid[]) AND state = 'ACTIVE'`, [ids]);
+  const { rowCount } = await q.query(
+    `UPDATE tokens SET state = 'REVOKED' WHERE id = ANY($1::uuid[]) AND state = 'ACTIVE'`,
+    [ids],
+  );
   await q.query(
     `UPDATE elements SET data = data || '{"state":"REVOKED"}'::jsonb, updated = $2 WHERE id = ANY($1::uuid[])`,
     [ids, now],

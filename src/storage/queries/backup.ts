@@ -1,7 +1,8 @@
 // SQL of backup:create and backup:load. Bulk writes pass a whole batch as one JSON array parameter and expand it
 // with json_to_recordset: one statement and one round trip per batch, the same on PostgreSQL and PGlite.
-import type { Queryable } from '../db.js';
+
 import type { FileMeta } from '../../domain/files/types.js';
+import type { Queryable } from '../db.js';
 
 export interface BackupElementRow {
   id: string;
@@ -83,7 +84,10 @@ export async function insertTokenRows(q: Queryable, rows: readonly BackupTokenRo
  * Keeps the hashes of loaded tokens that get no tokens row (no single owning user: they never authenticate) with
  * their element's internal properties, which no response shows and backup:create writes back into `data`.
  */
-export async function keepUnboundTokenHashes(q: Queryable, rows: ReadonlyArray<{ id: string; hash: string }>): Promise<void> {
+export async function keepUnboundTokenHashes(
+  q: Queryable,
+  rows: ReadonlyArray<{ id: string; hash: string }>,
+): Promise<void> {
   if (rows.length === 0) return;
   await q.query(
     `UPDATE elements e SET internal = e.internal || jsonb_build_object('hash', r.hash)
@@ -94,7 +98,10 @@ export async function keepUnboundTokenHashes(q: Queryable, rows: ReadonlyArray<{
 }
 
 /** Which of these ids are elements already, with their type and kind (for loading into a non-empty database). */
-export async function existingElements(q: Queryable, ids: readonly string[]): Promise<Map<string, { type: string; isNode: boolean }>> {
+export async function existingElements(
+  q: Queryable,
+  ids: readonly string[],
+): Promise<Map<string, { type: string; isNode: boolean }>> {
   const found = new Map<string, { type: string; isNode: boolean }>();
   if (ids.length === 0) return found;
   const { rows } = await q.query<{ id: string; type: string; is_node: boolean }>(
@@ -114,7 +121,10 @@ export async function existingUsers(q: Queryable, ids: readonly string[]): Promi
 
 export async function takenIdentifiers(q: Queryable, identifiers: readonly string[]): Promise<Set<string>> {
   if (identifiers.length === 0) return new Set();
-  const { rows } = await q.query<{ identifier: string }>('SELECT identifier FROM users WHERE identifier = ANY($1::text[])', [identifiers]);
+  const { rows } = await q.query<{ identifier: string }>(
+    'SELECT identifier FROM users WHERE identifier = ANY($1::text[])',
+    [identifiers],
+  );
   return new Set(rows.map((r) => r.identifier));
 }
 
@@ -154,6 +164,10 @@ export async function dumpPage(q: Queryable, after: string | null, limit: number
   const { rows } =
     after === null
       ? await q.query<DumpRow>(`${select} ORDER BY e.id LIMIT $1`, [limit], 'backup_dump_first')
-      : await q.query<DumpRow>(`${select} WHERE e.id > $1::uuid ORDER BY e.id LIMIT $2`, [after, limit], 'backup_dump_next');
+      : await q.query<DumpRow>(
+          `${select} WHERE e.id > $1::uuid ORDER BY e.id LIMIT $2`,
+          [after, limit],
+          'backup_dump_next',
+        );
   return rows;
 }

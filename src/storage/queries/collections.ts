@@ -1,10 +1,18 @@
 // SQL of the collection endpoints: one statement per request that authenticates, checks the anchor, filters by
 // access, counts and pages.
-import { decisionKey, EPOCH_SQL, expiresMsSql, whileEpochStands, withDecision, type AccessDecisions } from '../access-decisions.js';
-import type { Queryable } from '../db.js';
-import { allowsSql, grantedSql, inlineReadCheck, principalsSql } from './access.js';
+
 import type { Credentials } from '../../domain/accounts/types.js';
 import type { CollectionKind } from '../../domain/elements/types.js';
+import {
+  type AccessDecisions,
+  decisionKey,
+  EPOCH_SQL,
+  expiresMsSql,
+  whileEpochStands,
+  withDecision,
+} from '../access-decisions.js';
+import type { Queryable } from '../db.js';
+import { allowsSql, grantedSql, inlineReadCheck, principalsSql } from './access.js';
 import { callerParams, callerSql } from './accounts.js';
 import { elementArraySql } from './element-json.js';
 import { ELEMENT_COLUMNS } from './elements.js';
@@ -17,7 +25,11 @@ import { ELEMENT_COLUMNS } from './elements.js';
 // `nodesOnly`: the page lists its nodes and no relations (the index, as in the reference implementation, whose
 // clients take every listed relation for content); the relations still decide the members and the count.
 const SHAPES: Record<CollectionKind, { where: string; other: string; inherits?: boolean; nodesOnly?: boolean }> = {
-  index: { where: `e.start_id = p.anchor_id AND e.type IN ('OWNS', 'IS_IN_GROUP', 'HAS_READ_ACCESS')`, other: 'e.end_id', nodesOnly: true },
+  index: {
+    where: `e.start_id = p.anchor_id AND e.type IN ('OWNS', 'IS_IN_GROUP', 'HAS_READ_ACCESS')`,
+    other: 'e.end_id',
+    nodesOnly: true,
+  },
   children: { where: `e.start_id = p.anchor_id AND e.type = 'OWNS'`, other: 'e.end_id', inherits: true },
   // Every incoming relation (spec: "the elements that have a relation pointing to the element, including access
   // relations"), so that every grant, membership and CREATED on an element can be found and revoked.
@@ -53,7 +65,10 @@ function pageSql(shape: (typeof SHAPES)[CollectionKind], readable: string, limit
 }
 
 /** The columns every collection statement ends with: the count and the rendered page. */
-const pageColumns = (shape: (typeof SHAPES)[CollectionKind], readable: string) => `(SELECT count(*) FROM members) AS total,
+const pageColumns = (
+  shape: (typeof SHAPES)[CollectionKind],
+  readable: string,
+) => `(SELECT count(*) FROM members) AS total,
             (SELECT ${elementArraySql('e', 'e.id')} FROM page JOIN elements e ON e.id = page.other, p WHERE ${readable}) AS nodes,
             ${shape.nodesOnly ? `'[]'` : `(SELECT ${elementArraySql('r', 'r.other, r.id')} FROM rels r JOIN page ON page.other = r.other)`} AS relations`;
 
@@ -93,7 +108,9 @@ export async function collectionPage(
       params.push(anchorId);
       // The caller's own principals (its User node, its groups) count too: what they OWN, the caller owns.
       const principals = principalsSql('caller.user_id');
-      const inherited = shape.inherits ? `e.id IS NOT NULL AND (e.id = ANY(${principals}) OR ${grantedSql(principals, 'e.id', 'READ')})` : 'false';
+      const inherited = shape.inherits
+        ? `e.id IS NOT NULL AND (e.id = ANY(${principals}) OR ${grantedSql(principals, 'e.id', 'READ')})`
+        : 'false';
       anchor = `SELECT e.id, ${inlineReadCheck('caller.user_id')} AS allowed, ${inherited} AS inherited
         FROM caller LEFT JOIN elements e ON e.id = $6::uuid`;
     }
@@ -103,7 +120,9 @@ export async function collectionPage(
     const decision = shape.inherits
       ? `, (SELECT inherited FROM p) AS inherited, ${EPOCH_SQL} AS epoch, (SELECT ${expiresMsSql('c')} FROM caller c) AS expires`
       : '';
-    const { rows } = await q.query<PageRow & { authenticated: boolean; inherited?: boolean | null; epoch?: string; expires?: number | null }>(
+    const { rows } = await q.query<
+      PageRow & { authenticated: boolean; inherited?: boolean | null; epoch?: string; expires?: number | null }
+    >(
       `WITH caller AS MATERIALIZED (${caller.sql}),
        anchor AS MATERIALIZED (${anchor}),
        p AS MATERIALIZED (
@@ -127,14 +146,13 @@ export async function collectionPage(
     whileEpochStands(decisions.sessionEpoch, epoch, async (readEpoch) => {
       const name = `${readEpoch ? 'known' : 'session'}_collection_${kind}`;
       let text = knownPageSql.get(name);
-      if (text === undefined)
-        knownPageSql.set(
-          name,
-          (text = `WITH p AS MATERIALIZED (SELECT $1::uuid AS anchor_id),
+      if (text === undefined) {
+        text = `WITH p AS MATERIALIZED (SELECT $1::uuid AS anchor_id),
            ${pageSql(shape, 'true', '$2', '$3')}
            SELECT EXISTS (SELECT 1 FROM elements a WHERE a.id = $1::uuid) AS found, ${pageColumns(shape, 'true')}
-                  ${readEpoch ? `, ${EPOCH_SQL} AS epoch` : ''}`),
-        );
+                  ${readEpoch ? `, ${EPOCH_SQL} AS epoch` : ''}`;
+        knownPageSql.set(name, text);
+      }
       const { rows } = await q.query<PageRow & { epoch?: string }>(text, [anchorId, limit, offset], name);
       return { result: { authenticated: true, ...fromRow(rows[0]!) }, epoch: rows[0]!.epoch };
     });
@@ -151,4 +169,9 @@ interface PageRow {
   relations: string;
 }
 
-const fromRow = (row: PageRow) => ({ found: row.found, total: Number(row.total), nodesJson: row.nodes, relationsJson: row.relations });
+const fromRow = (row: PageRow) => ({
+  found: row.found,
+  total: Number(row.total),
+  nodesJson: row.nodes,
+  relationsJson: row.relations,
+});

@@ -13,7 +13,8 @@ export const shownTimeSql = (column: string) => `date_trunc('second', ${column})
  * (`hasFile` and `file`, as elementJsonSql writes them), as a jsonb object, or null without a file. Searches read
  * them here, since they are not in the stored data the search index is built from.
  */
-export const shownFileSql = (e: string) => `(CASE WHEN ${e}.file IS NULL THEN NULL ELSE jsonb_build_object('hasFile', true, 'file', ${e}.file) END)`;
+export const shownFileSql = (e: string) =>
+  `(CASE WHEN ${e}.file IS NULL THEN NULL ELSE jsonb_build_object('hasFile', true, 'file', ${e}.file) END)`;
 
 const isoTimeSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 

@@ -1,12 +1,20 @@
 // SQL of elements (nodes and relations).
-import type { Queryable } from '../db.js';
+
 import type { Credentials } from '../../domain/accounts/types.js';
 import type { Permission } from '../../domain/elements/types.js';
 import type { FileMeta } from '../../domain/files/types.js';
+import {
+  type AccessDecisions,
+  decisionKey,
+  EPOCH_SQL,
+  expiresMsSql,
+  whileEpochStands,
+  withDecision,
+} from '../access-decisions.js';
+import type { Queryable } from '../db.js';
 import { inlineCheck, inlineReadCheck } from './access.js';
 import { callerParams, callerSql } from './accounts.js';
 import { elementJsonSql } from './element-json.js';
-import { decisionKey, EPOCH_SQL, expiresMsSql, whileEpochStands, withDecision, type AccessDecisions } from '../access-decisions.js';
 
 export interface ElementRow {
   id: string;
@@ -80,7 +88,11 @@ export async function elementWithPermission(
 
 /** The element's rendering (element-json.ts), or null when it does not exist. */
 export async function elementBodyById(q: Queryable, id: string): Promise<string | null> {
-  const { rows } = await q.query<{ body: string }>(`SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1`, [id], 'element_body_by_id');
+  const { rows } = await q.query<{ body: string }>(
+    `SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1`,
+    [id],
+    'element_body_by_id',
+  );
   return rows[0]?.body ?? null;
 }
 
@@ -113,36 +125,34 @@ export function readableElement(
             [id],
             'known_readable_element',
           )
-        : await q.read<{ body: string | null; epoch?: string }>(`SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1::uuid`, [id], 'session_readable_element');
+        : await q.read<{ body: string | null; epoch?: string }>(
+            `SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1::uuid`,
+            [id],
+            'session_readable_element',
+          );
       return { result: { authenticated: true, body: rows[0]?.body ?? null }, epoch: rows[0]?.epoch };
     });
   const decide = async () => {
     const caller = callerSql(credentials);
     let text = readableElementSql.get(caller.suffix);
-    if (text === undefined)
-      readableElementSql.set(
-        caller.suffix,
-        (text = `SELECT ${ELEMENT_BODY}, ${inlineReadCheck('caller.user_id')} AS allowed, ${EPOCH_SQL} AS epoch,
+    if (text === undefined) {
+      text = `SELECT ${ELEMENT_BODY}, ${inlineReadCheck('caller.user_id')} AS allowed, ${EPOCH_SQL} AS epoch,
            ${expiresMsSql('caller')} AS expires
-         FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`),
-      );
-    const { rows } = await q.read<{ body: string | null; allowed: boolean | null; epoch: string; expires: number | null }>(
-      text,
-      [...callerParams(credentials, now), id],
-      `readable_element${caller.suffix}`,
-    );
+         FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`;
+      readableElementSql.set(caller.suffix, text);
+    }
+    const { rows } = await q.read<{
+      body: string | null;
+      allowed: boolean | null;
+      epoch: string;
+      expires: number | null;
+    }>(text, [...callerParams(credentials, now), id], `readable_element${caller.suffix}`);
     const row = rows[0];
     if (!row) return { result: { authenticated: false, body: null }, decision: null };
     if (row.allowed !== true) return { result: { authenticated: true, body: null }, decision: null };
     return { result: { authenticated: true, body: row.body }, decision: { epoch: row.epoch, expires: row.expires } };
   };
   return withDecision(decisions, decisionKey(credentials, 'READ', id), now, known, decide);
-}
-
-export async function elementsByIds(q: Queryable, ids: readonly string[]): Promise<ElementRow[]> {
-  if (ids.length === 0) return [];
-  const { rows } = await q.query<ElementRow>(`SELECT ${ELEMENT_COLUMNS} FROM elements e WHERE e.id = ANY($1::uuid[])`, [ids]);
-  return rows;
 }
 
 export async function replaceData(q: Queryable, id: string, data: Record<string, unknown>, at: Date): Promise<void> {
@@ -184,8 +194,14 @@ export async function elementTypes(q: Queryable): Promise<{ nodeTypes: string[];
   );
   const visible = rows.filter((r) => !r.type.startsWith('_'));
   return {
-    nodeTypes: visible.filter((r) => r.is_node).map((r) => r.type).sort(),
-    relationTypes: visible.filter((r) => !r.is_node).map((r) => r.type).sort(),
+    nodeTypes: visible
+      .filter((r) => r.is_node)
+      .map((r) => r.type)
+      .sort(),
+    relationTypes: visible
+      .filter((r) => !r.is_node)
+      .map((r) => r.type)
+      .sort(),
   };
 }
 
@@ -201,7 +217,14 @@ export async function insertNodeAs(
   q: Queryable,
   credentials: Credentials,
   now: Date,
-  node: { id: string; type: string; data: Record<string, unknown>; parentId: string | null; ownsId: string; createdId: string },
+  node: {
+    id: string;
+    type: string;
+    data: Record<string, unknown>;
+    parentId: string | null;
+    ownsId: string;
+    createdId: string;
+  },
 ): Promise<{ authenticated: boolean; allowed: boolean; inserted: boolean }> {
   const caller = callerSql(credentials);
   const { rows } = await q.query<{ authenticated: boolean; allowed: boolean; inserted: boolean }>(
@@ -246,7 +269,14 @@ export async function updateDataAs(
   q: Queryable,
   credentials: Credentials,
   now: Date,
-  change: { id: string; mode: 'replace' | 'merge'; set: Record<string, unknown>; remove: string[]; keep: Record<string, string[]>; limits: [number, number] },
+  change: {
+    id: string;
+    mode: 'replace' | 'merge';
+    set: Record<string, unknown>;
+    remove: string[];
+    keep: Record<string, string[]>;
+    limits: [number, number];
+  },
   decisions?: AccessDecisions,
 ): Promise<{ authenticated: boolean; updated: boolean }> {
   const values = [change.mode, change.set, change.remove, change.keep, ...change.limits];
@@ -289,7 +319,14 @@ export async function updateDataAs(
  * The new `data` of row `u` for a PATCH (merge) or PUT (replace), from the parameters holding the change. A merge is
  * checked against the element limits `maxBytes` and `maxValues` (trellis_checked_data): only here is its result known.
  */
-const newDataSql = (mode: string, set: string, remove: string, keep: string, maxBytes: string, maxValues: string) => `CASE WHEN ${mode}::text = 'merge'
+const newDataSql = (
+  mode: string,
+  set: string,
+  remove: string,
+  keep: string,
+  maxBytes: string,
+  maxValues: string,
+) => `CASE WHEN ${mode}::text = 'merge'
          THEN trellis_checked_data((u.data - ${remove}::text[]) || ${set}::jsonb, ${maxBytes}::int, ${maxValues}::int)
          ELSE ${set}::jsonb || COALESCE((
            SELECT jsonb_object_agg(kv.key, kv.value) FROM jsonb_each(u.data) kv

@@ -59,8 +59,20 @@ export async function insertUpload(q: Queryable, u: NewUpload): Promise<UploadRo
     `INSERT INTO uploads AS u (id, element_id, user_id, length, extension, expected_sha256, lease_token, lease_until, created, expires,
                                if_match, if_none_match)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
-    [u.id, u.elementId, u.userId, u.length, u.extension, u.expectedSha256, u.leaseToken, u.leaseUntil, u.created, u.expires,
-      u.ifMatch, u.ifNoneMatch],
+    [
+      u.id,
+      u.elementId,
+      u.userId,
+      u.length,
+      u.extension,
+      u.expectedSha256,
+      u.leaseToken,
+      u.leaseUntil,
+      u.created,
+      u.expires,
+      u.ifMatch,
+      u.ifNoneMatch,
+    ],
     'insert_upload',
   );
   return rows[0]!;
@@ -68,7 +80,11 @@ export async function insertUpload(q: Queryable, u: NewUpload): Promise<UploadRo
 
 /** Ends every lease (at the start of the only process that may hold any: embedded PGlite). Returns how many. */
 export async function releaseAllLeases(q: Queryable): Promise<number> {
-  const { rowCount } = await q.query('UPDATE uploads SET lease_token = NULL, lease_until = NULL WHERE lease_token IS NOT NULL', [], 'release_all_upload_leases');
+  const { rowCount } = await q.query(
+    'UPDATE uploads SET lease_token = NULL, lease_until = NULL WHERE lease_token IS NOT NULL',
+    [],
+    'release_all_upload_leases',
+  );
   return rowCount ?? 0;
 }
 
@@ -76,7 +92,15 @@ export async function releaseAllLeases(q: Queryable): Promise<number> {
  * Takes the lease for an append at `offset` when nobody holds it (or the holder's lease ran out). Null when the
  * row is gone, its offset moved, or someone else holds it: the caller reads the row again to tell which.
  */
-export async function takeLease(q: Queryable, id: string, userId: string, offset: number, token: string, now: Date, until: Date): Promise<UploadRow | null> {
+export async function takeLease(
+  q: Queryable,
+  id: string,
+  userId: string,
+  offset: number,
+  token: string,
+  now: Date,
+  until: Date,
+): Promise<UploadRow | null> {
   const { rows } = await q.query<UploadRow>(
     `UPDATE uploads u SET lease_token = $4, lease_until = $6
      WHERE u.id = $1 AND u.user_id = $2 AND u."offset" = $3 AND (u.lease_until IS NULL OR u.lease_until <= $5)
@@ -89,7 +113,11 @@ export async function takeLease(q: Queryable, id: string, userId: string, offset
 
 /** Extends a lease the caller still holds; false when it was lost (taken over, or the upload is gone). */
 export async function renewLease(q: Queryable, id: string, token: string, until: Date): Promise<boolean> {
-  const { rowCount } = await q.query('UPDATE uploads SET lease_until = $3 WHERE id = $1 AND lease_token = $2', [id, token, until], 'renew_upload_lease');
+  const { rowCount } = await q.query(
+    'UPDATE uploads SET lease_until = $3 WHERE id = $1 AND lease_token = $2',
+    [id, token, until],
+    'renew_upload_lease',
+  );
   return rowCount === 1;
 }
 
@@ -121,26 +149,39 @@ export async function commitAppend(
  * still under the caller's lease (the bytes go next, then the lease). False when the lease was lost.
  */
 export async function resetUpload(q: Queryable, id: string, token: string): Promise<boolean> {
-  const { rowCount } = await q.query('UPDATE uploads SET "offset" = 0, chunks = 0 WHERE id = $1 AND lease_token = $2', [id, token], 'reset_upload');
+  const { rowCount } = await q.query(
+    'UPDATE uploads SET "offset" = 0, chunks = 0 WHERE id = $1 AND lease_token = $2',
+    [id, token],
+    'reset_upload',
+  );
   return rowCount === 1;
 }
 
 /** Gives a lease back unchanged (nothing was appended, or a completion failed before it committed). */
 export async function releaseLease(q: Queryable, id: string, token: string): Promise<void> {
-  await q.query('UPDATE uploads SET lease_token = NULL, lease_until = NULL WHERE id = $1 AND lease_token = $2', [id, token], 'release_upload_lease');
+  await q.query(
+    'UPDATE uploads SET lease_token = NULL, lease_until = NULL WHERE id = $1 AND lease_token = $2',
+    [id, token],
+    'release_upload_lease',
+  );
 }
 
 /** Removes the row of a completing upload inside the transaction that attaches its bytes; false if it is gone. */
 export async function deleteLeasedUpload(q: Queryable, id: string, token: string): Promise<boolean> {
-  const { rowCount } = await q.query('DELETE FROM uploads WHERE id = $1 AND lease_token = $2', [id, token], 'delete_leased_upload');
+  const { rowCount } = await q.query(
+    'DELETE FROM uploads WHERE id = $1 AND lease_token = $2',
+    [id, token],
+    'delete_leased_upload',
+  );
   return rowCount === 1;
 }
 
 /** Removes an upload whatever its state (cancellation); false when there was none. */
 export async function deleteUpload(q: Queryable, id: string, userId?: string): Promise<boolean> {
-  const { rowCount } = userId === undefined
-    ? await q.query('DELETE FROM uploads WHERE id = $1', [id], 'delete_upload')
-    : await q.query('DELETE FROM uploads WHERE id = $1 AND user_id = $2', [id, userId], 'delete_own_upload');
+  const { rowCount } =
+    userId === undefined
+      ? await q.query('DELETE FROM uploads WHERE id = $1', [id], 'delete_upload')
+      : await q.query('DELETE FROM uploads WHERE id = $1 AND user_id = $2', [id, userId], 'delete_own_upload');
   return rowCount === 1;
 }
 
@@ -148,7 +189,11 @@ export async function deleteUpload(q: Queryable, id: string, userId?: string): P
  * Removes up to `limit` uploads that expired before `before`, or whose target was deleted. Rows another
  * instance is removing right now are skipped (SKIP LOCKED), so each row is removed, and reported, once.
  */
-export async function deleteExpiredOrOrphaned(q: Queryable, before: Date, limit: number): Promise<Array<{ id: string; cancelled: boolean }>> {
+export async function deleteExpiredOrOrphaned(
+  q: Queryable,
+  before: Date,
+  limit: number,
+): Promise<Array<{ id: string; cancelled: boolean }>> {
   const { rows } = await q.query<{ id: string; cancelled: boolean }>(
     `DELETE FROM uploads WHERE id IN (
        SELECT id FROM uploads WHERE expires <= $1 OR element_id IS NULL
@@ -164,7 +209,11 @@ export async function deleteExpiredOrOrphaned(q: Queryable, before: Date, limit:
  * One batch of the access check over all uploads (keyset order by id, after `after`): the ids of those whose
  * creator no longer has UPDATE on the target, and the last id looked at (null when there were no more).
  */
-export async function uploadsWithoutAccess(q: Queryable, after: string | null, limit: number): Promise<{ denied: string[]; last: string | null }> {
+export async function uploadsWithoutAccess(
+  q: Queryable,
+  after: string | null,
+  limit: number,
+): Promise<{ denied: string[]; last: string | null }> {
   const { rows } = await q.query<{ id: string; permitted: boolean }>(
     `SELECT u.id, COALESCE(${allowsSql('u.user_id', 'trellis_principals(u.user_id)', `'UPDATE'`)}, false) AS permitted
      FROM uploads u JOIN elements e ON e.id = u.element_id
@@ -173,7 +222,10 @@ export async function uploadsWithoutAccess(q: Queryable, after: string | null, l
     [after, limit],
     'uploads_access_batch',
   );
-  return { denied: rows.filter((r) => !r.permitted).map((r) => r.id), last: rows.length < limit ? null : rows[rows.length - 1]!.id };
+  return {
+    denied: rows.filter((r) => !r.permitted).map((r) => r.id),
+    last: rows.length < limit ? null : rows[rows.length - 1]!.id,
+  };
 }
 
 /** Removes those of `ids` whose creator still lacks UPDATE (checked again, in the same statement). */

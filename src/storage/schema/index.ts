@@ -12,6 +12,16 @@ export interface Migration {
 }
 
 /** Everything, in dependency order: the search document's functions before the table whose column calls them. */
-const BASELINE = [EXTENSIONS, SEARCH_FUNCTIONS, DATA_LIMITS, TABLES, ACCESS_INDEX, ACCESS_RULES, ACCESS_KEYS, ACCESS_EPOCH, SEARCH_INDEX].join('');
+const BASELINE = [
+  EXTENSIONS,
+  SEARCH_FUNCTIONS,
+  DATA_LIMITS,
+  TABLES,
+  ACCESS_INDEX,
+  ACCESS_RULES,
+  ACCESS_KEYS,
+  ACCESS_EPOCH,
+  SEARCH_INDEX,
+].join('');
 
 export const migrations: Migration[] = [{ version: 1, name: 'baseline', sql: BASELINE }];

@@ -13,7 +13,9 @@
 import { searchKeysSql } from './access-keys.js';
 import { CASE_TABLES, LENGTH_BUCKETS, pgClass, SEARCH_LIMITS, SEP } from './search-analysis.js';
 
-const foldSteps = CASE_TABLES.map((t) => `  IF x ~ '${pgClass(t.ranges)}' THEN x := translate(x, '${t.from}', '${t.to}'); END IF;`).join('\n');
+const foldSteps = CASE_TABLES.map(
+  (t) => `  IF x ~ '${pgClass(t.ranges)}' THEN x := translate(x, '${t.from}', '${t.to}'); END IF;`,
+).join('\n');
 
 /**
  * The scalar values of `p_data` (a jsonb object) with their escaped dotted field names: top-level scalars directly,

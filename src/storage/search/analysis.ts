@@ -9,10 +9,13 @@ const FOLD = new Map<number, string>();
 for (const table of CASE_TABLES) {
   const from = [...table.from];
   const to = [...table.to];
-  from.forEach((c, i) => FOLD.set(c.codePointAt(0)!, to[i]!));
+  for (const [i, c] of from.entries()) FOLD.set(c.codePointAt(0)!, to[i]!);
 }
 const cp = (c: number) => `\\u{${c.toString(16)}}`;
-const SEPARATORS = new RegExp(`[${SEPARATOR_RANGES.map(([a, b]) => (a === b ? cp(a) : `${cp(a)}-${cp(b)}`)).join('')}]+`, 'u');
+const SEPARATORS = new RegExp(
+  `[${SEPARATOR_RANGES.map(([a, b]) => (a === b ? cp(a) : `${cp(a)}-${cp(b)}`)).join('')}]+`,
+  'u',
+);
 
 /** Lower case as the index does it: ASCII, then the translate() tables. */
 export function fold(text: string): string {
@@ -27,7 +30,8 @@ export function fold(text: string): string {
 /** The tokens of a text, as the index makes them (the standard analyzer, approximated). */
 export function analyze(text: string): string[] {
   let limited = text;
-  if (text.length > SEARCH_LIMITS.analysedChars) limited = Array.from(text).slice(0, SEARCH_LIMITS.analysedChars).join('');
+  if (text.length > SEARCH_LIMITS.analysedChars)
+    limited = Array.from(text).slice(0, SEARCH_LIMITS.analysedChars).join('');
   return fold(limited)
     .split(SEPARATORS)
     .filter((t) => t !== '');

@@ -14,12 +14,13 @@ import type { Binder } from './binder.js';
  * chunks and joined with `||` (array concatenation; for objects, a merge in order) as a balanced tree. `perItem`:
  * arguments per item (2 for an object's key and value), which a chunk never splits.
  */
-export function builtInChunks(fn: string, items: string[], perItem = 1): string {
+function builtInChunks(fn: string, items: string[], perItem = 1): string {
   const per = Math.floor(100 / perItem);
   if (items.length <= per) return `${fn}(${items.join(', ')})`;
   const chunks: string[] = [];
   for (let i = 0; i < items.length; i += per) chunks.push(`${fn}(${items.slice(i, i + per).join(', ')})`);
-  const tree = (from: number, to: number): string => (to - from === 1 ? chunks[from]! : `(${tree(from, (from + to) >> 1)} || ${tree((from + to) >> 1, to)})`);
+  const tree = (from: number, to: number): string =>
+    to - from === 1 ? chunks[from]! : `(${tree(from, (from + to) >> 1)} || ${tree((from + to) >> 1, to)})`;
   return tree(0, chunks.length);
 }
 
@@ -59,7 +60,7 @@ export function evalConstant(e: Expr, parameters: Readonly<Record<string, unknow
     case 'literal':
       return e.value;
     case 'parameter':
-      if (!Object.prototype.hasOwnProperty.call(parameters, e.name)) throw cypherError(e.offset, `parameter $${e.name} is missing`);
+      if (!Object.hasOwn(parameters, e.name)) throw cypherError(e.offset, `parameter $${e.name} is missing`);
       return parameters[e.name] ?? null;
     case 'list':
       return e.items.map((item) => evalConstant(item, parameters));
@@ -68,20 +69,22 @@ export function evalConstant(e: Expr, parameters: Readonly<Record<string, unknow
     case 'property': {
       const object = evalConstant(e.object, parameters);
       if (object === null) return null;
-      if (!isPlainObject(object)) throw cypherError(e.offset, `cannot read property '${e.key}' of a ${typeName(object)}`);
-      return Object.prototype.hasOwnProperty.call(object, e.key) ? (object[e.key] ?? null) : null;
+      if (!isPlainObject(object))
+        throw cypherError(e.offset, `cannot read property '${e.key}' of a ${typeName(object)}`);
+      return Object.hasOwn(object, e.key) ? (object[e.key] ?? null) : null;
     }
     case 'index': {
       const object = evalConstant(e.object, parameters);
       const index = evalConstant(e.index, parameters);
       if (object === null || index === null) return null;
       if (Array.isArray(object)) {
-        if (typeof index !== 'number' || !Number.isInteger(index)) throw cypherError(e.index.offset, 'a list index must be an integer');
+        if (typeof index !== 'number' || !Number.isInteger(index))
+          throw cypherError(e.index.offset, 'a list index must be an integer');
         return object[index < 0 ? object.length + index : index] ?? null;
       }
       if (isPlainObject(object)) {
         if (typeof index !== 'string') throw cypherError(e.index.offset, 'a map key must be a string');
-        return Object.prototype.hasOwnProperty.call(object, index) ? (object[index] ?? null) : null;
+        return Object.hasOwn(object, index) ? (object[index] ?? null) : null;
       }
       throw cypherError(e.offset, `cannot index a ${typeName(object)}`);
     }
@@ -123,7 +126,9 @@ export class ExprCompiler {
       case 'variable': {
         const binding = this.binding(e.name, e.offset);
         // A bare node or relation stands for its identity: `a = b` compares ids.
-        return binding.kind === 'element' ? { t: 'id', sql: `${binding.alias}.id` } : { t: 'json', sql: `NULLIF(${binding.sql}, ${JSON_NULL})` };
+        return binding.kind === 'element'
+          ? { t: 'id', sql: `${binding.alias}.id` }
+          : { t: 'json', sql: `NULLIF(${binding.sql}, ${JSON_NULL})` };
       }
       case 'property': {
         if (e.object.kind === 'variable') {
@@ -131,9 +136,11 @@ export class ExprCompiler {
           if (binding.kind === 'element') {
             const alias = binding.alias;
             if (e.key === 'id') return { t: 'id', sql: `${alias}.id` };
-            if (e.key === 'created' || e.key === 'updated') return { t: 'time', sql: shownTimeSql(`${alias}.${e.key}`) };
+            if (e.key === 'created' || e.key === 'updated')
+              return { t: 'time', sql: shownTimeSql(`${alias}.${e.key}`) };
             // hasFile and file are shown inside data (element-json.ts) but kept in the file column.
-            if (e.key === 'hasFile' || e.key === 'file') return { t: 'json', sql: `(${shownFileSql(alias)} -> '${e.key}')` };
+            if (e.key === 'hasFile' || e.key === 'file')
+              return { t: 'json', sql: `(${shownFileSql(alias)} -> '${e.key}')` };
             return { t: 'json', sql: `NULLIF(${alias}.data -> ${this.b.bind(e.key, 'text')}, ${JSON_NULL})` };
           }
         }
@@ -145,14 +152,24 @@ export class ExprCompiler {
         const index = evalConstant(e.index, this.parameters);
         const object = this.json(this.value(e.object));
         if (index === null) return { t: 'const', v: null };
-        if (typeof index === 'number' && Number.isInteger(index)) return { t: 'json', sql: `NULLIF((${object}) -> ${this.b.bind(index, 'int')}, ${JSON_NULL})` };
-        if (typeof index === 'string') return { t: 'json', sql: `NULLIF((${object}) -> ${this.b.bind(index, 'text')}, ${JSON_NULL})` };
+        if (typeof index === 'number' && Number.isInteger(index))
+          return { t: 'json', sql: `NULLIF((${object}) -> ${this.b.bind(index, 'int')}, ${JSON_NULL})` };
+        if (typeof index === 'string')
+          return { t: 'json', sql: `NULLIF((${object}) -> ${this.b.bind(index, 'text')}, ${JSON_NULL})` };
         throw cypherError(e.index.offset, 'an index must be an integer or a string');
       }
       case 'list':
-        return { t: 'json', sql: builtInChunks('jsonb_build_array', e.items.map((item) => this.json(this.value(item)))) };
+        return {
+          t: 'json',
+          sql: builtInChunks(
+            'jsonb_build_array',
+            e.items.map((item) => this.json(this.value(item))),
+          ),
+        };
       case 'map': {
-        const entries = e.entries.map((entry) => `${this.b.bind(entry.key, 'text')}, ${this.json(this.value(entry.value))}`);
+        const entries = e.entries.map(
+          (entry) => `${this.b.bind(entry.key, 'text')}, ${this.json(this.value(entry.value))}`,
+        );
         return { t: 'json', sql: builtInChunks('jsonb_build_object', entries, 2) };
       }
       default:
@@ -248,12 +265,16 @@ export class ExprCompiler {
     const ordering = op !== '=' && op !== '<>';
     if (b.t === 'const' && b.v === null) return 'NULL::boolean';
     if (a.t === 'id' && b.t === 'const') {
-      if (ordering) return typeof b.v === 'string' ? `(${a.sql}::text ${op} ${this.b.bind(b.v.toLowerCase(), 'text')})` : 'NULL::boolean';
+      if (ordering)
+        return typeof b.v === 'string'
+          ? `(${a.sql}::text ${op} ${this.b.bind(b.v.toLowerCase(), 'text')})`
+          : 'NULL::boolean';
       // Ids compare as UUIDs (so the primary key can be used); a value that is no UUID equals no id.
       if (isUuid(b.v)) return `(${a.sql} ${op} ${this.b.bind(b.v.toLowerCase(), 'uuid')})`;
       return op === '=' ? 'false' : 'true';
     }
-    if (a.t === 'id' && b.t === 'id') return ordering ? `(${a.sql}::text ${op} ${b.sql}::text)` : `(${a.sql} ${op} ${b.sql})`;
+    if (a.t === 'id' && b.t === 'id')
+      return ordering ? `(${a.sql}::text ${op} ${b.sql}::text)` : `(${a.sql} ${op} ${b.sql})`;
     if (a.t === 'id' && b.t === 'json' && !ordering) {
       // As with constants: a UUID string in any case equals the id; anything else equals no id.
       const equal = `(CASE WHEN ${b.sql} IS NULL THEN NULL WHEN ${safeUuid(b.sql)} IS NULL THEN false ELSE ${a.sql} = ${safeUuid(b.sql)} END)`;
@@ -270,7 +291,14 @@ export class ExprCompiler {
     if (!ordering) return `(${left} ${op} ${right})`;
     // Ordering between different types (or on lists and maps) is null, as in Cypher, not jsonb's type order.
     if (b.t === 'const') {
-      const type = typeof b.v === 'number' ? 'number' : typeof b.v === 'string' ? 'string' : typeof b.v === 'boolean' ? 'boolean' : null;
+      const type =
+        typeof b.v === 'number'
+          ? 'number'
+          : typeof b.v === 'string'
+            ? 'string'
+            : typeof b.v === 'boolean'
+              ? 'boolean'
+              : null;
       if (type === null) return 'NULL::boolean';
       return `(CASE WHEN jsonb_typeof(${left}) = '${type}' THEN ${left} ${op} ${right} END)`;
     }
@@ -287,7 +315,10 @@ export class ExprCompiler {
         const ids = items.flatMap((item) => (item === null ? [null] : isUuid(item) ? [item.toLowerCase()] : []));
         return `(${a.sql} = ANY(${this.b.bind(ids, 'uuid[]')}))`;
       }
-      return `(${this.json(a)} = ANY(${this.b.bind(items.map((item) => (item === null ? null : JSON.stringify(item))), 'jsonb[]')}))`;
+      return `(${this.json(a)} = ANY(${this.b.bind(
+        items.map((item) => (item === null ? null : JSON.stringify(item))),
+        'jsonb[]',
+      )}))`;
     }
     if (list.t !== 'json') throw cypherError(offset, 'IN needs a list');
     return `(${this.json(a)} = ANY(ARRAY(SELECT NULLIF(t.v, ${JSON_NULL}) FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${list.sql}) = 'array' THEN ${list.sql} END) AS t(v))))`;
@@ -321,7 +352,9 @@ export const safeUuid = (json: string): string =>
   `(CASE WHEN jsonb_typeof(${json}) = 'string' AND (${json} #>> '{}') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN (${json} #>> '{}')::uuid END)`;
 
 export function typeCondition(b: Binder, alias: string, types: readonly string[]): string {
-  return types.length === 1 ? `${alias}.type = ${b.bind(types[0], 'text')}` : `${alias}.type = ANY(${b.bind(types, 'text[]')})`;
+  return types.length === 1
+    ? `${alias}.type = ${b.bind(types[0], 'text')}`
+    : `${alias}.type = ANY(${b.bind(types, 'text[]')})`;
 }
 
 export const and = (parts: readonly string[]): string => {

@@ -1,7 +1,7 @@
 // The plan of a Cypher query: every node and relation segment named, WHERE split into the conditions each walk
 // checks where it stands, and each pattern laid out to start from its better-bound end (ids from WHERE or UNWIND,
 // then conditions, then a label).
-import { MAX_HOPS, type CypherQuery, type Direction, type Expr, type Pattern } from '../../domain/search/cypher-ast.js';
+import { type CypherQuery, type Direction, type Expr, MAX_HOPS, type Pattern } from '../../domain/search/cypher-ast.js';
 import { isUuid } from '../../domain/values.js';
 import { evalConstant, hasVariables } from './cypher-expressions.js';
 
@@ -33,7 +33,11 @@ export interface Walk {
 }
 
 /** How a walk finds its first nodes: bound ids, the UNWIND value (an expression of it), nodes with a relation of the first segment's types, or every node. */
-export type Start = { kind: 'ids'; ids: string[] } | { kind: 'unwind'; expr: Expr } | { kind: 'relations'; types: string[]; direction: Direction } | null;
+export type Start =
+  | { kind: 'ids'; ids: string[] }
+  | { kind: 'unwind'; expr: Expr }
+  | { kind: 'relations'; types: string[]; direction: Direction }
+  | null;
 
 // Generated names start with a character no Cypher name can hold, so they never meet a user's variable.
 const anonymous = (what: string, i: number, j: number) => `\u0000${what}${i}_${j}`;
@@ -51,7 +55,7 @@ export interface Conjuncts {
   seeds: Map<string, { kind: 'ids'; ids: string[] } | { kind: 'unwind'; expr: Expr }>;
 }
 
-export function splitAnd(e: Expr | null, into: Expr[] = []): Expr[] {
+function splitAnd(e: Expr | null, into: Expr[] = []): Expr[] {
   if (e === null) return into;
   if (e.kind === 'logical' && e.op === 'AND') {
     splitAnd(e.left, into);
@@ -78,10 +82,10 @@ export function variablesOf(e: Expr, into = new Set<string>()): Set<string> {
       variablesOf(e.index, into);
       break;
     case 'list':
-      e.items.forEach((item) => variablesOf(item, into));
+      for (const item of e.items) variablesOf(item, into);
       break;
     case 'map':
-      e.entries.forEach((entry) => variablesOf(entry.value, into));
+      for (const entry of e.entries) variablesOf(entry.value, into);
       break;
     case 'not':
     case 'is-null':
@@ -104,7 +108,6 @@ const propertyCondition = (name: string, key: string, value: Expr, offset: numbe
   left: { kind: 'property', offset, object: { kind: 'variable', offset, name }, key },
   right: value,
 });
-
 
 export class CypherPlan {
   readonly unwindVariable: string | null;
@@ -144,7 +147,8 @@ export class CypherPlan {
     for (const e of conditions) {
       const vars = [...variablesOf(e)];
       if (vars.length === 1 && this.kinds.get(vars[0]!) === 'node') file(c.node, vars[0]!, e);
-      else if (vars.length === 1 && (this.kinds.get(vars[0]!) === 'relation' || this.kinds.get(vars[0]!) === 'segment')) file(c.relation, vars[0]!, e);
+      else if (vars.length === 1 && (this.kinds.get(vars[0]!) === 'relation' || this.kinds.get(vars[0]!) === 'segment'))
+        file(c.relation, vars[0]!, e);
       else if (vars.length === 1 && vars[0] === this.unwindVariable) c.unwind.push(e);
       else c.rest.push(e);
       this.noteSeed(e, c.seeds);
@@ -155,7 +159,12 @@ export class CypherPlan {
   /** Records `v.id = X` (X constant or from the UNWIND variable) and `v.id IN <constant list>` as starting points. */
   private noteSeed(e: Expr, seeds: Conjuncts['seeds']): void {
     const idOf = (x: Expr): string | null =>
-      x.kind === 'property' && x.key === 'id' && x.object.kind === 'variable' && this.kinds.get(x.object.name) === 'node' ? x.object.name : null;
+      x.kind === 'property' &&
+      x.key === 'id' &&
+      x.object.kind === 'variable' &&
+      this.kinds.get(x.object.name) === 'node'
+        ? x.object.name
+        : null;
     const onlyUnwind = (x: Expr) => [...variablesOf(x)].every((v) => v === this.unwindVariable);
     const constantIds = (value: unknown[]): string[] => value.filter(isUuid).map((id) => id.toLowerCase());
     let variable: string | null = null;
@@ -189,7 +198,9 @@ export class CypherPlan {
     const reversed = slots.length > 1 && this.score(slots.at(-1)!) > this.score(slots[0]!);
     if (reversed) {
       slots = [...slots].reverse();
-      segments = [...segments].reverse().map((s) => ({ ...s, direction: s.direction === 'out' ? 'in' : s.direction === 'in' ? 'out' : 'both' }));
+      segments = [...segments]
+        .reverse()
+        .map((s) => ({ ...s, direction: s.direction === 'out' ? 'in' : s.direction === 'in' ? 'out' : 'both' }));
     }
     return { index, pattern, reversed, slots, segments: [null as unknown as Segment, ...segments] };
   }
@@ -207,7 +218,8 @@ export class CypherPlan {
     // Nothing on the first node at all: start from the nodes that have a relation of the first segment's types,
     // rather than from every node.
     const first = walk.segments[1];
-    if (this.score(walk.slots[0]!) === 0 && first && first.types.length > 0 && first.min > 0) return { kind: 'relations', types: first.types, direction: first.direction };
+    if (this.score(walk.slots[0]!) === 0 && first && first.types.length > 0 && first.min > 0)
+      return { kind: 'relations', types: first.types, direction: first.direction };
     return null;
   }
 }

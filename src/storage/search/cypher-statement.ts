@@ -4,22 +4,31 @@
 // DISTINCT, SKIP and LIMIT. Without ORDER BY the order is still deterministic: UNWIND order, shorter paths, ids. A
 // relation appears at most once in a match; nodes repeat. Beyond a cap the answer is a 400, never a truncation
 // (docs/search.md); relations get no READ check of their own (docs/decisions/020-cypher-relations-unchecked.md).
-import { cypherError, MAX_HOPS, type CypherQuery, type Expr } from '../../domain/search/cypher-ast.js';
+import { type CypherQuery, cypherError, type Expr, MAX_HOPS } from '../../domain/search/cypher-ast.js';
 import type { PathsOutput } from '../../domain/search/types.js';
 import { badContent } from '../../errors.js';
 import type { Queryable } from '../db.js';
 import { inlineCheck } from '../queries/access.js';
 import { preparedName } from '../queries/statement-names.js';
 import { Binder } from './binder.js';
-import { and, evalConstant, ExprCompiler, safeUuid, typeCondition, USER, type Binding, type Env } from './cypher-expressions.js';
-import { CypherPlan, variablesOf, type Segment, type Slot, type Start, type Walk } from './cypher-plan.js';
+import {
+  and,
+  type Binding,
+  type Env,
+  ExprCompiler,
+  evalConstant,
+  safeUuid,
+  typeCondition,
+  USER,
+} from './cypher-expressions.js';
+import { CypherPlan, type Segment, type Slot, type Start, variablesOf, type Walk } from './cypher-plan.js';
 
 /** Matches (complete paths) a query without LIMIT may return; more is a 400, never a truncation. */
 export const MAX_PATHS = 10_000;
 /** Partial paths a query may explore (all rows of its walks); more is a 400. Bounds work and memory per query. */
-export const MAX_EXPLORED = 100_000;
+const MAX_EXPLORED = 100_000;
 /** Items an UNWIND list may hold. */
-export const MAX_UNWIND = 10_000;
+const MAX_UNWIND = 10_000;
 
 export interface CypherLimits {
   maxPaths: number;
@@ -39,7 +48,11 @@ export async function findPaths(
   limits: CypherLimits = LIMITS,
 ): Promise<PathsOutput> {
   const compiled = compileCypher(query, parameters, userId, limits);
-  const { rows } = await q.query<{ explored: number; matched: number; nodes: string[] | null; rels: string[] | null }>(compiled.text, compiled.values, preparedName('cypher', compiled.text));
+  const { rows } = await q.query<{ explored: number; matched: number; nodes: string[] | null; rels: string[] | null }>(
+    compiled.text,
+    compiled.values,
+    preparedName('cypher', compiled.text),
+  );
   const counts = rows[0];
   if (counts && counts.explored > limits.maxExplored)
     throw badContent(
@@ -58,7 +71,8 @@ export async function findPaths(
  * A value PostgreSQL cannot store (U+0000, an unpaired surrogate) from a query or its parameters is the client's
  * mistake (400), not a failed statement.
  */
-const unstorable = () => badContent('A string in the query holds U+0000 or an unpaired surrogate, which stored text never holds.');
+const unstorable = () =>
+  badContent('A string in the query holds U+0000 or an unpaired surrogate, which stored text never holds.');
 
 /** Start, with the UNWIND value's id as SQL. */
 type Seed = Exclude<Start, { kind: 'unwind' }> | { kind: 'unwind'; uuid: string };
@@ -72,7 +86,12 @@ interface Compiled {
 }
 
 /** Compiles a validated query to one statement (parameters resolved, constant positions checked). */
-export function compileCypher(query: CypherQuery, parameters: Readonly<Record<string, unknown>>, userId: string, limits: CypherLimits = LIMITS): Compiled {
+function compileCypher(
+  query: CypherQuery,
+  parameters: Readonly<Record<string, unknown>>,
+  userId: string,
+  limits: CypherLimits = LIMITS,
+): Compiled {
   return new Compilation(query, parameters, userId, limits).compile();
 }
 
@@ -99,17 +118,22 @@ class Compilation {
       const value = evalConstant(q.unwind.expr, this.parameters);
       // Cypher: UNWIND null yields no rows, UNWIND of a single value one row.
       const list = Array.isArray(value) ? value : value === null ? [] : [value];
-      if (list.length > MAX_UNWIND) throw badContent(`The Cypher UNWIND list has ${list.length} items; at most ${MAX_UNWIND} are allowed.`);
+      if (list.length > MAX_UNWIND)
+        throw badContent(`The Cypher UNWIND list has ${list.length} items; at most ${MAX_UNWIND} are allowed.`);
       const env: Env = new Map([[q.unwind.variable, { kind: 'unwind', sql: 'u0.value' }]]);
       const filter = and(this.plan.conjuncts.unwind.map((e) => this.expr(env).predicate(e)));
-      ctes.push(`u AS (SELECT u0.value, u0.ord FROM jsonb_array_elements(${this.b.json(list)}) WITH ORDINALITY AS u0(value, ord) WHERE ${filter})`);
+      ctes.push(
+        `u AS (SELECT u0.value, u0.ord FROM jsonb_array_elements(${this.b.json(list)}) WITH ORDINALITY AS u0(value, ord) WHERE ${filter})`,
+      );
     }
     const walks = q.patterns.map((pattern, i) => this.plan.walk(pattern, i));
     const seeded: number[] = [];
     for (const walk of walks) {
       const seed = this.seedOf(walk);
       if (seed?.kind === 'unwind') seeded.push(walk.index);
-      ctes.push(`w${walk.index} (seg, hops, node, nodes, rels, pos, uo) AS (\n${this.anchor(walk, seed)}\nUNION ALL\n${this.step(walk)}\n)`);
+      ctes.push(
+        `w${walk.index} (seg, hops, node, nodes, rels, pos, uo) AS (\n${this.anchor(walk, seed)}\nUNION ALL\n${this.step(walk)}\n)`,
+      );
       ctes.push(`w${walk.index}c AS (SELECT * FROM w${walk.index} LIMIT ${this.limits.maxExplored + 1})`);
     }
     const matchCap = limit === null ? this.limits.maxPaths : Math.max(this.limits.maxPaths, this.limits.maxExplored);
@@ -135,7 +159,8 @@ ORDER BY r.rn`;
   private count(e: Expr | null, what: string): number | null {
     if (e === null) return null;
     const value = evalConstant(e, this.parameters);
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw cypherError(e.offset, `${what} must be a non-negative integer`);
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+      throw cypherError(e.offset, `${what} must be a non-negative integer`);
     return value;
   }
 
@@ -172,12 +197,20 @@ ORDER BY r.rn`;
    * ready to walk segment `from`, and, through segments of minimum length 0, ready for later ones (the same node
    * then also stands for the following pattern nodes). The last state (segments + 1) is a complete match.
    */
-  private openStates(walk: Walk, from: number, pos: string, index: string, alias: string, conditions: string[]): string[] {
+  private openStates(
+    walk: Walk,
+    from: number,
+    pos: string,
+    index: string,
+    alias: string,
+    conditions: string[],
+  ): string[] {
     const last = walk.segments.length;
     const states: string[] = [];
     for (let s = from; ; s++) {
       const where = and(conditions);
-      if (s === last || walk.segments[s]!.max >= 1) states.push(`SELECT ${s} AS seg, 0 AS hops, ${pos} AS pos${where === 'true' ? '' : ` WHERE ${where}`}`);
+      if (s === last || walk.segments[s]!.max >= 1)
+        states.push(`SELECT ${s} AS seg, 0 AS hops, ${pos} AS pos${where === 'true' ? '' : ` WHERE ${where}`}`);
       if (s === last || walk.segments[s]!.min > 0) return states;
       conditions = [...conditions, this.nodeCondition(walk.slots[s]!, alias)];
       pos = `${pos} || ${index}`;
@@ -195,8 +228,11 @@ ORDER BY r.rn`;
       uo = 'u.ord';
     } else if (seed?.kind === 'relations') {
       const types = this.b.bind(seed.types, 'text[]');
-      const ends = seed.direction === 'out' ? ['start_id'] : seed.direction === 'in' ? ['end_id'] : ['start_id', 'end_id'];
-      const starts = ends.map((end) => `SELECT s0.${end} AS id FROM elements s0 WHERE s0.type = ANY(${types})`).join(' UNION ');
+      const ends =
+        seed.direction === 'out' ? ['start_id'] : seed.direction === 'in' ? ['end_id'] : ['start_id', 'end_id'];
+      const starts = ends
+        .map((end) => `SELECT s0.${end} AS id FROM elements s0 WHERE s0.type = ANY(${types})`)
+        .join(' UNION ');
       from = `(${starts}) s JOIN elements ${a} ON ${a}.id = s.id`;
     }
     where.push(this.readable(a));
@@ -213,15 +249,27 @@ WHERE ${and(where)}`;
     for (let s = 1; s < walk.segments.length; s++) {
       const segment = walk.segments[s]!;
       if (segment.max < 1) continue;
-      const ways: [string, string][] = segment.direction === 'out' ? [['start_id', 'end_id']] : segment.direction === 'in' ? [['end_id', 'start_id']] : [['start_id', 'end_id'], ['end_id', 'start_id']];
+      const ways: [string, string][] =
+        segment.direction === 'out'
+          ? [['start_id', 'end_id']]
+          : segment.direction === 'in'
+            ? [['end_id', 'start_id']]
+            : [
+                ['start_id', 'end_id'],
+                ['end_id', 'start_id'],
+              ];
       ways.forEach(([here, there], d) => {
         const r = `r${s}_${d}`;
         const n = `n${s}_${d}`;
         const hops = 'w.hops + 1';
         const index = '(cardinality(w.nodes) + 1)';
         const states: string[] = [];
-        if (segment.max > 1) states.push(`SELECT ${s} AS seg, ${hops} AS hops, w.pos AS pos WHERE ${hops} < ${segment.max}`);
-        const close = [...(segment.min > 1 ? [`${hops} >= ${segment.min}`] : []), this.nodeCondition(walk.slots[s]!, n)];
+        if (segment.max > 1)
+          states.push(`SELECT ${s} AS seg, ${hops} AS hops, w.pos AS pos WHERE ${hops} < ${segment.max}`);
+        const close = [
+          ...(segment.min > 1 ? [`${hops} >= ${segment.min}`] : []),
+          this.nodeCondition(walk.slots[s]!, n),
+        ];
         states.push(...this.openStates(walk, s + 1, `w.pos || ${index}`, index, n, close));
         const where = [
           `w.seg = ${s}`,
@@ -244,7 +292,10 @@ WHERE ${and(where)}`;
   WHERE ${and(where)}`);
       });
     }
-    if (branches.length === 0) branches.push('SELECT 0 AS seg, 0 AS hops, NULL::uuid AS node, NULL::uuid AS rel, NULL::int[] AS pos WHERE false');
+    if (branches.length === 0)
+      branches.push(
+        'SELECT 0 AS seg, 0 AS hops, NULL::uuid AS node, NULL::uuid AS rel, NULL::int[] AS pos WHERE false',
+      );
     return `SELECT st.seg, st.hops, st.node, w.nodes || st.node, w.rels || st.rel, st.pos, w.uo
 FROM w${walk.index} w
 CROSS JOIN LATERAL (
@@ -284,7 +335,8 @@ CROSS JOIN LATERAL (
         if (variable !== null) relationAt.set(variable, `${p}.rels[${p}.pos[${s}]]`);
       }
     }
-    for (let i = 0; i < walks.length; i++) for (let j = i + 1; j < walks.length; j++) where.push(`NOT (p${i}.rels && p${j}.rels)`);
+    for (let i = 0; i < walks.length; i++)
+      for (let j = i + 1; j < walks.length; j++) where.push(`NOT (p${i}.rels && p${j}.rels)`);
     // Elements rows only for the variables that remaining conditions or ORDER BY read.
     const used = new Set<string>();
     for (const e of [...this.plan.conjuncts.rest, ...this.q.orderBy.map((o) => o.expr)]) variablesOf(e, used);
@@ -303,7 +355,10 @@ CROSS JOIN LATERAL (
     for (const e of this.plan.conjuncts.rest) where.push(this.expr(env).predicate(e));
     const returned = walks.find((w) => w.pattern.pathVariable === this.q.returns)!;
     const p = `p${returned.index}`;
-    const inOrder = (array: string) => (returned.reversed ? `ARRAY(SELECT t.x FROM unnest(${array}) WITH ORDINALITY AS t(x, o) ORDER BY t.o DESC)` : array);
+    const inOrder = (array: string) =>
+      returned.reversed
+        ? `ARRAY(SELECT t.x FROM unnest(${array}) WITH ORDINALITY AS t(x, o) ORDER BY t.o DESC)`
+        : array;
     const keys = this.q.orderBy.map((o, k) => `, ${this.orderValue(o.expr)} AS k${k}`).join('');
     const joined = from.map((f, k) => (k === 0 || f.startsWith('JOIN ') ? f : `CROSS JOIN ${f}`)).join('\n  ');
     return `SELECT ${inOrder(`${p}.nodes`)} AS nodes, ${inOrder(`${p}.rels`)} AS rels, ${this.q.unwind ? 'u.ord' : 'NULL::bigint'} AS uo${keys}

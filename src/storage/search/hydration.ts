@@ -9,7 +9,12 @@ import { elementJsonSql } from '../queries/element-json.js';
  * indistinguishable from a missing one); the caller puts the rows back into the order it wants. `caps`: access.ts
  * ACCESS_SET_CAPS.
  */
-export async function readableElements(q: Queryable, userId: string, ids: readonly string[], caps = ACCESS_SET_CAPS): Promise<Array<{ id: string; body: string }>> {
+export async function readableElements(
+  q: Queryable,
+  userId: string,
+  ids: readonly string[],
+  caps = ACCESS_SET_CAPS,
+): Promise<Array<{ id: string; body: string }>> {
   if (ids.length === 0) return [];
   const { rows } = await q.query<{ id: string; body: string }>(
     `WITH ${accessSetsCtes('READ', caps)}

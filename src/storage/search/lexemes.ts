@@ -11,19 +11,23 @@ export const S = '\x1f';
 export const TSQUERY_MAX_OPERAND_BYTES = 2046;
 export const TSQUERY_MAX_TOTAL_BYTES = (1 << 20) - 2;
 
-export const lexemeFits = (lexeme: string) => Buffer.byteLength(lexeme) <= Math.min(SEARCH_LIMITS.maxLexemeBytes, TSQUERY_MAX_OPERAND_BYTES);
+export const lexemeFits = (lexeme: string) =>
+  Buffer.byteLength(lexeme) <= Math.min(SEARCH_LIMITS.maxLexemeBytes, TSQUERY_MAX_OPERAND_BYTES);
 
 /** Field names and keyword values inside lexemes (trellis_search_escape). */
-export const escape = (s: string) => s.replaceAll('\x1e', '\x1e1').replaceAll('\x1f', '\x1e2').replaceAll('\x1d', '\x1e3');
+export const escapeLexeme = (s: string) =>
+  s.replaceAll('\x1e', '\x1e1').replaceAll('\x1f', '\x1e2').replaceAll('\x1d', '\x1e3');
 
-export const textLex = (token: string, field: string) => `t${token}${S}${escape(field)}`;
-export const keywordLex = (value: string, field: string) => `k${escape(value)}${S}${escape(field)}`;
-export const valueLex = (value: string, field: string) => `v${value}${S}${escape(field)}`;
-export const existsLex = (field: string) => `e${escape(field)}`;
-export const normLex = (bucket: number, field: string) => `n${bucket}${escape(field)}`;
+export const textLex = (token: string, field: string) => `t${token}${S}${escapeLexeme(field)}`;
+export const keywordLex = (value: string, field: string) => `k${escapeLexeme(value)}${S}${escapeLexeme(field)}`;
+export const valueLex = (value: string, field: string) => `v${value}${S}${escapeLexeme(field)}`;
+export const existsLex = (field: string) => `e${escapeLexeme(field)}`;
+export const normLex = (bucket: number, field: string) => `n${bucket}${escapeLexeme(field)}`;
 
 /** The lexeme of an analysed token at `field`, or in any field (a prefix) when `field` is null. */
-export const tokenLexeme = (token: string, field: string | null) => (field === null ? `t${token}${S}` : textLex(token, field));
+export const tokenLexeme = (token: string, field: string | null) =>
+  field === null ? `t${token}${S}` : textLex(token, field);
 
 /** Whether a field name is short enough for its lexemes (normLex's, the longest made of the name alone) to be searched for. */
-export const fieldNameSearchable = (name: string) => Buffer.byteLength(escape(name)) + 2 <= TSQUERY_MAX_OPERAND_BYTES;
+export const fieldNameSearchable = (name: string) =>
+  Buffer.byteLength(escapeLexeme(name)) + 2 <= TSQUERY_MAX_OPERAND_BYTES;

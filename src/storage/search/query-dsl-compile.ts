@@ -6,13 +6,26 @@ import { isUuid } from '../../domain/values.js';
 import { shownFileSql, shownTimeSql } from '../queries/element-json.js';
 import { analyze, exactValue, fold, SEARCH_LIMITS } from './analysis.js';
 import type { Binder } from './binder.js';
-import { escape, existsLex, keywordLex, lexemeFits, normLex, S, textLex, tokenLexeme, valueLex } from './lexemes.js';
+import {
+  escapeLexeme,
+  existsLex,
+  keywordLex,
+  lexemeFits,
+  normLex,
+  S,
+  textLex,
+  tokenLexeme,
+  valueLex,
+} from './lexemes.js';
 import {
   and,
+  type Clause,
+  type Cond,
   constScore,
   FALSE,
   lex,
   lexCond,
+  type Narrow,
   NO_NARROW,
   narrowAnd,
   narrowOf,
@@ -22,13 +35,10 @@ import {
   renderCond,
   renderScore,
   renderTs,
-  TRUE,
-  ZERO,
-  type Clause,
-  type Cond,
-  type Narrow,
   type Score,
+  TRUE,
   type Ts,
+  ZERO,
 } from './tsquery.js';
 
 export interface CompiledQuery {
@@ -50,9 +60,11 @@ export interface CompiledQuery {
 export function compileQuery(query: DslQuery, params: Binder, searchable: string): CompiledQuery {
   const compiler = new Compiler(params, searchable);
   const clause = compiler.clause(query);
-  if (clause.cond.k === 'const' && !clause.cond.value) return { matchesNothing: true, ctes: [], where: ['false'], score: '0' };
+  if (clause.cond.k === 'const' && !clause.cond.value)
+    return { matchesNothing: true, ctes: [], where: ['false'], score: '0' };
   const where: string[] = [];
-  if (clause.narrow.ts !== null && !(clause.cond.k === 'ts' && clause.cond.q === clause.narrow.ts)) where.push(`e.search @@ ${renderTs(clause.narrow.ts, params)}`);
+  if (clause.narrow.ts !== null && !(clause.cond.k === 'ts' && clause.cond.q === clause.narrow.ts))
+    where.push(`e.search @@ ${renderTs(clause.narrow.ts, params)}`);
   if (clause.narrow.ids !== null) where.push(`e.id = ANY(${params.bind(clause.narrow.ids, 'uuid[]')})`);
   if (!(clause.cond.k === 'const' && clause.cond.value)) where.push(renderCond(clause.cond, params));
   return { matchesNothing: false, ctes: compiler.ctes, where, score: renderScore(clause.score, params) };
@@ -112,7 +124,11 @@ function keyPaths(name: string): string[][] {
 /** Condition: some lexeme of the element matches a LIKE pattern (for what tsquery cannot express exactly). */
 function lexemeLike(pattern: string, params: Binder, caseInsensitive = false): Cond {
   const l = caseInsensitive ? 'trellis_search_fold(u.lexeme)' : 'u.lexeme';
-  return { k: 'sql', sql: () => `EXISTS (SELECT 1 FROM unnest(e.search) u WHERE ${l} LIKE ${params.bind(caseInsensitive ? fold(pattern) : pattern, 'text')})` };
+  return {
+    k: 'sql',
+    sql: () =>
+      `EXISTS (SELECT 1 FROM unnest(e.search) u WHERE ${l} LIKE ${params.bind(caseInsensitive ? fold(pattern) : pattern, 'text')})`,
+  };
 }
 
 interface TextQuery {
@@ -152,7 +168,14 @@ class Compiler {
         return { ...inner, score: { k: 'times', factor: q.factor, score: inner.score } };
       }
       case 'bool':
-        return this.bool(q.must.map((c) => this.clause(c)), q.filter.map((c) => this.clause(c)), q.should.map((c) => this.clause(c)), q.mustNot.map((c) => this.clause(c)), q.required, q.boost);
+        return this.bool(
+          q.must.map((c) => this.clause(c)),
+          q.filter.map((c) => this.clause(c)),
+          q.should.map((c) => this.clause(c)),
+          q.mustNot.map((c) => this.clause(c)),
+          q.required,
+          q.boost,
+        );
       case 'text':
         return this.text(q);
       case 'term':
@@ -160,7 +183,14 @@ class Compiler {
       case 'terms':
         return this.terms(q.field, q.values, q.boost);
       case 'pattern':
-        return this.patternOn(q.field, q.syntax === 'prefix' ? { like: `${likeEscape(q.pattern)}%`, literalPrefix: q.pattern, exact: null } : wildcardToLike(q.pattern), q.boost, q.caseInsensitive);
+        return this.patternOn(
+          q.field,
+          q.syntax === 'prefix'
+            ? { like: `${likeEscape(q.pattern)}%`, literalPrefix: q.pattern, exact: null }
+            : wildcardToLike(q.pattern),
+          q.boost,
+          q.caseInsensitive,
+        );
       case 'range':
         return { ...this.rangeOn(q.field, q.bounds), score: constScore(q.boost) };
       case 'exists':
@@ -169,15 +199,43 @@ class Compiler {
   }
 
   /** bool: must and filter required, should scores and `required` of them must match, must_not excludes. */
-  private bool(must: Clause[], filter: Clause[], should: Clause[], mustNot: Clause[], required: number, boost: number): Clause {
+  private bool(
+    must: Clause[],
+    filter: Clause[],
+    should: Clause[],
+    mustNot: Clause[],
+    required: number,
+    boost: number,
+  ): Clause {
     const shouldCond: Cond =
-      required <= 0 ? TRUE : required > should.length ? FALSE : required === 1 ? or(should.map((c) => c.cond)) : { k: 'atLeast', n: required, items: should.map((c) => c.cond) };
-    const cond = and([...must.map((c) => c.cond), ...filter.map((c) => c.cond), shouldCond, ...mustNot.map((c) => not(c.cond))]);
-    const narrow = narrowAnd([...must.map((c) => c.narrow), ...filter.map((c) => c.narrow), ...(required >= 1 ? [narrowOr(should.map((c) => c.narrow))] : [])]);
+      required <= 0
+        ? TRUE
+        : required > should.length
+          ? FALSE
+          : required === 1
+            ? or(should.map((c) => c.cond))
+            : { k: 'atLeast', n: required, items: should.map((c) => c.cond) };
+    const cond = and([
+      ...must.map((c) => c.cond),
+      ...filter.map((c) => c.cond),
+      shouldCond,
+      ...mustNot.map((c) => not(c.cond)),
+    ]);
+    const narrow = narrowAnd([
+      ...must.map((c) => c.narrow),
+      ...filter.map((c) => c.narrow),
+      ...(required >= 1 ? [narrowOr(should.map((c) => c.narrow))] : []),
+    ]);
     const score: Score = {
       k: 'times',
       factor: boost,
-      score: { k: 'sum', parts: [...must.map((c) => ({ when: null, score: c.score })), ...should.map((c) => ({ when: c.cond, score: c.score }))] },
+      score: {
+        k: 'sum',
+        parts: [
+          ...must.map((c) => ({ when: null, score: c.score })),
+          ...should.map((c) => ({ when: c.cond, score: c.score })),
+        ],
+      },
     };
     return { cond, score, narrow };
   }
@@ -188,28 +246,49 @@ class Compiler {
     const field = q.field;
     // A number or boolean (or a string spelling one) also matches that exact value, as ES does on numeric fields.
     const exact = exactValue(q.query);
-    const exactCond = exact === null ? FALSE : field === null ? lexCond(`v${exact}${S}`, true) : lexCond(valueLex(exact, field));
+    const exactCond =
+      exact === null ? FALSE : field === null ? lexCond(`v${exact}${S}`, true) : lexCond(valueLex(exact, field));
     if (q.terms.length === 0) {
       if (exact !== null) return { cond: exactCond, score: boost, narrow: narrowOf(exactCond) };
-      return q.zeroTerms === 'all' ? { cond: TRUE, score: ZERO, narrow: NO_NARROW } : { cond: FALSE, score: ZERO, narrow: NO_NARROW };
+      return q.zeroTerms === 'all'
+        ? { cond: TRUE, score: ZERO, narrow: NO_NARROW }
+        : { cond: FALSE, score: ZERO, narrow: NO_NARROW };
     }
     const perTerm = q.terms.map((t) => this.termMatch(t, field, q));
     const conds = perTerm.map((t) => t.cond);
     let cond: Cond;
-    if (q.mode.k === 'phrase') cond = q.tokens.length > 1 ? and([...conds, this.phrase(q.tokens, field, q.mode.slop)]) : and(conds);
+    if (q.mode.k === 'phrase')
+      cond = q.tokens.length > 1 ? and([...conds, this.phrase(q.tokens, field, q.mode.slop)]) : and(conds);
     else if (q.mode.k === 'and') cond = and(conds);
     else {
       const required = q.mode.required;
-      cond = required <= 1 ? or(conds) : required > q.terms.length ? FALSE : { k: 'atLeast', n: required, items: conds };
+      cond =
+        required <= 1 ? or(conds) : required > q.terms.length ? FALSE : { k: 'atLeast', n: required, items: conds };
     }
     const textScore: Score = {
       k: 'times',
       factor: q.boost,
-      score: { k: 'sum', parts: [...perTerm.map((t) => ({ when: null, score: t.score })), { when: null, score: field === null ? ZERO : this.norm(field) }] },
+      score: {
+        k: 'sum',
+        parts: [
+          ...perTerm.map((t) => ({ when: null, score: t.score })),
+          { when: null, score: field === null ? ZERO : this.norm(field) },
+        ],
+      },
     };
     if (exact === null) return { cond, score: textScore, narrow: narrowOf(cond) };
     const both = or([cond, exactCond]);
-    return { cond: both, score: { k: 'sum', parts: [{ when: cond, score: textScore }, { when: and([not(cond), exactCond]), score: boost }] }, narrow: narrowOf(both) };
+    return {
+      cond: both,
+      score: {
+        k: 'sum',
+        parts: [
+          { when: cond, score: textScore },
+          { when: and([not(cond), exactCond]), score: boost },
+        ],
+      },
+      narrow: narrowOf(both),
+    };
   }
 
   /**
@@ -223,7 +302,8 @@ class Compiler {
     const spread = Math.min(slop, SEARCH_LIMITS.analysedChars);
     return {
       k: 'sql',
-      sql: () => `trellis_search_phrase(e.data, ${p.bind(field === null ? null : escape(field), 'text')}, ${p.bind(tokens, 'text[]')}, ${p.bind(spread, 'int')})`,
+      sql: () =>
+        `trellis_search_phrase(e.data, ${p.bind(field === null ? null : escapeLexeme(field), 'text')}, ${p.bind(tokens, 'text[]')}, ${p.bind(spread, 'int')})`,
     };
   }
 
@@ -233,7 +313,10 @@ class Compiler {
     const exact = lexCond(exactLexeme, field === null);
     if (distance === 0 || exact.k === 'const') {
       if (exact.k === 'const') return { cond: exact, score: ZERO };
-      return { cond: exact, score: { k: 'sql', sql: () => `(e.search @@ ${this.tsParam(lex(exactLexeme, field === null))})::int` } };
+      return {
+        cond: exact,
+        score: { k: 'sql', sql: () => `(e.search @@ ${this.tsParam(lex(exactLexeme, field === null))})::int` },
+      };
     }
     return this.fuzzyTerm(term, field, distance, o, exactLexeme);
   }
@@ -253,7 +336,11 @@ class Compiler {
     term: string,
     field: string | null,
     distance: number,
-    { transpositions, prefixLength, maxExpansions }: { transpositions: boolean; prefixLength: number; maxExpansions: number },
+    {
+      transpositions,
+      prefixLength,
+      maxExpansions,
+    }: { transpositions: boolean; prefixLength: number; maxExpansions: number },
     exactLexeme: string,
   ): { cond: Cond; score: Score } {
     const name = `fuzzy_${++this.fuzzyTerms}`;
@@ -264,7 +351,7 @@ class Compiler {
     // The lexemes of the field are t<token><S><field>: one per token, so they are compared directly and their length
     // filters before the DISTINCT. Of any field, a token is what precedes the first <S>, and it matches as the
     // prefix t<token><S> (as an exact match on every field does).
-    const suffix = field === null ? S : `${S}${escape(field)}`;
+    const suffix = field === null ? S : `${S}${escapeLexeme(field)}`;
     const token =
       field === null
         ? `split_part(substr(u.lexeme, 2), ${p.bind(S, 'text')}, 1)`
@@ -297,14 +384,20 @@ class Compiler {
 
   /** How short the field is, 0..0.8, from the `n` lexemes (the shortest string of the field counts). */
   private norm(field: string): Score {
-    const whens = () => NORM_WEIGHTS.map((w, i) => `WHEN e.search @@ ${this.tsParam(lex(normLex(i + 1, field)))} THEN ${w}`).join(' ');
+    const whens = () =>
+      NORM_WEIGHTS.map((w, i) => `WHEN e.search @@ ${this.tsParam(lex(normLex(i + 1, field)))} THEN ${w}`).join(' ');
     return { k: 'sql', sql: () => `CASE ${whens()} ELSE 0 END` };
   }
 
   private termOn(target: DslField, value: Scalar, boost: number, caseInsensitive: boolean): Clause {
     const cond = this.termCond(target, value, caseInsensitive);
-    const narrow = target.kind === 'id' && cond.k === 'sql' ? { ts: null, ids: [String(value).toLowerCase()] } : narrowOf(cond);
-    return { cond, score: constScore(boost), narrow: caseInsensitive && target.kind === 'keyword' ? { ts: lex(existsLex(target.name)), ids: null } : narrow };
+    const narrow =
+      target.kind === 'id' && cond.k === 'sql' ? { ts: null, ids: [String(value).toLowerCase()] } : narrowOf(cond);
+    return {
+      cond,
+      score: constScore(boost),
+      narrow: caseInsensitive && target.kind === 'keyword' ? { ts: lex(existsLex(target.name)), ids: null } : narrow,
+    };
   }
 
   /** An exact value on a field; on a date field `value` is the instant. */
@@ -313,28 +406,50 @@ class Compiler {
       case 'none':
         return FALSE;
       case 'id':
-        return isUuid(String(value)) ? { k: 'sql', sql: () => `e.id = ${this.params.bind(String(value).toLowerCase(), 'uuid')}` } : FALSE;
+        return isUuid(String(value))
+          ? { k: 'sql', sql: () => `e.id = ${this.params.bind(String(value).toLowerCase(), 'uuid')}` }
+          : FALSE;
       case 'date':
-        return { k: 'sql', sql: () => `${shownTimeSql(`e.${target.column}`)} = ${this.params.bind(value, 'timestamptz')}` };
+        return {
+          k: 'sql',
+          sql: () => `${shownTimeSql(`e.${target.column}`)} = ${this.params.bind(value, 'timestamptz')}`,
+        };
       case 'file': {
         // The exact value; a string that spells a number or a boolean also equals that value (as on data fields).
         const exact = typeof value === 'string' ? exactValue(value) : null;
         const candidates = [JSON.stringify(value), ...(exact === null ? [] : [exact])];
         if (caseInsensitive && typeof value === 'string')
-          return { k: 'sql', sql: () => `lower(${this.fileText(target.keys)}) = lower(${this.params.bind(value, 'text')})` };
-        return { k: 'sql', sql: () => `${this.fileValue(target.keys)} = ANY(${this.params.bind(candidates, 'jsonb[]')})` };
+          return {
+            k: 'sql',
+            sql: () => `lower(${this.fileText(target.keys)}) = lower(${this.params.bind(value, 'text')})`,
+          };
+        return {
+          k: 'sql',
+          sql: () => `${this.fileValue(target.keys)} = ANY(${this.params.bind(candidates, 'jsonb[]')})`,
+        };
       }
       case 'keyword':
-        if (caseInsensitive) return lexemeLike(`k${likeEscape(escape(String(value)))}${likeEscape(S + escape(target.name))}`, this.params, true);
+        if (caseInsensitive)
+          return lexemeLike(
+            `k${likeEscape(escapeLexeme(String(value)))}${likeEscape(S + escapeLexeme(target.name))}`,
+            this.params,
+            true,
+          );
         return lexCond(keywordLex(String(value), target.name));
       case 'any': {
         const exact = exactValue(value);
-        return or([typeof value === 'string' ? lexCond(`t${value}${S}`, true) : FALSE, exact === null ? FALSE : lexCond(`v${exact}${S}`, true)]);
+        return or([
+          typeof value === 'string' ? lexCond(`t${value}${S}`, true) : FALSE,
+          exact === null ? FALSE : lexCond(`v${exact}${S}`, true),
+        ]);
       }
       case 'data': {
         const exact = exactValue(value);
         // A text field holds tokens: the value is not analysed, so only a single lower-case token can match.
-        const token = typeof value === 'string' && analyze(value).join(' ') === value && !value.includes(' ') ? lexCond(textLex(value, target.name)) : FALSE;
+        const token =
+          typeof value === 'string' && analyze(value).join(' ') === value && !value.includes(' ')
+            ? lexCond(textLex(value, target.name))
+            : FALSE;
         return or([token, exact === null ? FALSE : lexCond(valueLex(exact, target.name))]);
       }
     }
@@ -343,7 +458,10 @@ class Compiler {
   private terms(target: DslField, values: Scalar[], boost: number): Clause {
     const cond = this.termsCond(target, values);
     if (cond.k === 'const' && !cond.value) return { cond, score: ZERO, narrow: NO_NARROW };
-    const ids = target.kind === 'id' && cond.k === 'sql' ? values.map((v) => String(v).toLowerCase()).filter((v) => isUuid(v)) : null;
+    const ids =
+      target.kind === 'id' && cond.k === 'sql'
+        ? values.map((v) => String(v).toLowerCase()).filter((v) => isUuid(v))
+        : null;
     return { cond, score: constScore(boost), narrow: ids === null ? narrowOf(cond) : { ts: null, ids } };
   }
 
@@ -358,13 +476,20 @@ class Compiler {
         return ids.length === 0 ? FALSE : { k: 'sql', sql: () => `e.id = ANY(${this.params.bind(ids, 'uuid[]')})` };
       }
       case 'date':
-        return values.length === 0 ? FALSE : { k: 'sql', sql: () => `${shownTimeSql(`e.${target.column}`)} = ANY(${this.params.bind(values, 'timestamptz[]')})` };
+        return values.length === 0
+          ? FALSE
+          : {
+              k: 'sql',
+              sql: () => `${shownTimeSql(`e.${target.column}`)} = ANY(${this.params.bind(values, 'timestamptz[]')})`,
+            };
       case 'file': {
         const candidates = values.flatMap((v) => {
           const exact = typeof v === 'string' ? exactValue(v) : null;
           return [JSON.stringify(v), ...(exact === null ? [] : [exact])];
         });
-        return candidates.length === 0 ? FALSE : { k: 'sql', sql: () => `${this.fileValue(target.keys)} = ANY(${this.params.bind(candidates, 'jsonb[]')})` };
+        return candidates.length === 0
+          ? FALSE
+          : { k: 'sql', sql: () => `${this.fileValue(target.keys)} = ANY(${this.params.bind(candidates, 'jsonb[]')})` };
       }
       default:
         return or(values.map((v) => this.termCond(target, v, false)));
@@ -374,22 +499,25 @@ class Compiler {
   /** A term-level pattern (LIKE syntax, over the raw value) on the keyword or on the tokens of a field. */
   private patternOn(target: DslField, p: LikePattern, boost: number, caseInsensitive: boolean): Clause {
     let kindLetter: string;
-    let valueOf: (s: string) => string;
+    let lexemeValue: (s: string) => string;
     let suffix: string;
     switch (target.kind) {
       case 'keyword':
-        [kindLetter, valueOf, suffix] = ['k', escape, likeEscape(S + escape(target.name))];
+        [kindLetter, lexemeValue, suffix] = ['k', escapeLexeme, likeEscape(S + escapeLexeme(target.name))];
         break;
       case 'data':
-        [kindLetter, valueOf, suffix] = ['t', (s) => s, likeEscape(S + escape(target.name))];
+        [kindLetter, lexemeValue, suffix] = ['t', (s) => s, likeEscape(S + escapeLexeme(target.name))];
         break;
       case 'any':
-        [kindLetter, valueOf, suffix] = ['t', (s) => s, `${likeEscape(S)}%`];
+        [kindLetter, lexemeValue, suffix] = ['t', (s) => s, `${likeEscape(S)}%`];
         break;
       case 'file': {
         // On the value itself (file metadata are single values, not tokens).
         const cond: Cond = caseInsensitive
-          ? { k: 'sql', sql: () => `lower(${this.fileText(target.keys)}) LIKE lower(${this.params.bind(p.like, 'text')})` }
+          ? {
+              k: 'sql',
+              sql: () => `lower(${this.fileText(target.keys)}) LIKE lower(${this.params.bind(p.like, 'text')})`,
+            }
           : { k: 'sql', sql: () => `${this.fileText(target.keys)} LIKE ${this.params.bind(p.like, 'text')}` };
         return { cond, score: constScore(boost), narrow: NO_NARROW };
       }
@@ -400,13 +528,16 @@ class Compiler {
     const score = constScore(boost);
     if (p.exact !== null && !caseInsensitive) {
       // No wildcard at all: an exact term.
-      const cond = target.kind === 'any' ? lexCond(`t${p.exact}${S}`, true) : lexCond(`${kindLetter}${valueOf(p.exact)}${S}${escape(target.name)}`);
+      const cond =
+        target.kind === 'any'
+          ? lexCond(`t${p.exact}${S}`, true)
+          : lexCond(`${kindLetter}${lexemeValue(p.exact)}${S}${escapeLexeme(target.name)}`);
       return { cond, score, narrow: narrowOf(cond) };
     }
-    // The escape characters of the LIKE pattern survive escape() (they are not \x1d-\x1f), so escaping the pattern
+    // The escape characters of the LIKE pattern survive escapeLexeme() (they are not \x1d-\x1f), so escaping the pattern
     // for the lexeme is the same as escaping the value.
-    const cond = lexemeLike(`${kindLetter}${valueOf(p.like)}${suffix}`, this.params, caseInsensitive);
-    const narrowLexeme = `${kindLetter}${valueOf(p.literalPrefix)}`;
+    const cond = lexemeLike(`${kindLetter}${lexemeValue(p.like)}${suffix}`, this.params, caseInsensitive);
+    const narrowLexeme = `${kindLetter}${lexemeValue(p.literalPrefix)}`;
     const narrow: Narrow =
       p.literalPrefix !== '' && !caseInsensitive && lexemeFits(narrowLexeme)
         ? { ts: lex(narrowLexeme, true), ids: null }
@@ -417,13 +548,18 @@ class Compiler {
   }
 
   /** Bounds on a field (instants on a date field); none: the field exists. */
-  private rangeOn(target: DslField, bounds: ReadonlyArray<{ op: RangeOp; value: string | number }>): { cond: Cond; narrow: Narrow } {
+  private rangeOn(
+    target: DslField,
+    bounds: ReadonlyArray<{ op: RangeOp; value: string | number }>,
+  ): { cond: Cond; narrow: Narrow } {
     switch (target.kind) {
       case 'date': {
-        const conds = bounds.map(({ op, value }): Cond => ({
-          k: 'sql',
-          sql: () => `${shownTimeSql(`e.${target.column}`)} ${SQL_OP[op]} ${this.params.bind(value, 'timestamptz')}`,
-        }));
+        const conds = bounds.map(
+          ({ op, value }): Cond => ({
+            k: 'sql',
+            sql: () => `${shownTimeSql(`e.${target.column}`)} ${SQL_OP[op]} ${this.params.bind(value, 'timestamptz')}`,
+          }),
+        );
         return { cond: and(conds), narrow: NO_NARROW };
       }
       case 'data':
@@ -434,7 +570,8 @@ class Compiler {
         return { cond: FALSE, narrow: NO_NARROW };
     }
     if (bounds.length === 0) return this.existsOn(target);
-    if (target.kind === 'file') return { cond: this.jsonRange(shownFileSql('e'), [target.keys], bounds), narrow: NO_NARROW };
+    if (target.kind === 'file')
+      return { cond: this.jsonRange(shownFileSql('e'), [target.keys], bounds), narrow: NO_NARROW };
     const paths = keyPaths(target.name);
     if (paths.length === 0) return { cond: FALSE, narrow: NO_NARROW };
     // The jsonpath test is exact by itself; the field's `e` lexeme lets the GIN index narrow the rows to test.
@@ -442,7 +579,11 @@ class Compiler {
   }
 
   /** Some value at one of `paths` (key lists) of the jsonb `doc` within the bounds (numbers, or strings). */
-  private jsonRange(doc: string, paths: string[][], bounds: ReadonlyArray<{ op: RangeOp; value: string | number }>): Cond {
+  private jsonRange(
+    doc: string,
+    paths: string[][],
+    bounds: ReadonlyArray<{ op: RangeOp; value: string | number }>,
+  ): Cond {
     const vars: Record<string, string | number> = {};
     for (const { op, value } of bounds) vars[op] = value;
     // jsonpath in lax mode unwraps arrays, and the filter tests each value alone (ES: one value within the range).
@@ -450,7 +591,8 @@ class Compiler {
     const tests = paths.map((keys) => `exists(@${keys.map((k) => `.${JSON.stringify(k)}`).join('')} ? (${test}))`);
     return {
       k: 'sql',
-      sql: () => `jsonb_path_exists(${doc}, ${this.params.bind(`$ ? (${tests.join(' || ')})`, 'jsonpath')}, ${this.params.bind(JSON.stringify(vars), 'jsonb')}, true)`,
+      sql: () =>
+        `jsonb_path_exists(${doc}, ${this.params.bind(`$ ? (${tests.join(' || ')})`, 'jsonpath')}, ${this.params.bind(JSON.stringify(vars), 'jsonb')}, true)`,
     };
   }
 
@@ -480,7 +622,13 @@ class Compiler {
       }
       case 'keyword': {
         const narrow = lex(existsLex(target.name));
-        return { cond: and([{ k: 'ts', q: narrow }, lexemeLike(`k%${likeEscape(S + escape(target.name))}`, this.params)]), narrow: { ts: narrow, ids: null } };
+        return {
+          cond: and([
+            { k: 'ts', q: narrow },
+            lexemeLike(`k%${likeEscape(S + escapeLexeme(target.name))}`, this.params),
+          ]),
+          narrow: { ts: narrow, ids: null },
+        };
       }
       case 'data': {
         const cond = lexCond(existsLex(target.name));

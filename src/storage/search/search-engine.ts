@@ -21,19 +21,32 @@ interface HitRow {
 /** Restriction to node types and relation types; null when both are absent (every element). */
 function typeFilter(options: SearchEngineOptions, params: Binder): string | null {
   if (options.nodeTypes === null && options.relationTypes === null) return null;
-  const nodes = options.nodeTypes === null ? 'false' : `(e.start_id IS NULL AND e.type = ANY(${params.bind(options.nodeTypes, 'text[]')}))`;
-  const relations = options.relationTypes === null ? 'false' : `(e.start_id IS NOT NULL AND e.type = ANY(${params.bind(options.relationTypes, 'text[]')}))`;
+  const nodes =
+    options.nodeTypes === null
+      ? 'false'
+      : `(e.start_id IS NULL AND e.type = ANY(${params.bind(options.nodeTypes, 'text[]')}))`;
+  const relations =
+    options.relationTypes === null
+      ? 'false'
+      : `(e.start_id IS NOT NULL AND e.type = ANY(${params.bind(options.relationTypes, 'text[]')}))`;
   return `(${nodes} OR ${relations})`;
 }
 
 /** A value of the query PostgreSQL cannot take: the client's mistake, a 400. */
-const unstorable = () => badContent('query: a string holds U+0000 or an unpaired surrogate, which no stored text holds');
+const unstorable = () =>
+  badContent('query: a string holds U+0000 or an unpaired surrogate, which no stored text holds');
 
 /**
  * Searches for `userId`: the page `options.page` (1-based) of `options.pageSize` hits by score (highest first, ties
  * by id), `totalHits` and `maxScore` over all hits at or above `minScore`. `caps`: access.ts ACCESS_SET_CAPS.
  */
-export async function searchIndex(q: Queryable, userId: string, query: DslQuery, options: SearchEngineOptions, caps = ACCESS_SET_CAPS): Promise<SearchEngineOutput> {
+export async function searchIndex(
+  q: Queryable,
+  userId: string,
+  query: DslQuery,
+  options: SearchEngineOptions,
+  caps = ACCESS_SET_CAPS,
+): Promise<SearchEngineOutput> {
   const params = new Binder([userId], { unstorable });
   const searchable = searchableIndexed('$1::uuid');
   const compiled = compileQuery(query, params, searchable);
@@ -58,6 +71,8 @@ export async function searchIndex(q: Queryable, userId: string, query: DslQuery,
   ) w ON true`;
   const { rows } = await q.query<HitRow>(sql, params.values, preparedName('search', sql));
   const first = rows[0];
-  const elements = rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, type: r.type!, metadata: { score: r.score! } }));
+  const elements = rows
+    .filter((r) => r.id !== null)
+    .map((r) => ({ id: r.id!, type: r.type!, metadata: { score: r.score! } }));
   return { elements, totalHits: first?.total ?? 0, maxScore: first?.max_score ?? null };
 }

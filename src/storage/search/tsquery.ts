@@ -47,7 +47,9 @@ export const lex = (lexeme: string, prefix = false): Ts => ({ op: 'lex', lexeme,
 
 export function and(items: Cond[]): Cond {
   const kept: Cond[] = [];
-  for (const item of items.flatMap((i) => (i.k === 'and' ? i.items : i.k === 'ts' && i.q.op === 'and' ? i.q.items.map((q): Cond => ({ k: 'ts', q })) : [i]))) {
+  for (const item of items.flatMap((i) =>
+    i.k === 'and' ? i.items : i.k === 'ts' && i.q.op === 'and' ? i.q.items.map((q): Cond => ({ k: 'ts', q })) : [i],
+  )) {
     if (item.k === 'const') {
       if (!item.value) return FALSE;
     } else kept.push(item);
@@ -63,7 +65,9 @@ function merged(op: 'and' | 'or', items: Cond[]): Cond {
 
 export function or(items: Cond[]): Cond {
   const kept: Cond[] = [];
-  for (const item of items.flatMap((i) => (i.k === 'or' ? i.items : i.k === 'ts' && i.q.op === 'or' ? i.q.items.map((q): Cond => ({ k: 'ts', q })) : [i]))) {
+  for (const item of items.flatMap((i) =>
+    i.k === 'or' ? i.items : i.k === 'ts' && i.q.op === 'or' ? i.q.items.map((q): Cond => ({ k: 'ts', q })) : [i],
+  )) {
     if (item.k === 'const') {
       if (item.value) return TRUE;
     } else kept.push(item);
@@ -71,10 +75,12 @@ export function or(items: Cond[]): Cond {
   return kept.length === 0 ? FALSE : kept.length === 1 ? kept[0]! : merged('or', kept);
 }
 
-export const not = (item: Cond): Cond => (item.k === 'const' ? { k: 'const', value: !item.value } : item.k === 'not' ? item.item : { k: 'not', item });
+export const not = (item: Cond): Cond =>
+  item.k === 'const' ? { k: 'const', value: !item.value } : item.k === 'not' ? item.item : { k: 'not', item };
 
 /** A lexeme condition, or false when the lexeme cannot be in the index (too long). */
-export const lexCond = (lexeme: string, prefix = false): Cond => (lexemeFits(lexeme) ? { k: 'ts', q: lex(lexeme, prefix) } : FALSE);
+export const lexCond = (lexeme: string, prefix = false): Cond =>
+  lexemeFits(lexeme) ? { k: 'ts', q: lex(lexeme, prefix) } : FALSE;
 
 export function narrowAnd(items: Narrow[]): Narrow {
   const ts = items.map((n) => n.ts).filter((t): t is Ts => t !== null);
@@ -89,7 +95,12 @@ export function narrowOr(items: Narrow[]): Narrow {
   const ts = items.map((n) => n.ts);
   const ids = items.map((n) => n.ids);
   return {
-    ts: items.length > 0 && ts.every((t) => t !== null) ? (ts.length === 1 ? ts[0]! : { op: 'or', items: ts as Ts[] }) : null,
+    ts:
+      items.length > 0 && ts.every((t) => t !== null)
+        ? ts.length === 1
+          ? ts[0]!
+          : { op: 'or', items: ts as Ts[] }
+        : null,
     ids: items.length > 0 && ids.every((i) => i !== null) ? [...new Set((ids as string[][]).flat())] : null,
   };
 }
@@ -126,26 +137,32 @@ function tsText(q: Ts): string {
   }
 }
 
-const isStatic = (q: Ts): boolean => (q.op === 'sql' ? false : q.op === 'lex' ? true : q.op === 'not' ? isStatic(q.item) : q.items.every(isStatic));
+const isStatic = (q: Ts): boolean =>
+  q.op === 'sql' ? false : q.op === 'lex' ? true : q.op === 'not' ? isStatic(q.item) : q.items.every(isStatic);
 
 /**
  * A static tsquery within PostgreSQL's limits, or 400. Lexemes built from values are checked where they are made
  * (lexCond: a value no stored lexeme can equal matches nothing); what is left here is a field name too long to
  * search for, or a query of more words than one tsquery holds.
  */
-export function checkTsquery(q: Ts): void {
+function checkTsquery(q: Ts): void {
   let total = 0;
   const walk = (t: Ts): void => {
     if (t.op === 'lex') {
       const bytes = Buffer.byteLength(t.lexeme);
       if (bytes > TSQUERY_MAX_OPERAND_BYTES)
-        failQuery(`a field name or term is too long to search for (a search term is at most ${TSQUERY_MAX_OPERAND_BYTES} bytes with its field name)`);
+        failQuery(
+          `a field name or term is too long to search for (a search term is at most ${TSQUERY_MAX_OPERAND_BYTES} bytes with its field name)`,
+        );
       total += bytes + 1;
     } else if (t.op === 'not') walk(t.item);
     else if (t.op !== 'sql') t.items.forEach(walk);
   };
   walk(q);
-  if (total > TSQUERY_MAX_TOTAL_BYTES) failQuery(`its terms add up to more than PostgreSQL takes in one search (${TSQUERY_MAX_TOTAL_BYTES.toLocaleString('en-US')} bytes)`);
+  if (total > TSQUERY_MAX_TOTAL_BYTES)
+    failQuery(
+      `its terms add up to more than PostgreSQL takes in one search (${TSQUERY_MAX_TOTAL_BYTES.toLocaleString('en-US')} bytes)`,
+    );
 }
 
 /** A tsquery as SQL: static parts as one bind parameter each, computed parts combined with && || !!. */
@@ -164,7 +181,10 @@ export function renderTs(q: Ts, params: Binder): string {
       // The static items as one tsquery parameter, the computed ones beside it, as a balanced tree (see balanced).
       const statics = q.items.filter(isStatic);
       const computed = q.items.filter((i) => !isStatic(i)).map((i) => renderTs(i, params));
-      const parts = statics.length === 0 ? computed : [renderTs(statics.length === 1 ? statics[0]! : { op: q.op, items: statics }, params), ...computed];
+      const parts =
+        statics.length === 0
+          ? computed
+          : [renderTs(statics.length === 1 ? statics[0]! : { op: q.op, items: statics }, params), ...computed];
       return balanced(parts, q.op === 'and' ? '&&' : '||');
     }
     default:
@@ -183,14 +203,20 @@ export function renderCond(c: Cond, params: Binder): string {
     case 'not':
       return `NOT (${renderCond(c.item, params)})`;
     case 'atLeast':
-      return `${balanced(c.items.map((i) => `(${renderCond(i, params)})::int`), '+')} >= ${params.bind(c.n, 'int')}`;
+      return `${balanced(
+        c.items.map((i) => `(${renderCond(i, params)})::int`),
+        '+',
+      )} >= ${params.bind(c.n, 'int')}`;
     case 'and':
     case 'or': {
       // All lexeme conditions of one and/or become one tsquery: one index lookup, one @@ per row.
       const ts = c.items.filter((i): i is { k: 'ts'; q: Ts } => i.k === 'ts');
       const rest = c.items.filter((i) => i.k !== 'ts');
       const parts = rest.map((i) => renderCond(i, params));
-      if (ts.length > 0) parts.unshift(renderCond({ k: 'ts', q: ts.length === 1 ? ts[0]!.q : { op: c.k, items: ts.map((t) => t.q) } }, params));
+      if (ts.length > 0)
+        parts.unshift(
+          renderCond({ k: 'ts', q: ts.length === 1 ? ts[0]!.q : { op: c.k, items: ts.map((t) => t.q) } }, params),
+        );
       return parts.length === 1 ? parts[0]! : `(${parts.map((p) => `(${p})`).join(c.k === 'and' ? ' AND ' : ' OR ')})`;
     }
   }
@@ -203,7 +229,9 @@ export function renderScore(s: Score, params: Binder): string {
     case 'sql':
       return s.sql();
     case 'times':
-      return s.factor === 1 ? renderScore(s.score, params) : `${params.bind(s.factor, 'float8')} * (${renderScore(s.score, params)})`;
+      return s.factor === 1
+        ? renderScore(s.score, params)
+        : `${params.bind(s.factor, 'float8')} * (${renderScore(s.score, params)})`;
     case 'sum': {
       const parts = s.parts
         .filter((p) => !(p.score.k === 'const' && p.score.value === 0) && !(p.when?.k === 'const' && !p.when.value))
@@ -222,12 +250,11 @@ export function renderScore(s: Score, params: Binder): string {
  * `a | b | c …`) into a chain as deep as it is long and recurses along it, which exceeds the stack of a server and
  * overflows the embedded database's. Balanced, the depth is the logarithm of the length.
  */
-export function balanced(parts: string[], op: string): string {
+function balanced(parts: string[], op: string): string {
   if (parts.length === 1) return `(${parts[0]!})`;
   const middle = parts.length >> 1;
   return `(${balanced(parts.slice(0, middle), op)} ${op} ${balanced(parts.slice(middle), op)})`;
 }
-
 
 const failQuery = (message: string): never => {
   throw badContent(`query: ${message}`);
