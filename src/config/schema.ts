@@ -77,7 +77,11 @@ export const SettingsSchema = Type.Object(
     }),
     expression: obj({ enabled: Type.Boolean({ default: true }), maxLength: int(10240, 1) }),
     // The time every statement of a search may take; the default depends on the backend (domain/search/pipeline.ts).
-    search: obj({ statementTimeoutInSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600 })) }),
+    search: obj({
+      statementTimeoutInSeconds: Type.Optional(
+        Type.Union([Type.Literal(0), Type.Number({ minimum: 0.1, maximum: 3600 })]),
+      ),
+    }),
     instanceConfiguration: obj({
       enabled: Type.Boolean({ default: true }),
       showVersion: Type.Boolean({ default: true }),

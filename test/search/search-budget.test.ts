@@ -13,7 +13,10 @@ describe('search time budget: defaults', () => {
     expect(searchBudgetSeconds(validateSettings({}), 'pglite')).toBe(3);
     const set = validateSettings({ search: { statementTimeoutInSeconds: 0.5 } });
     expect([searchBudgetSeconds(set, 'postgres'), searchBudgetSeconds(set, 'pglite')]).toEqual([0.5, 0.5]);
-    expect(() => validateSettings({ search: { statementTimeoutInSeconds: 0 } })).toThrow(/statementTimeoutInSeconds/);
+    expect(searchBudgetSeconds(validateSettings({ search: { statementTimeoutInSeconds: 0 } }), 'pglite')).toBe(0);
+    expect(() => validateSettings({ search: { statementTimeoutInSeconds: 0.05 } })).toThrow(
+      /statementTimeoutInSeconds/,
+    );
   });
 });
 

@@ -2,11 +2,11 @@
 // kind of src/domain/search/query-dsl.ts with its ES semantics, scoring order, paging, type filters and access.
 // Elements are made through the HTTP API; the step is called directly (runSearchEngine), as the pipeline does.
 import { beforeAll, describe, expect, it } from 'vitest';
+import { analyze, canonicalNumber } from '../../src/domain/search/analysis.js';
 import { runSearchEngine } from '../../src/domain/search/steps.js';
 import type { SearchEngineOptions } from '../../src/domain/search/types.js';
 import { ACCESS_SET_CAPS, permittedIds } from '../../src/storage/queries/access.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
-import { analyze, canonicalNumber } from '../../src/storage/search/analysis.js';
 import { readableElements } from '../../src/storage/search/hydration.js';
 import { tinyPng } from '../files/fixtures.js';
 import { attachFile, createElement, describeBackends, userWithToken } from '../helpers/harness.js';

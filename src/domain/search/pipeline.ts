@@ -80,7 +80,8 @@ interface DebugEntry extends JsonObject {
 
 /**
  * The time each statement of a search may take: the setting, or by default 10 s on a PostgreSQL server and 3 s on
- * the embedded database, which runs one statement at a time for the whole process.
+ * the embedded database, which runs one statement at a time for the whole process. 0: no budget (on the embedded
+ * database the budget costs searches time, decision 021; an installation that trusts its users may turn it off).
  */
 export const searchBudgetSeconds = (settings: Settings, kind: Db['kind']): number =>
   settings.search.statementTimeoutInSeconds ?? (kind === 'postgres' ? 10 : 3);
@@ -98,9 +99,10 @@ export class Search {
     try {
       // Every statement of the search runs under the search's time budget, local to this transaction, so that no
       // query a client can write holds a connection and its CPU for long (on PGlite, the whole process: SECURITY.md).
-      return await this.db.transaction((tx) => this.runSteps(tx, userId, request), {
-        statementTimeoutMs: Math.round(budget * 1000),
-      });
+      return await this.db.transaction(
+        (tx) => this.runSteps(tx, userId, request),
+        budget === 0 ? {} : { statementTimeoutMs: Math.round(budget * 1000) },
+      );
     } catch (error) {
       const code = (error as { code?: string })?.code;
       if (code === QUERY_CANCELED)

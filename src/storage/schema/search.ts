@@ -10,8 +10,9 @@
 //   n<b><field>         a string at <field> has a length in bucket b (1..5)   (scoring: short fields rank higher)
 //
 // The value comes first and the field last so that "this token in any field" is a GIN prefix lookup `'t<token>S':*`.
+
+import { CASE_TABLES, LENGTH_BUCKETS, pgClass, SEARCH_LIMITS, SEP } from '../../domain/search/analysis-tables.js';
 import { searchKeysSql } from './access-keys.js';
-import { CASE_TABLES, LENGTH_BUCKETS, pgClass, SEARCH_LIMITS, SEP } from './search-analysis.js';
 
 const foldSteps = CASE_TABLES.map(
   (t) => `  IF x ~ '${pgClass(t.ranges)}' THEN x := translate(x, '${t.from}', '${t.to}'); END IF;`,
@@ -120,7 +121,7 @@ CREATE FUNCTION trellis_search_escape(p text) RETURNS text LANGUAGE sql IMMUTABL
   SELECT replace(replace(replace(p, E'\\x1e', E'\\x1e1'), E'\\x1f', E'\\x1e2'), E'\\x1d', E'\\x1e3')
 $fn$;
 
--- Lower case, locale-independent (schema/search-analysis.ts). ASCII-only text (the common case) skips the tables.
+-- Lower case, locale-independent (domain/search/analysis-tables.ts). ASCII-only text (the common case) skips the tables.
 CREATE FUNCTION trellis_search_fold(p text) RETURNS text LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
 DECLARE
   x text := lower(p COLLATE "C");

@@ -1,11 +1,8 @@
 // A validated query DSL (domain/search/query-dsl.ts) compiled for the row alias `e` of `elements`: a condition the
 // search index can narrow (the lexeme layout is described where the schema defines the index) and a score, with every
 // value a bind parameter. docs/search.md describes the scores; ties are broken by id by the caller.
-import type { DslField, DslQuery, RangeOp, Scalar, TextMode, TextTerm } from '../../domain/search/query-dsl-types.js';
-import { isUuid } from '../../domain/values.js';
-import { shownFileSql, shownTimeSql } from '../queries/element-json.js';
-import { analyze, exactValue, fold, SEARCH_LIMITS } from './analysis.js';
-import type { Binder } from './binder.js';
+
+import { analyze, exactValue, fold, SEARCH_LIMITS } from '../../domain/search/analysis.js';
 import {
   escapeLexeme,
   existsLex,
@@ -16,7 +13,11 @@ import {
   textLex,
   tokenLexeme,
   valueLex,
-} from './lexemes.js';
+} from '../../domain/search/lexemes.js';
+import type { DslField, DslQuery, RangeOp, Scalar, TextMode, TextTerm } from '../../domain/search/query-dsl-types.js';
+import { isUuid } from '../../domain/values.js';
+import { shownFileSql, shownTimeSql } from '../queries/element-json.js';
+import type { Binder } from './binder.js';
 import {
   and,
   type Clause,

@@ -1,7 +1,7 @@
 // The query side of the search index's analysis: query text is lower-cased and split with the same tables as the
-// index (the only module that reads them from the schema), so that a query term and an indexed token are the same
-// string. test/search/search-engine.test.ts checks the two against each other.
-import { CASE_TABLES, SEARCH_LIMITS, SEPARATOR_RANGES } from '../schema/search-analysis.js';
+// index (analysis-tables.ts, from which the schema builds the index side), so that a query term and an indexed token
+// are the same string. test/search/search-engine.test.ts checks the two against each other.
+import { CASE_TABLES, SEARCH_LIMITS, SEPARATOR_RANGES } from './analysis-tables.js';
 
 export { SEARCH_LIMITS };
 
