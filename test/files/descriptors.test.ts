@@ -3,7 +3,6 @@
 // free. The exhaustion is real: a child server process under a lowered descriptor limit opens descriptors until
 // EMFILE (test/helpers/fd-server.ts).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -12,9 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { backendsUnderTest } from '../helpers/harness.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backendsUnderTest, scratchPostgresDatabase } from '../helpers/harness.js';
 import { noise } from './fixtures.js';
 
 const ENTRY = fileURLToPath(new URL('../helpers/fd-server.ts', import.meta.url));
@@ -71,21 +69,9 @@ for (const backend of backendsUnderTest()) {
         TRELLIS_TEST_SETTINGS: JSON.stringify({ database: { poolSize: 2 } }),
       };
       if (backend === 'postgres') {
-        const adminUrl = inject('pgUrl') as string;
-        const name = `trellis_fd_${randomBytes(6).toString('hex')}`;
-        const admin = new pg.Client({ connectionString: adminUrl });
-        await admin.connect();
-        await admin.query(`CREATE DATABASE ${name}`);
-        await admin.end();
-        const dbUrl = new URL(adminUrl);
-        dbUrl.pathname = `/${name}`;
-        env.DATABASE_URL = dbUrl.toString();
-        dropDb = async () => {
-          const c = new pg.Client({ connectionString: adminUrl });
-          await c.connect();
-          await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-          await c.end();
-        };
+        const scratch = await scratchPostgresDatabase();
+        env.DATABASE_URL = scratch.url;
+        dropDb = scratch.drop;
       }
       const node = [process.execPath, '--import', TSX, ENTRY];
       const [command, ...args] = PRLIMIT ? [PRLIMIT, '--nofile=4096:4096', ...node] : node;

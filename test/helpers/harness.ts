@@ -30,6 +30,29 @@ export function backendsUnderTest(): BackendName[] {
 
 let pgliteTemplate: Promise<PGlite> | null = null;
 
+/** A new, empty database on the test PostgreSQL server: its URL, and how to drop it. */
+export async function scratchPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = inject('pgUrl') as string | null;
+  if (!adminUrl)
+    throw new Error('PostgreSQL backend requested but no server URL was provided (run the tests with npm test)');
+  const name = `trellis_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
 /** A fresh, migrated database on the given backend, and how to dispose of it. */
 export async function freshDatabase(backend: BackendName): Promise<{ db: Db; dispose(): Promise<void> }> {
   if (backend === 'pglite') {
@@ -43,26 +66,14 @@ export async function freshDatabase(backend: BackendName): Promise<{ db: Db; dis
     const db = await pgliteDb(instance, true);
     return { db, dispose: () => db.close() };
   }
-  const adminUrl = inject('pgUrl') as string | null;
-  if (!adminUrl)
-    throw new Error('PostgreSQL backend requested but no server URL was provided (run the tests with npm test)');
-  const name = `trellis_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const db = await openPostgres(url.toString(), 5);
+  const scratch = await scratchPostgresDatabase();
+  const db = await openPostgres(scratch.url, 5);
   await migrate(db);
   return {
     db,
     async dispose() {
       await db.close();
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+      await scratch.drop();
     },
   };
 }

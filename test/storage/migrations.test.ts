@@ -1,9 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CommandIO } from '../../src/cli/io.js';
 import { main } from '../../src/cli/main.js';
 import type { Db } from '../../src/storage/db.js';
@@ -11,7 +9,7 @@ import { IncompatibleSchemaError, migrate } from '../../src/storage/migrate.js';
 import { openPglite } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { migrations } from '../../src/storage/schema/index.js';
-import { type BackendName, backendsUnderTest, freshDatabase } from '../helpers/harness.js';
+import { type BackendName, backendsUnderTest, freshDatabase, scratchPostgresDatabase } from '../helpers/harness.js';
 
 /** What schema_migrations held in a database made before the schema became one baseline. */
 const OLD_CHAIN = [
@@ -71,24 +69,14 @@ async function oldChainEnvironment(
     await db.close();
     return { env: { DATA_DIR: dataDir }, dispose: () => rm(dataDir, { recursive: true, force: true }) };
   }
-  const adminUrl = inject('pgUrl') as string;
-  const name = `trellis_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const db = await openPostgres(url.toString(), 2);
+  const scratch = await scratchPostgresDatabase();
+  const db = await openPostgres(scratch.url, 2);
   await oldChainRows(db);
   await db.close();
   return {
-    env: { DATA_DIR: dataDir, DATABASE_URL: url.toString() },
+    env: { DATA_DIR: dataDir, DATABASE_URL: scratch.url },
     async dispose() {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+      await scratch.drop();
       await rm(dataDir, { recursive: true, force: true });
     },
   };
