@@ -20,7 +20,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import {
   accessSync,
-  existsSync,
   constants as fsConstants,
   readdirSync,
   readFileSync,
@@ -32,6 +31,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { canInstallPackages, installDebianPackages, isRoot } from './debian-packages.mjs';
 
 const DEFAULT_SERVER_SETTINGS = {
   listen_addresses: '127.0.0.1',
@@ -111,36 +111,6 @@ export function findPgBinDir() {
   return null;
 }
 
-const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
-
-function run(cmd, args, { log, label, ...opts } = {}) {
-  // Child output goes to our stderr so stdout stays clean for callers (bench JSON).
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 2, 2], ...opts });
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      if (code === 0) resolve();
-      else reject(new Error(`${label ?? cmd} failed (${signal ? `signal ${signal}` : `exit code ${code}`})`));
-    });
-  });
-}
-
-async function installDebianPostgres(log) {
-  if (!existsSync('/usr/bin/apt-get') && !existsSync('/bin/apt-get')) {
-    throw new Error(
-      'PostgreSQL (initdb/pg_ctl) not found and apt-get is not available to install it. Install PostgreSQL server binaries or set TRELLIS_PG_BINDIR.',
-    );
-  }
-  log(
-    'PostgreSQL server not found; installing Debian package "postgresql" (apt-get update && apt-get install -y postgresql)...',
-  );
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const started = Date.now();
-  await run('apt-get', ['update'], { env, label: 'apt-get update' });
-  await run('apt-get', ['install', '-y', 'postgresql'], { env, label: 'apt-get install -y postgresql' });
-  log(`installed postgresql in ${((Date.now() - started) / 1000).toFixed(1)}s`);
-}
-
 let binDirPromise = null;
 
 /**
@@ -151,13 +121,13 @@ export function ensurePgBinaries({ log = defaultLog, install = true } = {}) {
   binDirPromise ??= (async () => {
     let dir = findPgBinDir();
     if (dir) return dir;
-    if (!isRoot() || !install) {
+    if (!canInstallPackages() || !install) {
       throw new Error(
         'PostgreSQL server binaries (initdb, pg_ctl) were not found on PATH, in $TRELLIS_PG_BINDIR or in /usr/lib/postgresql/*/bin. ' +
           'Install them (Debian/Ubuntu: sudo apt-get install -y postgresql) or run as root to let this script install them.',
       );
     }
-    await installDebianPostgres(log);
+    await installDebianPackages(['postgresql'], log, { recommends: true });
     dir = findPgBinDir();
     if (!dir)
       throw new Error(

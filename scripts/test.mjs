@@ -3,18 +3,21 @@
 //      TRELLIS_SKIP_TYPECHECK=1
 //   2. start a throw-away PostgreSQL cluster (scripts/pg-cluster.mjs) when the
 //      "postgres" backend is selected; failing to start it fails the run
-//   3. npx vitest run <args> with TRELLIS_TEST_PG_URL and TRELLIS_TEST_BACKENDS
+//   2b. find Chromium for the browser tests, installing Debian's package when missing (scripts/chromium.mjs)
+//   3. npx vitest run <args> with TRELLIS_TEST_PG_URL, TRELLIS_TEST_BACKENDS and TRELLIS_CHROMIUM
 //   4. stop the cluster, print a summary, exit with vitest's exit code
 //
 // Environment:
 //   TRELLIS_TEST_BACKENDS   comma list, default "pglite,postgres"
 //   TRELLIS_TEST_PG_URL     use this existing server instead of starting a cluster
 //   TRELLIS_SKIP_TYPECHECK  "1" skips step 1 (for a quick run of a few test files)
+//   TRELLIS_CHROMIUM        the Chromium executable for the browser tests (default: found in /usr/bin)
 
 import { spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureChromium } from './chromium.mjs';
 import { startCluster } from './pg-cluster.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -106,6 +109,14 @@ if (backends.includes('postgres')) {
   }
 }
 
+// 2b. Chromium: a missing browser fails the browser tests, not the run
+let chromium = null;
+try {
+  chromium = await ensureChromium((m) => say(m));
+} catch (err) {
+  say(`installing Chromium failed: ${err?.message ?? err}`);
+}
+
 // 3. vitest
 let code;
 try {
@@ -113,6 +124,7 @@ try {
     code = 130;
   } else {
     const env = { ...process.env, TRELLIS_TEST_BACKENDS: backends.join(',') };
+    if (chromium) env.TRELLIS_CHROMIUM = chromium;
     if (pgUrl) env.TRELLIS_TEST_PG_URL = pgUrl;
     else delete env.TRELLIS_TEST_PG_URL;
     code = await run('npx', ['vitest', 'run', ...args], env);
