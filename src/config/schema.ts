@@ -40,7 +40,8 @@ export const SettingsSchema = Type.Object(
     }),
     // Slow clients (http/body-watch.ts): connections beyond maxConnections are closed at once; a request body that
     // sends nothing for bodyIdleTimeoutInSeconds, or less than bodyMinBytesPerSecond over bodyRateWindowInSeconds
-    // (0: no minimum), is cut off while the server waits for it.
+    // (0: no minimum), is cut off while the server waits for it, and so is a connection whose client reads what the
+    // server sends that slowly.
     server: obj({
       maxConnections: int(1000, 1),
       bodyIdleTimeoutInSeconds: seconds(30, 1),

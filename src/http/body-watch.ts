@@ -1,101 +1,151 @@
-// Slow request bodies: a body that sends nothing for `server.bodyIdleTimeoutInSeconds`, or less than
+// Slow clients, both ways. A request body that sends nothing for `server.bodyIdleTimeoutInSeconds`, or less than
 // `server.bodyMinBytesPerSecond` over `server.bodyRateWindowInSeconds`, is cut off (408 while nothing of the answer
-// was written, then the connection closes). Only time spent waiting for the client counts: while the request's
-// buffer is full the server is the one not reading. Node's own `requestTimeout` stays off, as it would cut a large
-// upload that moves steadily.
+// was written, then the connection closes). A connection whose client reads what the server sends (a download, a
+// large page) that slowly is closed, so that slow readers cannot hold every connection, descriptor and buffered
+// answer of the instance. Only time spent waiting for the client counts: while the request's buffer is full, or
+// while nothing is queued for sending, the server is the slow one. Node's own `requestTimeout` stays off, as it
+// would cut a large upload that moves steadily.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Settings } from '../config/schema.js';
 import { COMMON_HEADERS } from './headers.js';
 import { PROBLEM_CONTENT_TYPE } from './problems.js';
 import type { App } from './types.js';
 
-interface Watched {
+interface Limits {
+  idleMs: number;
+  windowMs: number;
+  /** Bytes per second; 0: no minimum. */
+  minRate: number;
+  tickMs: number;
+}
+
+/** One direction of one client's bytes, judged at every tick against the limits. */
+class Flow {
+  /** Time without a byte while the server waited, in ms. */
+  private idle = 0;
+  /** Total time the server waited for this client, in ms. */
+  private waited = 0;
+  /** (waited, bytes) at each of the last ticks, oldest first: the rate window. */
+  private readonly samples: Array<{ waited: number; bytes: number }> = [];
+
+  constructor(private bytes: number) {}
+
+  /** Records a tick (`bytes` moved so far, whether the server waited on the client): 'idle', 'slow' or null. */
+  step(bytes: number, waiting: boolean, limits: Limits): 'idle' | 'slow' | null {
+    const moved = bytes - this.bytes;
+    this.bytes = bytes;
+    if (!waiting) {
+      this.idle = 0;
+      return null;
+    }
+    this.waited += limits.tickMs;
+    this.idle = moved > 0 ? 0 : this.idle + limits.tickMs;
+    if (this.idle >= limits.idleMs) return 'idle';
+    if (limits.minRate <= 0) return null;
+    this.samples.push({ waited: this.waited, bytes });
+    if (this.samples.length <= Math.ceil(limits.windowMs / limits.tickMs)) return null;
+    const oldest = this.samples.shift()!;
+    const waited = this.waited - oldest.waited;
+    // Judged only when the server spent at least half the window waiting for this client.
+    return waited >= limits.windowMs / 2 && bytes - oldest.bytes < (limits.minRate * waited) / 1000 ? 'slow' : null;
+  }
+}
+
+interface WatchedBody {
   request: IncomingMessage;
   response: ServerResponse;
   log: FastifyBaseLogger;
-  /** socket.bytesRead at the last tick: counted on the socket, so a body counts whoever reads it. */
-  bytes: number;
-  /** Time without a byte while the server waited, in ms. */
-  idle: number;
-  /** Total time the server waited for this body, in ms. */
-  waited: number;
-  /** (waited, bytes) at each of the last ticks, oldest first: the rate window. */
-  samples: Array<{ waited: number; bytes: number }>;
+  /** Counted on the socket's bytesRead, so a body counts whoever reads it. */
+  flow: Flow;
 }
 
-export class BodyWatch {
-  private readonly watched = new Set<Watched>();
-  private timer: NodeJS.Timeout | null = null;
-  private readonly idleMs: number;
-  private readonly windowMs: number;
-  private readonly minRate: number;
-  /** Ticks often enough to notice the shortest limit within a quarter of it, and at most once a second. */
-  readonly tickMs: number;
+/** Bytes of a connection's answers handed to the kernel (bytesWritten also counts what is still queued). */
+const sent = (socket: Socket) => socket.bytesWritten - socket.writableLength;
 
-  constructor(settings: Settings['server']) {
-    this.idleMs = settings.bodyIdleTimeoutInSeconds * 1000;
-    this.windowMs = settings.bodyRateWindowInSeconds * 1000;
-    this.minRate = settings.bodyMinBytesPerSecond;
-    this.tickMs = Math.max(50, Math.min(1000, Math.floor(Math.min(this.idleMs, this.windowMs) / 4)));
+export class BodyWatch {
+  private readonly bodies = new Set<WatchedBody>();
+  /** Every open connection, watched while part of an answer is queued on it (per connection: no cost per request). */
+  private readonly connections = new Map<Socket, Flow>();
+  private timer: NodeJS.Timeout | null = null;
+  private readonly limits: Limits;
+
+  constructor(
+    settings: Settings['server'],
+    private readonly log: FastifyBaseLogger,
+  ) {
+    const idleMs = settings.bodyIdleTimeoutInSeconds * 1000;
+    const windowMs = settings.bodyRateWindowInSeconds * 1000;
+    // Ticks often enough to notice the shortest limit within a quarter of it, and at most once a second.
+    const tickMs = Math.max(50, Math.min(1000, Math.floor(Math.min(idleMs, windowMs) / 4)));
+    this.limits = { idleMs, windowMs, minRate: settings.bodyMinBytesPerSecond, tickMs };
+  }
+
+  get tickMs(): number {
+    return this.limits.tickMs;
   }
 
   /** Watches the body of `request` until it has arrived, the answer is finished or the connection is gone. */
   watch(request: IncomingMessage, response: ServerResponse, log: FastifyBaseLogger): void {
     if (request.complete || !hasBody(request)) return;
-    this.watched.add({ request, response, log, bytes: request.socket.bytesRead, idle: 0, waited: 0, samples: [] });
-    if (this.timer === null) {
-      this.timer = setInterval(() => this.tick(), this.tickMs);
-      this.timer.unref();
-    }
+    this.bodies.add({ request, response, log, flow: new Flow(request.socket.bytesRead) });
+    this.start();
+  }
+
+  /** Watches what the server sends on `socket` until it closes. */
+  watchConnection(socket: Socket): void {
+    this.connections.set(socket, new Flow(sent(socket)));
+    socket.once('close', () => this.connections.delete(socket));
+    this.start();
   }
 
   stop(): void {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
-    this.watched.clear();
+    this.bodies.clear();
+    this.connections.clear();
+  }
+
+  private start(): void {
+    if (this.timer !== null) return;
+    this.timer = setInterval(() => this.tick(), this.limits.tickMs);
+    this.timer.unref();
   }
 
   private tick(): void {
-    const windowTicks = Math.ceil(this.windowMs / this.tickMs);
-    for (const w of this.watched) {
+    for (const w of this.bodies) {
       const { request, response } = w;
       if (request.complete || request.destroyed || response.writableFinished || response.destroyed) {
-        this.watched.delete(w);
+        this.bodies.delete(w);
         continue;
       }
-      const bytes = request.socket.bytesRead;
-      const arrived = bytes - w.bytes;
-      w.bytes = bytes;
       // A request whose buffer is below its high-water mark takes more at once: the server is waiting.
       const waiting = request.readableLength < request.readableHighWaterMark;
-      if (!waiting) {
-        w.idle = 0;
-        continue;
-      }
-      w.waited += this.tickMs;
-      w.idle = arrived > 0 ? 0 : w.idle + this.tickMs;
-      if (w.idle >= this.idleMs) {
-        this.cut(w, `The request body sent nothing for ${this.idleMs / 1000} s.`);
-        continue;
-      }
-      if (this.minRate <= 0) continue;
-      w.samples.push({ waited: w.waited, bytes });
-      if (w.samples.length <= windowTicks) continue;
-      const oldest = w.samples.shift()!;
-      const waited = w.waited - oldest.waited;
-      // Judged only when the server spent at least half the window waiting for this body.
-      if (waited >= this.windowMs / 2 && bytes - oldest.bytes < (this.minRate * waited) / 1000)
-        this.cut(w, `The request body arrived slower than ${this.minRate} bytes per second.`);
+      const verdict = w.flow.step(request.socket.bytesRead, waiting, this.limits);
+      if (verdict === 'idle') this.cutBody(w, `The request body sent nothing for ${this.limits.idleMs / 1000} s.`);
+      else if (verdict === 'slow')
+        this.cutBody(w, `The request body arrived slower than ${this.limits.minRate} bytes per second.`);
     }
-    if (this.watched.size === 0 && this.timer !== null) {
+    for (const [socket, flow] of this.connections) {
+      // Bytes queued on the socket mean the kernel's buffer is full: the client is not reading.
+      const verdict = flow.step(sent(socket), socket.writableLength > 0, this.limits);
+      if (verdict === null) continue;
+      this.connections.delete(socket);
+      this.log.info(
+        { remoteAddress: socket.remoteAddress, bytesSent: sent(socket), queued: socket.writableLength, verdict },
+        'slow reader cut off',
+      );
+      socket.destroy();
+    }
+    if (this.bodies.size === 0 && this.connections.size === 0 && this.timer !== null) {
       clearInterval(this.timer);
       this.timer = null;
     }
   }
 
-  private cut(w: Watched, detail: string): void {
-    this.watched.delete(w);
+  private cutBody(w: WatchedBody, detail: string): void {
+    this.bodies.delete(w);
     const { request, response } = w;
     w.log.info(
       { method: request.method, url: request.url, bytesRead: request.socket.bytesRead },
@@ -128,10 +178,14 @@ function hasBody(request: IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined;
 }
 
-/** Watches every request body of `app`, and closes connections beyond `server.maxConnections`. */
+/**
+ * Watches every request body and every connection's answers of `app`, and closes connections beyond
+ * `server.maxConnections`.
+ */
 export function guardConnections(app: App, settings: Settings['server']): BodyWatch {
-  const watch = new BodyWatch(settings);
+  const watch = new BodyWatch(settings, app.log);
   app.server.maxConnections = settings.maxConnections;
+  app.server.on('connection', (socket: Socket) => watch.watchConnection(socket));
   let warned = 0;
   app.server.on('drop', () => {
     // At most one line a minute: a flood of refused connections must not flood the log as well.
