@@ -18,14 +18,7 @@
 // SIGHUP. Progress messages go to stderr (or to the `log` callback).
 
 import { spawn, spawnSync } from 'node:child_process';
-import {
-  accessSync,
-  constants as fsConstants,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-} from 'node:fs';
+import { accessSync, constants as fsConstants, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
