@@ -38,7 +38,8 @@ export const SettingsSchema = Type.Object(
       // Direct uploads and resumable appends streaming at once in this instance; beyond it 503 with Retry-After.
       maxConcurrentUploads: int(64, 1),
     }),
-    // Slow clients (http/body-watch.ts): connections beyond maxConnections are closed at once; a request body that
+    // Slow clients (http/connection-guard.ts): at maxConnections a new connection closes the oldest idle one (or
+    // itself, when all are busy); a silent connection is closed after bodyIdleTimeoutInSeconds; a request body that
     // sends nothing for bodyIdleTimeoutInSeconds, or less than bodyMinBytesPerSecond over bodyRateWindowInSeconds
     // (0: no minimum), is cut off while the server waits for it, and so is a connection whose client reads what the
     // server sends that slowly.

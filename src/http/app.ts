@@ -5,7 +5,7 @@ import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
 import type { Services } from '../services.js';
-import { guardConnections } from './body-watch.js';
+import { guardConnections } from './connection-guard.js';
 import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
@@ -36,7 +36,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     // No limit on the whole request: it would cut a large upload that moves steadily. Slow bodies are cut by
-    // body-watch.ts instead; headers still have Node's headersTimeout (60 s), idle keep-alive Fastify's 72 s.
+    // connection-guard.ts instead; headers still have Node's headersTimeout (60 s), idle keep-alive Fastify's 72 s.
     requestTimeout: 0,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
     // Errors Fastify raises before any route or hook runs: problem details with the common headers too.

@@ -1,9 +1,8 @@
 // Slow clients (issue 30 item 4): a request body that stalls or crawls is cut off (an append keeps what arrived, a
 // direct upload keeps nothing), one that moves steadily is not; uploads beyond file.maxConcurrentUploads get 503
-// with Retry-After before their body is read; connections beyond server.maxConnections are closed at once.
+// with Retry-After before their body is read (the connections cap is in test/http/connections.test.ts).
 import { readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { noise, sha256 } from '../files/fixtures.js';
@@ -235,38 +234,6 @@ describeBackends(
     });
   },
   { settings: { file: { ...file, maxConcurrentUploads: 2 } } },
-);
-
-describeBackends(
-  'the connections cap',
-  (h) => {
-    /** A connection that has had one request answered and stays open (keep-alive). */
-    async function openConnection(): Promise<net.Socket> {
-      const { port } = new URL(h().url);
-      const socket = net.connect(Number(port), '127.0.0.1');
-      await new Promise<void>((resolve, reject) => {
-        socket.once('error', reject);
-        socket.once('data', () => resolve());
-        socket.once('close', () => reject(new Error('closed by the server')));
-        socket.write('GET /error/404/not-found HTTP/1.1\r\nHost: x\r\n\r\n');
-      });
-      return socket;
-    }
-
-    it('connections beyond server.maxConnections are closed at once; after one closes a new one is served', async () => {
-      const open = [await openConnection(), await openConnection(), await openConnection()];
-      await expect(openConnection()).rejects.toThrow();
-      open[0]!.destroy();
-      await waitFor(
-        'the server to see the connection go',
-        async () => (await new Promise<number>((r) => h().app.server.getConnections((_e, n) => r(n)))) < 3,
-      );
-      const again = await openConnection();
-      again.destroy();
-      for (const socket of open) socket.destroy();
-    });
-  },
-  { settings: { server: { maxConnections: 3 } } },
 );
 
 describe('settings', () => {

@@ -571,7 +571,7 @@ export class Uploads {
     _control: RequestControl,
     check?: (size: number) => void,
   ): Promise<number> {
-    // A body that stalls or crawls is cut off by the HTTP layer (body-watch.ts), and its bytes are kept like those
+    // A body that stalls or crawls is cut off by the HTTP layer (connection-guard.ts), and its bytes are kept like those
     // of any body that breaks off: a hanging connection never keeps the lease for long.
     const appended = await this.blobs.append(upload.id, upload.offset, body, {
       maxBytes,

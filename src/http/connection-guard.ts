@@ -1,4 +1,10 @@
-// Slow clients, both ways. A request body that sends nothing for `server.bodyIdleTimeoutInSeconds`, or less than
+// What keeps clients from holding the instance's connections. At `server.maxConnections`, a new connection closes
+// the oldest one that has no request in progress (a keep-alive connection between requests, one that is still
+// sending its headers or sent nothing at all), and is itself closed only when every connection is busy; without
+// that, one client that opens that many connections and stays silent would shut every other client out. A
+// connection that sends nothing for `server.bodyIdleTimeoutInSeconds` after it opened is closed.
+//
+// Slow clients, both ways: a request body that sends nothing for `server.bodyIdleTimeoutInSeconds`, or less than
 // `server.bodyMinBytesPerSecond` over `server.bodyRateWindowInSeconds`, is cut off (408 while nothing of the answer
 // was written, then the connection closes). A connection whose client reads what the server sends (a download, a
 // large page) that slowly is closed, so that slow readers cannot hold every connection, descriptor and buffered
@@ -64,15 +70,27 @@ interface WatchedBody {
 /** Bytes of a connection's answers handed to the kernel (bytesWritten also counts what is still queued). */
 const sent = (socket: Socket) => socket.bytesWritten - socket.writableLength;
 
-export class BodyWatch {
+interface Connection {
+  /** What the server sends on it, watched while part of an answer is queued (per connection: no cost per request). */
+  sending: Flow;
+  opened: number;
+  /** The answer of the request in progress; none, or finished, means the connection is idle. */
+  response: ServerResponse | null;
+}
+
+const isIdle = (c: Connection) => c.response === null || c.response.writableFinished || c.response.destroyed;
+
+export class ConnectionGuard {
   private readonly bodies = new Set<WatchedBody>();
-  /** Every open connection, watched while part of an answer is queued on it (per connection: no cost per request). */
-  private readonly connections = new Map<Socket, Flow>();
+  /** Every open connection, oldest first. */
+  private readonly connections = new Map<Socket, Connection>();
   private timer: NodeJS.Timeout | null = null;
   private readonly limits: Limits;
 
+  private warned = 0;
+
   constructor(
-    settings: Settings['server'],
+    private readonly settings: Settings['server'],
     private readonly log: FastifyBaseLogger,
   ) {
     const idleMs = settings.bodyIdleTimeoutInSeconds * 1000;
@@ -86,18 +104,46 @@ export class BodyWatch {
     return this.limits.tickMs;
   }
 
-  /** Watches the body of `request` until it has arrived, the answer is finished or the connection is gone. */
+  /**
+   * Marks the connection busy until the answer is finished, and watches the body of `request` until it has arrived,
+   * the answer is finished or the connection is gone.
+   */
   watch(request: IncomingMessage, response: ServerResponse, log: FastifyBaseLogger): void {
+    const connection = this.connections.get(request.socket);
+    if (connection) connection.response = response;
     if (request.complete || !hasBody(request)) return;
     this.bodies.add({ request, response, log, flow: new Flow(request.socket.bytesRead) });
     this.start();
   }
 
-  /** Watches what the server sends on `socket` until it closes. */
-  watchConnection(socket: Socket): void {
-    this.connections.set(socket, new Flow(sent(socket)));
+  /** Admits a new connection (closing an idle one at the cap, or this one when none is idle) and watches it. */
+  admit(socket: Socket): void {
+    if (this.connections.size >= this.settings.maxConnections && !this.evictIdle()) {
+      socket.destroy();
+      // At most one line a minute: a flood of refused connections must not flood the log as well.
+      if (Date.now() - this.warned >= 60_000) {
+        this.warned = Date.now();
+        this.log.warn(
+          { maxConnections: this.settings.maxConnections },
+          'connections refused: server.maxConnections reached and every connection busy',
+        );
+      }
+      return;
+    }
+    this.connections.set(socket, { sending: new Flow(sent(socket)), opened: Date.now(), response: null });
     socket.once('close', () => this.connections.delete(socket));
     this.start();
+  }
+
+  /** Closes the oldest connection without a request in progress; false when there is none. */
+  private evictIdle(): boolean {
+    for (const [socket, connection] of this.connections) {
+      if (!isIdle(connection)) continue;
+      this.connections.delete(socket);
+      socket.destroy();
+      return true;
+    }
+    return false;
   }
 
   stop(): void {
@@ -127,9 +173,15 @@ export class BodyWatch {
       else if (verdict === 'slow')
         this.cutBody(w, `The request body arrived slower than ${this.limits.minRate} bytes per second.`);
     }
-    for (const [socket, flow] of this.connections) {
+    const now = Date.now();
+    for (const [socket, connection] of this.connections) {
+      if (socket.bytesRead === 0 && now - connection.opened >= this.limits.idleMs) {
+        this.connections.delete(socket);
+        socket.destroy();
+        continue;
+      }
       // Bytes queued on the socket mean the kernel's buffer is full: the client is not reading.
-      const verdict = flow.step(sent(socket), socket.writableLength > 0, this.limits);
+      const verdict = connection.sending.step(sent(socket), socket.writableLength > 0, this.limits);
       if (verdict === null) continue;
       this.connections.delete(socket);
       this.log.info(
@@ -178,21 +230,12 @@ function hasBody(request: IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined;
 }
 
-/**
- * Watches every request body and every connection's answers of `app`, and closes connections beyond
- * `server.maxConnections`.
- */
-export function guardConnections(app: App, settings: Settings['server']): BodyWatch {
-  const watch = new BodyWatch(settings, app.log);
-  app.server.maxConnections = settings.maxConnections;
-  app.server.on('connection', (socket: Socket) => watch.watchConnection(socket));
-  let warned = 0;
-  app.server.on('drop', () => {
-    // At most one line a minute: a flood of refused connections must not flood the log as well.
-    if (Date.now() - warned < 60_000) return;
-    warned = Date.now();
-    app.log.warn({ maxConnections: settings.maxConnections }, 'connections refused: server.maxConnections reached');
-  });
+/** Guards the connections of `app`: the cap, silent connections, slow request bodies and slow readers. */
+export function guardConnections(app: App, settings: Settings['server']): ConnectionGuard {
+  const watch = new ConnectionGuard(settings, app.log);
+  // The cap is decided here rather than by Node's server.maxConnections, which refuses the new connection even
+  // when the ones it keeps are idle.
+  app.server.on('connection', (socket: Socket) => watch.admit(socket));
   app.addHook('onRequest', (request, reply, done) => {
     watch.watch(request.raw, reply.raw, request.log);
     done();
