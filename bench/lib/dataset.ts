@@ -18,7 +18,21 @@ export interface DatasetSpec {
   users: number;
   /** Seed of the deterministic shape (ids and tokens are random every run). */
   seed?: number;
+  /** Add the structures whose cost grows with the graph (`Probes`), for `--large`. */
+  probes?: boolean;
 }
+
+/** Structures whose cost grows with the graph: a folder with many children, a user with many grants. */
+interface Probes {
+  /** A folder owned directly by a user, with PROBE_CHILDREN children. */
+  anchor: string;
+  anchorToken: string;
+  /** A user with PROBE_GRANTS HAS_READ_ACCESS relations to tree nodes, and the nodes. */
+  granteeToken: string;
+  granted: string[];
+}
+export const PROBE_CHILDREN = 10_000;
+export const PROBE_GRANTS = 5_000;
 
 /** An element and the token of a user who reaches it through 2 IS_IN_GROUP hops and 4 OWNS hops. */
 interface Target {
@@ -32,6 +46,7 @@ export interface Dataset {
   spec: DatasetSpec;
   password: string;
   users: { id: string; identifier: string; token: string }[];
+  probes: Probes | null;
   /** Level-4 tree nodes: user -IS_IN_GROUP-> g1 -IS_IN_GROUP-> g2 -OWNS-> a -OWNS-> b -OWNS-> c -OWNS-> target. Each has 30 children. */
   targets: Target[];
   counts: {
@@ -127,12 +142,14 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
   const userRows: { id: string; identifier: string; password_hash: string }[] = [];
   const tokenRows: { id: string; hash: string; user_id: string; state: string; issued: string; expires: string }[] = [];
   const membersOfG1: string[][] = g1.map(() => []);
-  for (let i = 0; i < spec.users; i++) {
+  const addUser = (i: number, group: number | null) => {
     const identifier = `user${i}@bench.dev`;
     const id = node('User', { email: identifier, name: `User ${i}` });
     userRows.push({ id, identifier, password_hash: passwordHash });
-    relation('IS_IN_GROUP', id, g1[i % g1.length]!);
-    membersOfG1[i % g1.length]!.push(id);
+    if (group !== null) {
+      relation('IS_IN_GROUP', id, g1[group]!);
+      membersOfG1[group]!.push(id);
+    }
     const token = generateToken();
     const tokenId = node('Token', { state: 'ACTIVE', expirationDate: isoTime(expires) });
     relation('OWNS', id, tokenId);
@@ -144,8 +161,9 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
       issued: now.toISOString(),
       expires: expires.toISOString(),
     });
-    users.push({ id, identifier, token });
-  }
+    return { id, identifier, token };
+  };
+  for (let i = 0; i < spec.users; i++) users.push(addUser(i, i % g1.length));
   const tokenOf = new Map(users.map((u) => [u.id, u.token]));
   // Users who reach a group through IS_IN_GROUP hops (members of its g1 descendants).
   const membersOfG2 = g2.map((_, k) => g1.flatMap((__, j) => (g1ParentIndex(j) === k ? membersOfG1[j]! : [])));
@@ -219,6 +237,28 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
       level = next;
     }
   }
+  let probes: Probes | null = null;
+  if (spec.probes) {
+    // The anchor's owner and the grantee are users of their own, in no group, so that no other scenario's user
+    // gets their cost.
+    const owner = addUser(spec.users, null);
+    const grantee = addUser(spec.users + 1, null);
+    const anchor = node('Folder', { name: 'Big folder', level: 1, description: sentence(6) });
+    relation('OWNS', owner.id, anchor);
+    relation('CREATED', owner.id, anchor);
+    for (let c = 0; c < PROBE_CHILDREN; c++) {
+      serial++;
+      const id = node('Document', { name: `Document ${serial}`, number: serial, description: sentence(12) });
+      relation('OWNS', anchor, id);
+      relation('CREATED', owner.id, id);
+    }
+    const treeNodes = [...parentOf.keys()];
+    const granted = new Set<string>();
+    while (granted.size < Math.min(PROBE_GRANTS, treeNodes.length)) granted.add(pick(treeNodes));
+    for (const id of granted) relation('HAS_READ_ACCESS', grantee.id, id);
+    probes = { anchor, anchorToken: owner.token, granteeToken: grantee.token, granted: [...granted] };
+  }
+
   // Targets in a shuffled order so consecutive requests hit different trees and users.
   for (let i = targets.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
@@ -280,6 +320,7 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
     spec,
     password,
     users,
+    probes,
     targets,
     counts: {
       nodes: nodes.length,
