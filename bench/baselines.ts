@@ -16,6 +16,8 @@
 //   B2  POST /b2          one single-row INSERT of the posted JSON, into bench_b2: a copy of the elements table's
 //                         definition (same columns, constraints and indexes) without the search index's column, so
 //                         Trellis' own table stays as generated
+//   B2x3 POST /b2x3       the three rows a create writes (the node, its OWNS and its CREATED) in one INSERT into
+//                         bench_b2: the floor of POST / (the same indexes, no search column)
 //   B3  PUT  /b3/file     the request body streamed to a file; GET /b3/file streams it back (plain fs streams);
 //                         PUT /b3/file?fsync=1 also flushes the file to disk before answering (as a durable store must)
 import { randomUUID } from 'node:crypto';
@@ -63,6 +65,7 @@ const app = Fastify({ logger: false });
 // B3 takes the raw body stream; Fastify hands it over unparsed.
 app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
+const CREATOR = '00000000-0000-4000-8000-000000000001';
 const SMALL = { type: 'Baseline', id: '00000000-0000-4000-8000-000000000000', data: { hello: 'world', answer: 42 } };
 app.get('/b0', async () => SMALL);
 
@@ -98,6 +101,20 @@ app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2', asy
     'INSERT INTO bench_b2 (id, type, data, created, updated) VALUES ($1, $2, $3, $4, $4)',
     [id, request.body?.type ?? 'Baseline', request.body?.data ?? {}, now],
     'b2',
+  );
+  return reply.code(201).header('location', `/${id}`).send();
+});
+
+app.post<{ Body: { type?: string; data?: Record<string, unknown> } }>('/b2x3', async (request, reply) => {
+  const id = randomUUID();
+  const now = new Date();
+  // The three rows a create writes (the node, an OWNS and a CREATED from the creator, here a fixed id), in one
+  // statement and so one transaction.
+  await db.query(
+    `INSERT INTO bench_b2 (id, type, start_id, end_id, data, created, updated) VALUES
+       ($1, $2, NULL, NULL, $3, $4, $4), ($5, 'OWNS', $7, $1, '{}', $4, $4), ($6, 'CREATED', $7, $1, '{}', $4, $4)`,
+    [id, request.body?.type ?? 'Baseline', request.body?.data ?? {}, now, randomUUID(), randomUUID(), CREATOR],
+    'b2x3',
   );
   return reply.code(201).header('location', `/${id}`).send();
 });
