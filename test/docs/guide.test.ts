@@ -26,8 +26,19 @@
 // - The ports 8080 and 8081 become free ports, and the guide's `postgres://trellis:secret@localhost:5432/trellis`
 //   the scratch database's URL, in commands and in expected outputs alike.
 // - node_modules of the scratch directory is the repository's (for the tus-js-client script).
+// To write or update the guide: `TRELLIS_GUIDE_OUTPUT=/tmp/guide.out npm test -- test/docs/guide.test.ts` appends
+// every block and what it printed to that file.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -167,7 +178,9 @@ function jsonMismatch(expected: unknown, actual: unknown, vars: Vars, path = '$'
       }
       return false;
     };
-    return assign(0) ? null : `${path}: the items differ (in any order): expected ${show(expected)}, got ${show(actual)}`;
+    return assign(0)
+      ? null
+      : `${path}: the items differ (in any order): expected ${show(expected)}, got ${show(actual)}`;
   }
   if (expected !== null && typeof expected === 'object') {
     if (actual === null || typeof actual !== 'object' || Array.isArray(actual))
@@ -435,7 +448,7 @@ describe('docs/guide.md', () => {
     }
     work = await mkdtemp(join(tmpdir(), 'trellis-guide-'));
     const ctl = join(work, '.guide');
-    execFileSync('mkdir', [ctl]);
+    mkdirSync(ctl);
     symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'));
     shell = new Shell(work, ctl, {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -461,6 +474,7 @@ describe('docs/guide.md', () => {
     expect(sections.flatMap((s) => s.blocks).filter((b) => b.expected !== null).length).toBeGreaterThan(20);
   });
 
+  const dump = process.env.TRELLIS_GUIDE_OUTPUT;
   let failed: string | null = null; // a section that failed: the ones after it build on it and are skipped
   for (const section of sections) {
     it.skipIf(section.needsPostgres && !pgAdmin)(section.title, { timeout: 600_000 }, async ({ skip }) => {
@@ -470,6 +484,7 @@ describe('docs/guide.md', () => {
         const code = await localise(block.code);
         const { output } = await shell.run(code);
         const where = `docs/guide.md:${block.line}`;
+        if (dump) appendFileSync(dump, `=== ${where}\n${code}\n--- output\n${output}\n`);
         const errors = output.split('\n').filter((l) => l.includes('__GUIDE_ERR__'));
         if (errors.length > 0) throw new Error(`${where}: a command failed: ${errors.join('; ')}\n${output}`);
         await startRequestedServers();
