@@ -11,14 +11,15 @@
 //     is ignored.
 //   - From the first line that starts with `{` or `[` to the end, the block is one JSON document. It must equal the
 //     JSON the command printed last (curl prints it on one line; the guide indents it): the same keys in the same
-//     order, the same values, arrays in the same order, except the `nodes` and `relations` of a `_PartialCollection`, which the
-//     service orders by id and are compared in any order.
+//     order, the same values, arrays in the same order, except the `nodes` and `relations` of a
+//     `_PartialCollection`, which the service orders by id and which are compared in any order.
 //   - In both, `<… id>` or `<id>` stands for any UUID, `<token>` for any `secret-token:…`, any other `<…>` for any
 //     text (in JSON: any value, when it is the whole string), and `$NAME` (capitals) for the value of that shell
 //     variable at that point.
 // - A ```bash block right after `<!-- guide:skip -->` is not run (installing, creating a PostgreSQL role).
 // - A `## ` section marked `<!-- guide:postgres -->` and every section after it need PostgreSQL: they run on a
 //   scratch database of the test server (skipped when the run has no PostgreSQL, TRELLIS_TEST_BACKENDS=pglite).
+// - Each `## ` section is one test; the sections after a failed one build on it and are skipped.
 // What the test puts in place of the machine the guide assumes:
 // - `npm start` (with whatever environment its line sets) starts `trellis serve` from the sources in the scratch
 //   directory, in the background, and waits until it answers; a server already running on that port is stopped
