@@ -1,6 +1,6 @@
 // `npm test [-- vitest args]`:
-//   1. static checks: type check (tsc), format and lint (biome ci), dead code (knip); skipped with
-//      TRELLIS_SKIP_TYPECHECK=1
+//   1. static checks: type check (tsc: the service, then the explorer), format and lint (biome ci), dead code
+//      (knip); skipped with TRELLIS_SKIP_TYPECHECK=1
 //   2. start a throw-away PostgreSQL cluster (scripts/pg-cluster.mjs) when the
 //      "postgres" backend is selected; failing to start it fails the run
 //   2b. find Chromium for the browser tests, installing Debian's package when missing (scripts/chromium.mjs)
@@ -66,6 +66,7 @@ if (process.env.TRELLIS_SKIP_TYPECHECK === '1') {
   const t = Date.now();
   const checks = [
     ['type check', ['tsc', '-p', 'tsconfig.json', '--noEmit']],
+    ['type check (explorer)', ['tsc', '-p', 'explorer/tsconfig.json']],
     ['format and lint', ['biome', 'ci', '--error-on-warnings', '.']],
     ['dead code', ['knip']],
   ];

@@ -9,6 +9,7 @@ import { guardConnections } from './connection-guard.js';
 import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
+import explorerRoutes from './explorer.js';
 import { requestLogger } from './request-logger.js';
 import { WEBDAV_METHODS } from './resource.js';
 import accountRoutes from './routes/accounts.js';
@@ -107,6 +108,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   await app.register(fileRoutes, deps);
   await app.register(uploadRoutes, deps);
   await app.register(searchRoutes, deps);
+  await app.register(explorerRoutes);
   return app;
 }
 

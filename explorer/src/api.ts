@@ -1,0 +1,147 @@
+// The explorer's only way to the service: its public HTTP API, same origin, with the session's token.
+
+export interface Problem {
+  type: string;
+  title?: string;
+  status: number;
+  detail?: string;
+  [member: string]: unknown;
+}
+
+export interface FileInfo {
+  contentLength: number;
+  extension: string;
+  mimeType: string;
+  hash?: { sha256?: string };
+}
+
+export interface GraphElement {
+  type: string;
+  id: string;
+  data: Record<string, unknown>;
+  start?: string;
+  end?: string;
+  file?: FileInfo;
+}
+
+export interface Collection {
+  type: '_PartialCollection';
+  id: string;
+  totalNodes: number;
+  links: { first: string; previous: string | null; next: string | null; last: string };
+  nodes: GraphElement[];
+  relations: GraphElement[];
+}
+
+export interface SearchResponse {
+  type: '_SearchResultResponse';
+  results: GraphElement[];
+  debug?: DebugEntry[];
+}
+
+export interface DebugEntry {
+  'step-handler': string;
+  start: number;
+  end: number;
+  duration: number;
+  input: { type: string };
+  [member: string]: unknown;
+}
+
+/** A refusal by the service: its status and, when it sent one, its problem details. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: Problem | null,
+  ) {
+    super(problem?.detail ?? problem?.title ?? `The service answered ${status}.`);
+  }
+}
+
+const TOKEN_KEY = 'trellis-explorer-token';
+
+/** The token lives in session storage: it is gone when the tab closes, and other sites cannot read it. */
+export const session = {
+  get token(): string | null {
+    return sessionStorage.getItem(TOKEN_KEY);
+  },
+  set token(value: string | null) {
+    if (value === null) sessionStorage.removeItem(TOKEN_KEY);
+    else sessionStorage.setItem(TOKEN_KEY, value);
+  },
+};
+
+/** The Authorization header for the session's token (none without one). */
+export function authHeaders(): Record<string, string> {
+  const token = session.token;
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+export interface Answer<T> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** Sends a request; JSON bodies both ways. Anything but 2xx throws an ApiError carrying the problem details. */
+export async function request<T = unknown>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer<T>> {
+  const init: RequestInit = { method, headers: { ...authHeaders(), ...headers } };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
+  }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  let parsed: unknown = null;
+  if (text !== '' && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
+  if (!response.ok) throw new ApiError(response.status, isProblem(parsed) ? parsed : null);
+  return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+function isProblem(value: unknown): value is Problem {
+  return typeof value === 'object' && value !== null && 'status' in value && 'type' in value;
+}
+
+/** The id in a `Location` such as `/<id>` or `/<id>/file`. */
+export function idFromLocation(headers: Headers): string {
+  const location = headers.get('location') ?? '';
+  return location.split('/')[1] ?? '';
+}
+
+export const getElement = async (id: string) => request<GraphElement>('GET', `/${id}`);
+
+export const getCollection = async (path: string) => (await request<Collection>('GET', path)).body;
+
+export async function createElement(body: Record<string, unknown>, parent?: string): Promise<string> {
+  return idFromLocation((await request('POST', parent ? `/${parent}` : '/', body)).headers);
+}
+
+/** The element's display name: its `name`, else its type and the start of its id. */
+export function labelOf(element: GraphElement): string {
+  const name = element.data?.name;
+  return typeof name === 'string' && name !== '' ? name : `${element.type} ${element.id.slice(0, 8)}`;
+}
+
+export interface InstanceConfiguration {
+  register: { enabled: boolean; uniqueIdentifier: string };
+  file: { maxFileSizeInBytes: number; uploadMinChunkSizeInBytes: number; uploadMaxChunkSizeInBytes: number };
+}
+
+let configuration: Promise<InstanceConfiguration> | null = null;
+/** The instance configuration, read once (it is public and fixed while the service runs). */
+export function instanceConfiguration(): Promise<InstanceConfiguration> {
+  configuration ??= request<InstanceConfiguration>('GET', '/instance-configuration').then(
+    (answer) => answer.body,
+    // Published by default; an instance that hides it gets the service's defaults.
+    () => ({
+      register: { enabled: true, uniqueIdentifier: 'email' },
+      file: { maxFileSizeInBytes: 10 * 2 ** 30, uploadMinChunkSizeInBytes: 5 * 2 ** 20, uploadMaxChunkSizeInBytes: 101 * 2 ** 20 },
+    }),
+  );
+  return configuration;
+}

@@ -1,0 +1,156 @@
+// Sign in: register, log in with identifier and password (creates a token), or paste a token; who you are; log out
+// (deletes the token on the service).
+import { type GraphElement, instanceConfiguration, request, session } from '../api.js';
+import { announce, field, h, replace } from '../dom.js';
+import { attempt } from '../problem.js';
+import { navigate } from '../router.js';
+
+let me: Promise<GraphElement | null> | null = null;
+
+/** The signed-in user (GET /me), read once per token. */
+export function currentUser(): Promise<GraphElement | null> {
+  if (session.token === null) return Promise.resolve(null);
+  me ??= request<GraphElement>('GET', '/me').then(
+    (answer) => answer.body,
+    () => null,
+  );
+  return me;
+}
+
+/** The header's line: who is signed in. */
+export async function showWho(): Promise<void> {
+  const who = document.getElementById('who')!;
+  const user = await currentUser();
+  if (!user) {
+    replace(who, 'Not signed in');
+    return;
+  }
+  const { uniqueIdentifier } = (await instanceConfiguration()).register;
+  replace(who, 'Signed in as ', h('strong', null, String(user.data[uniqueIdentifier] ?? user.data.name ?? user.id)));
+}
+
+function signedIn(token: string): void {
+  session.token = token;
+  me = null;
+  announce('Signed in.');
+  navigate('#/');
+}
+
+export async function renderAccount(main: HTMLElement): Promise<void> {
+  const config = await instanceConfiguration();
+  const identifierName = config.register.uniqueIdentifier;
+  const user = await currentUser();
+  const heading = h('h1', { tabindex: '-1' }, 'Account');
+  if (user) {
+    const status = h('div');
+    replace(
+      main,
+      heading,
+      h('p', null, 'You are signed in as ', h('strong', null, String(user.data[identifierName] ?? user.id)), '.'),
+      h(
+        'dl',
+        { class: 'facts' },
+        h('dt', null, 'User id'),
+        h('dd', null, h('code', { id: 'my-id' }, user.id), ' ', h('a', { href: `#/${user.id}` }, 'open your user node')),
+        h('dt', null, 'Type'),
+        h('dd', null, user.type),
+      ),
+      h('p', { class: 'hint' }, 'Others share elements with you by your user id.'),
+      h(
+        'button',
+        {
+          type: 'button',
+          onclick: () =>
+            void attempt(status, async () => {
+              // Deleting the token on the service ends it everywhere, not just in this tab.
+              await request('DELETE', '/token');
+              session.token = null;
+              me = null;
+              announce('Logged out.');
+              await renderAccount(main);
+              void showWho();
+            }),
+        },
+        'Log out',
+      ),
+      status,
+    );
+    return;
+  }
+
+  const identifierLabel = identifierName === 'email' ? 'Email' : identifierName;
+  const loginIdentifier = h('input', { name: 'identifier', autocomplete: 'username', required: true });
+  const loginPassword = h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true });
+  const loginStatus = h('div');
+  const login = h(
+    'form',
+    { 'aria-labelledby': 'login-heading' },
+    h('h2', { id: 'login-heading' }, 'Log in'),
+    field(identifierLabel, loginIdentifier),
+    field('Password', loginPassword),
+    h('button', { type: 'submit' }, 'Log in'),
+    loginStatus,
+  );
+  login.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void attempt(loginStatus, async () => {
+      const answer = await request<{ token: string }>('POST', '/token', {
+        type: 'Token',
+        uniqueUserIdentifier: loginIdentifier.value,
+        password: loginPassword.value,
+      });
+      signedIn(answer.body.token);
+    });
+  });
+
+  const registerIdentifier = h('input', { name: 'identifier', autocomplete: 'username', required: true });
+  const registerName = h('input', { name: 'name', autocomplete: 'name' });
+  const registerPassword = h('input', { name: 'password', type: 'password', autocomplete: 'new-password', required: true });
+  const registerStatus = h('div');
+  const register = h(
+    'form',
+    { 'aria-labelledby': 'register-heading' },
+    h('h2', { id: 'register-heading' }, 'Register'),
+    field(identifierLabel, registerIdentifier),
+    field('Name (optional)', registerName),
+    field('Password', registerPassword),
+    h('button', { type: 'submit' }, 'Register and log in'),
+    registerStatus,
+  );
+  register.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void attempt(registerStatus, async () => {
+      const credentials = { uniqueUserIdentifier: registerIdentifier.value, password: registerPassword.value };
+      const data = registerName.value ? { name: registerName.value } : {};
+      await request('POST', '/register', { type: 'User', ...credentials, data });
+      const answer = await request<{ token: string }>('POST', '/token', { type: 'Token', ...credentials });
+      signedIn(answer.body.token);
+    });
+  });
+
+  const tokenInput = h('input', { name: 'token', autocomplete: 'off', placeholder: 'secret-token:…', required: true });
+  const tokenStatus = h('div');
+  const paste = h(
+    'form',
+    { 'aria-labelledby': 'token-heading' },
+    h('h2', { id: 'token-heading' }, 'Use a token'),
+    field('Token', tokenInput, 'A token created with POST /token; it is checked before it is kept.'),
+    h('button', { type: 'submit' }, 'Use token'),
+    tokenStatus,
+  );
+  paste.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void attempt(tokenStatus, async () => {
+      const token = tokenInput.value.trim().replace(/^Bearer\s+/i, '');
+      await request('GET', '/me', undefined, { Authorization: `Bearer ${token}` });
+      signedIn(token);
+    });
+  });
+
+  replace(
+    main,
+    heading,
+    h('p', null, 'Sign in to browse, edit and search the graph.'),
+    h('div', { class: 'columns' }, login, config.register.enabled ? register : null, paste),
+  );
+}

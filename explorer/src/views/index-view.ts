@@ -1,0 +1,42 @@
+// The index (GET /): the top-level nodes the user may read, paged, and a form to create a node.
+import { createElement } from '../api.js';
+import { announce, field, h, replace } from '../dom.js';
+import { jsonEditor } from '../json-editor.js';
+import { attempt } from '../problem.js';
+import { navigate } from '../router.js';
+import { collectionSection } from './collection.js';
+
+export async function renderIndex(main: HTMLElement): Promise<void> {
+  const type = h('input', { name: 'type', required: true, pattern: '[A-Za-z][A-Za-z0-9_]*', autocomplete: 'off' });
+  const data = jsonEditor('Properties (JSON object)', { name: '' }, { rows: 4, objectOnly: true });
+  const status = h('div');
+  const form = h(
+    'form',
+    { 'aria-labelledby': 'new-node-heading', class: 'compact' },
+    h('h2', { id: 'new-node-heading' }, 'New node'),
+    field('Type', type, 'A name such as Note or Project; User, Token and Upload are the service’s own.'),
+    data.element,
+    h('button', { type: 'submit' }, 'Create node'),
+    status,
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const value = data.value();
+    if (value === undefined) return;
+    void attempt(status, async () => {
+      const id = await createElement({ type: type.value, data: value });
+      announce('Node created.');
+      navigate(`#/${id}`);
+    });
+  });
+  replace(
+    main,
+    h('h1', { tabindex: '-1' }, 'Browse'),
+    h(
+      'div',
+      { class: 'element-layout' },
+      h('div', { class: 'element-main' }, collectionSection({ heading: 'Index', path: '/', anchor: null, pageSize: 25 })),
+      h('div', { class: 'element-side' }, form),
+    ),
+  );
+}

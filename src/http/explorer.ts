@@ -1,0 +1,56 @@
+// Serves Trellis Explorer, the browser app built from explorer/ (scripts/build-explorer.mjs), under /explorer. It is
+// a client of the public API like any other, so this module only hands out files: index.html for /explorer and
+// /explorer/, the assets below it. A missing file is the API's 404 problem, as on any unknown path.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import { Problem } from '../errors.js';
+import type { App } from './types.js';
+
+/** explorer/dist at the root of the checkout, reached the same way from src/http and from the compiled dist/http. */
+const BUILT = fileURLToPath(new URL('../../explorer/dist/', import.meta.url));
+
+/**
+ * Only the app's own origin: the scripts, styles, API calls (fetch and the uploads' XMLHttpRequests) and images
+ * (blob: previews of files) all come from it, so nothing can be pulled from a CDN or injected inline.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "img-src 'self' blob: data:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+// Hidden from the API's description: these are files, not API routes.
+const hidden = { schema: { hide: true } };
+
+export default async function explorerRoutes(app: App, { root = BUILT }: { root?: string } = {}) {
+  if (!existsSync(join(root, 'index.html'))) {
+    const notBuilt = async () => {
+      throw new Problem('not-found', 'The explorer is not built: `npm run build` builds it (`npm start` does too).');
+    };
+    app.get('/explorer', hidden, notBuilt);
+    app.get('/explorer/*', hidden, notBuilt);
+    return;
+  }
+  await app.register(fastifyStatic, {
+    root,
+    prefix: '/explorer/',
+    index: ['index.html'],
+    wildcard: true,
+    redirect: false,
+    // Set below: the build names every asset by its content, so assets never change and index.html always may.
+    cacheControl: false,
+    schemaHide: true,
+  });
+  app.get('/explorer', hidden, (_request, reply) => reply.sendFile('index.html'));
+  app.addHook('onSend', async (request, reply) => {
+    if (reply.statusCode !== 200 && reply.statusCode !== 304) return;
+    const immutable = request.url.startsWith('/explorer/assets/');
+    reply.header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
+    if (!immutable) reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+  });
+}
