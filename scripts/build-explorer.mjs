@@ -12,7 +12,10 @@ const built = join(explorer, 'dist', 'index.html');
 
 /** The newest modification time among the files that make the build (sources, this script, the lock file). */
 function newestSource() {
-  let newest = Math.max(statSync(fileURLToPath(import.meta.url)).mtimeMs, statSync(join(root, 'package-lock.json')).mtimeMs);
+  let newest = Math.max(
+    statSync(fileURLToPath(import.meta.url)).mtimeMs,
+    statSync(join(root, 'package-lock.json')).mtimeMs,
+  );
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (entry.name === 'dist' || entry.name === 'node_modules') continue;

@@ -1,6 +1,6 @@
 // The explorer's only way to the service: its public HTTP API, same origin, with the session's token.
 
-export interface Problem {
+interface Problem {
   type: string;
   title?: string;
   status: number;
@@ -8,7 +8,7 @@ export interface Problem {
   [member: string]: unknown;
 }
 
-export interface FileInfo {
+interface FileInfo {
   contentLength: number;
   extension: string;
   mimeType: string;
@@ -77,7 +77,7 @@ export function authHeaders(): Record<string, string> {
   return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
-export interface Answer<T> {
+interface Answer<T> {
   status: number;
   headers: Headers;
   body: T;
@@ -108,7 +108,7 @@ function isProblem(value: unknown): value is Problem {
 }
 
 /** The id in a `Location` such as `/<id>` or `/<id>/file`. */
-export function idFromLocation(headers: Headers): string {
+function idFromLocation(headers: Headers): string {
   const location = headers.get('location') ?? '';
   return location.split('/')[1] ?? '';
 }
@@ -127,7 +127,7 @@ export function labelOf(element: GraphElement): string {
   return typeof name === 'string' && name !== '' ? name : `${element.type} ${element.id.slice(0, 8)}`;
 }
 
-export interface InstanceConfiguration {
+interface InstanceConfiguration {
   register: { enabled: boolean; uniqueIdentifier: string };
   file: { maxFileSizeInBytes: number; uploadMinChunkSizeInBytes: number; uploadMaxChunkSizeInBytes: number };
 }
@@ -140,7 +140,11 @@ export function instanceConfiguration(): Promise<InstanceConfiguration> {
     // Published by default; an instance that hides it gets the service's defaults.
     () => ({
       register: { enabled: true, uniqueIdentifier: 'email' },
-      file: { maxFileSizeInBytes: 10 * 2 ** 30, uploadMinChunkSizeInBytes: 5 * 2 ** 20, uploadMaxChunkSizeInBytes: 101 * 2 ** 20 },
+      file: {
+        maxFileSizeInBytes: 10 * 2 ** 30,
+        uploadMinChunkSizeInBytes: 5 * 2 ** 20,
+        uploadMaxChunkSizeInBytes: 101 * 2 ** 20,
+      },
     }),
   );
   return configuration;

@@ -6,6 +6,12 @@ import { type GraphElement, labelOf } from './api.js';
 import { h, replace } from './dom.js';
 import { colourOf } from './types.js';
 
+// Cytoscape adds an inline <style> for `position: relative` on its containers unless an element with this id
+// exists; the page's Content-Security-Policy refuses inline styles, so styles.css has the rule and this marks it.
+const CYTOSCAPE_STYLESHEET = '__________cytoscape_stylesheet';
+if (!document.getElementById(CYTOSCAPE_STYLESHEET))
+  document.head.append(h('meta', { id: CYTOSCAPE_STYLESHEET, name: 'cytoscape-stylesheet', content: 'styles.css' }));
+
 export class Diagram {
   readonly element: HTMLElement;
   private readonly cy: Core;
@@ -18,7 +24,11 @@ export class Diagram {
     /** Called with a node's id when it is clicked or chosen from the list. */
     private readonly onOpen: (id: string) => void,
   ) {
-    this.canvas = h('div', { class: 'diagram-canvas', role: 'img', 'aria-label': `${label} (the list below states it as text)` });
+    this.canvas = h('div', {
+      class: 'diagram-canvas',
+      role: 'img',
+      'aria-label': `${label} (the list below states it as text)`,
+    });
     this.text = h('ul', { class: 'diagram-text' });
     this.element = h(
       'section',
@@ -112,6 +122,11 @@ export class Diagram {
     this.pendingLayout = true;
     requestAnimationFrame(() => {
       this.pendingLayout = false;
+      // Cytoscape measures its container: wait until the view holding it is on the page.
+      if (!this.canvas.isConnected) {
+        this.scheduleLayout();
+        return;
+      }
       this.cy.resize();
       this.cy.layout({ name: 'cose', animate: false, padding: 30, nodeDimensionsIncludeLabels: true }).run();
       this.cy.fit(undefined, 30);
@@ -120,22 +135,30 @@ export class Diagram {
   }
 
   private renderText(): void {
-    const nodes = this.cy.nodes().map((node) =>
-      h(
-        'li',
-        { 'data-id': node.id() },
-        h('button', { type: 'button', class: 'link', onclick: () => this.onOpen(node.id()) }, node.data('label') as string),
-        ` (${node.data('type') as string})`,
-        node.hasClass('focus') ? ' (open)' : null,
-      ),
-    );
-    const edges = this.cy.edges().map((edge) =>
-      h(
-        'li',
-        { 'data-id': edge.id() },
-        `${edge.source().data('label') as string} —${edge.data('type') as string}→ ${edge.target().data('label') as string}`,
-      ),
-    );
+    const nodes = this.cy
+      .nodes()
+      .map((node) =>
+        h(
+          'li',
+          { 'data-id': node.id() },
+          h(
+            'button',
+            { type: 'button', class: 'link', onclick: () => this.onOpen(node.id()) },
+            node.data('label') as string,
+          ),
+          ` (${node.data('type') as string})`,
+          node.hasClass('focus') ? ' (open)' : null,
+        ),
+      );
+    const edges = this.cy
+      .edges()
+      .map((edge) =>
+        h(
+          'li',
+          { 'data-id': edge.id() },
+          `${edge.source().data('label') as string} —${edge.data('type') as string}→ ${edge.target().data('label') as string}`,
+        ),
+      );
     replace(this.text, nodes, edges);
   }
 }

@@ -2,13 +2,15 @@
 // that own their DOM (the diagram, the upload) are plain objects beside them.
 
 type Child = Node | string | number | null | undefined | false;
+/** A child, or lists of them nested as `map` produces them. */
+type Children = Child | readonly Children[];
 type Attribute = string | number | boolean | null | undefined | ((event: Event) => void);
 
 /** `h('button', { type: 'button', onclick: go }, 'Go')`: attributes by name, `on*` as listeners, `true` as present. */
 export function h<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   attributes: Record<string, Attribute> | null = null,
-  ...children: (Child | Child[])[]
+  ...children: Children[]
 ): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes ?? {})) {
@@ -21,15 +23,16 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return element;
 }
 
-function append(parent: Node, children: (Child | Child[])[]): void {
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    parent.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
+function append(parent: Node, children: readonly Children[]): void {
+  for (const child of children) {
+    if (Array.isArray(child)) append(parent, child);
+    else if (child !== null && child !== undefined && child !== false)
+      parent.appendChild(typeof child === 'object' ? (child as Node) : document.createTextNode(String(child)));
   }
 }
 
 /** Replaces the children of `parent`. */
-export function replace(parent: Element, ...children: (Child | Child[])[]): void {
+export function replace(parent: Element, ...children: Children[]): void {
   parent.replaceChildren();
   append(parent, children);
 }
@@ -42,7 +45,11 @@ export function uid(prefix: string): string {
 }
 
 /** A labelled form control: the label, the control and an optional hint, tied together for assistive technology. */
-export function field(label: string, control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string) {
+export function field(
+  label: string,
+  control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement,
+  hint?: string,
+) {
   control.id ||= uid('f');
   const hintElement = hint ? h('small', { id: `${control.id}-hint`, class: 'hint' }, hint) : null;
   if (hintElement) control.setAttribute('aria-describedby', hintElement.id);

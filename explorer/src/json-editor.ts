@@ -3,14 +3,18 @@
 // and the documents it edits are small (an element's data is at most 64 KiB by default).
 import { h, uid } from './dom.js';
 
-export interface JsonEditor {
+interface JsonEditor {
   element: HTMLElement;
   /** The parsed value, or undefined (with the reason shown) when the text is not valid JSON of the wanted kind. */
   value(): unknown;
   setValue(value: unknown): void;
 }
 
-export function jsonEditor(label: string, initial: unknown, options: { rows?: number; objectOnly?: boolean } = {}): JsonEditor {
+export function jsonEditor(
+  label: string,
+  initial: unknown,
+  options: { rows?: number; objectOnly?: boolean } = {},
+): JsonEditor {
   const id = uid('json');
   const textarea = h('textarea', {
     id,

@@ -4,7 +4,7 @@ import './styles.css';
 import { session } from './api.js';
 import { setRenderer } from './router.js';
 import { renderAccount, showWho } from './views/account.js';
-import { renderElement } from './views/element.js';
+import { forgetDiagram, renderElement } from './views/element.js';
 import { renderIndex } from './views/index-view.js';
 import { renderSearch } from './views/search.js';
 
@@ -12,19 +12,19 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 async function route(): Promise<void> {
   const main = document.getElementById('main')!;
-  const path = location.hash.replace(/^#\/?/, '');
-  const first = path.split('?')[0] ?? '';
+  const view = location.hash.replace(/^#\/?/, '').split(/[/?]/)[0] ?? '';
+  const isElement = UUID.test(view);
   for (const link of document.querySelectorAll<HTMLAnchorElement>('nav a')) {
-    const current = link.getAttribute('href') === `#/${first.split('/')[0] ?? ''}` ||
-      (UUID.test(first) && link.getAttribute('href') === '#/');
-    if (current) link.setAttribute('aria-current', 'page');
+    const href = link.getAttribute('href');
+    if (href === `#/${isElement ? '' : view}`) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
   void showWho();
+  if (!isElement) forgetDiagram();
   // Without a token the start page is the sign-in; a deep link is still tried (an instance may serve anonymous users).
-  if (first === 'account' || (session.token === null && first === '')) await renderAccount(main);
-  else if (first === 'search') await renderSearch(main);
-  else if (UUID.test(first)) await renderElement(main, first.toLowerCase());
+  if (view === 'account' || (session.token === null && view === '')) await renderAccount(main);
+  else if (view === 'search') await renderSearch(main);
+  else if (isElement) await renderElement(main, view.toLowerCase());
   else await renderIndex(main);
 }
 

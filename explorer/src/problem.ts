@@ -5,7 +5,12 @@ import { h } from './dom.js';
 /** An alert with the error's problem details; for errors that are not the API's, its message. */
 export function problemView(error: unknown): HTMLElement {
   if (!(error instanceof ApiError)) {
-    return h('div', { class: 'problem', role: 'alert' }, h('strong', null, 'Error: '), String((error as Error)?.message ?? error));
+    return h(
+      'div',
+      { class: 'problem', role: 'alert' },
+      h('strong', null, 'Error: '),
+      String((error as Error)?.message ?? error),
+    );
   }
   const { problem, status } = error;
   const extra = Object.entries(problem ?? {}).filter(([key]) => !['type', 'title', 'status', 'detail'].includes(key));
@@ -15,7 +20,11 @@ export function problemView(error: unknown): HTMLElement {
     h('strong', null, `${status} ${problem?.title ?? ''}`.trim()),
     problem?.detail ? h('p', null, problem.detail) : null,
     extra.length > 0
-      ? h('dl', null, extra.map(([key, value]) => [h('dt', null, key), h('dd', null, JSON.stringify(value))]))
+      ? h(
+          'dl',
+          null,
+          extra.map(([key, value]) => [h('dt', null, key), h('dd', null, JSON.stringify(value))]),
+        )
       : null,
     problem?.type ? h('p', { class: 'problem-type' }, h('code', null, problem.type)) : null,
   );

@@ -24,6 +24,13 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+declare module 'fastify' {
+  interface FastifySchema {
+    /** Leaves the route out of the API's description (the `hide` of @fastify/swagger). */
+    hide?: boolean;
+  }
+}
+
 // Hidden from the API's description: these are files, not API routes.
 const hidden = { schema: { hide: true } };
 

@@ -23,6 +23,9 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 /** Set to a folder to keep the screenshots (the README's comes from there). */
 const SCREENSHOTS = process.env.TRELLIS_EXPLORER_SCREENSHOTS;
 
+/** Polls until the assertion holds (vitest's default of one second is short for a browser). */
+const eventually = <T>(value: () => T | Promise<T>, timeout = 15_000) => expect.poll(value, { timeout, interval: 100 });
+
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 describe('Trellis Explorer in Chromium', () => {
@@ -36,7 +39,9 @@ describe('Trellis Explorer in Chromium', () => {
 
   beforeAll(async () => {
     // The browser tests need the built explorer; this builds it only when it is missing or older than its sources.
-    execFileSync(process.execPath, [join(import.meta.dirname, '../../scripts/build-explorer.mjs')], { stdio: 'inherit' });
+    execFileSync(process.execPath, [join(import.meta.dirname, '../../scripts/build-explorer.mjs')], {
+      stdio: 'inherit',
+    });
     const backend = backendsUnderTest().includes('pglite') ? 'pglite' : 'postgres';
     h = await startHarness(backend, { settings });
     browser = await launchBrowser();
@@ -134,7 +139,7 @@ describe('Trellis Explorer in Chromium', () => {
     await register.getByLabel('Password').fill('correct horse battery');
     await register.getByRole('button', { name: 'Register and log in' }).click();
     await page.getByRole('heading', { name: 'Browse' }).waitFor();
-    await expect.poll(() => page.locator('#who').textContent()).toContain('ada@explorer.test');
+    await eventually(() => page.locator('#who').textContent()).toContain('ada@explorer.test');
     const first = await token();
     expect(first).toMatch(/^secret-token:/);
     expect((await api('GET', '/me', first)).json.data.name).toBe('Ada');
@@ -149,7 +154,7 @@ describe('Trellis Explorer in Chromium', () => {
     await login.getByLabel('Email').fill('ada@explorer.test');
     await login.getByLabel('Password').fill('wrong password');
     await login.getByRole('button', { name: 'Log in' }).click();
-    await expect.poll(() => login.getByRole('alert').textContent()).toContain('401');
+    await eventually(() => login.getByRole('alert').textContent()).toContain('401');
     await login.getByLabel('Password').fill('correct horse battery');
     await login.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('heading', { name: 'Browse' }).waitFor();
@@ -158,7 +163,7 @@ describe('Trellis Explorer in Chromium', () => {
     ids.ada = me.json.id;
 
     await page.getByRole('link', { name: 'Account' }).click();
-    await expect.poll(() => page.locator('#my-id').textContent()).toBe(ids.ada);
+    await eventually(() => page.locator('#my-id').textContent()).toBe(ids.ada);
   });
 
   it('creates nodes, a child and a relation, and shows them on the diagram; a click on a node opens and expands it', async () => {
@@ -199,19 +204,30 @@ describe('Trellis Explorer in Chromium', () => {
 
     // The diagram holds Artemis, Apollo and the labelled relation; the plan is not yet a neighbour.
     const diagramText = page.locator('.diagram-text');
-    await expect.poll(() => diagramText.locator(`li[data-id="${ids.follows}"]`).textContent()).toBe('Artemis —FOLLOWS→ Apollo');
+    await eventually(() => diagramText.locator(`li[data-id="${ids.follows}"]`).textContent()).toBe(
+      'Artemis —FOLLOWS→ Apollo',
+    );
     expect(await diagramText.locator(`li[data-id="${ids.plan}"]`).count()).toBe(0);
     const canvas = page.locator('.diagram-canvas');
     expect(await distinctColours(await canvas.screenshot())).toBeGreaterThan(8);
 
     // A click on Apollo's node on the canvas opens Apollo and adds its neighbours (the plan) to the picture.
-    const point = await page.evaluate((id: string) => {
-      const g = globalThis as any;
-      const container = g.document.querySelector('.diagram-canvas');
-      const position = container._cyreg.cy.getElementById(id).renderedPosition();
-      const box = container.getBoundingClientRect();
-      return { x: box.left + position.x, y: box.top + position.y };
-    }, ids.apollo);
+    // Where Apollo's node is, once every collection has loaded and the layout has settled.
+    await eventually(() => page.getByText('Loading…').count()).toBe(0);
+    const pointOf = () =>
+      page.evaluate((id: string) => {
+        const g = globalThis as any;
+        const container = g.document.querySelector('.diagram-canvas');
+        const position = container._cyreg.cy.getElementById(id).renderedPosition();
+        const box = container.getBoundingClientRect();
+        return { x: Math.round(box.left + position.x), y: Math.round(box.top + position.y) };
+      }, ids.apollo);
+    let point = await pointOf();
+    await eventually(async () => {
+      const before = point;
+      point = await pointOf();
+      return point.x === before.x && point.y === before.y;
+    }).toBe(true);
     await page.mouse.click(point.x, point.y);
     await page.getByRole('heading', { name: 'Apollo' }).waitFor();
     expect(idInHash()).toBe(ids.apollo);
@@ -237,13 +253,13 @@ describe('Trellis Explorer in Chromium', () => {
     await editor.fill('{"name": "Apollo", "created": "yesterday"}');
     await form.getByRole('button', { name: 'Save properties' }).click();
     const alert = form.getByRole('alert');
-    await expect.poll(() => alert.textContent()).toContain('400');
+    await eventually(() => alert.textContent()).toContain('400');
     expect(await alert.textContent()).toContain('/error/400/forbidden-property');
     expect((await api('GET', `/${ids.apollo}`, await token())).json.data).not.toHaveProperty('phase');
 
     await editor.fill('{"name": "Apollo", "phase": 2, "crew": ["Armstrong", "Aldrin"]}');
     await form.getByRole('button', { name: 'Save properties' }).click();
-    await expect.poll(async () => (await api('GET', `/${ids.apollo}`, await token())).json.data.phase).toBe(2);
+    await eventually(async () => (await api('GET', `/${ids.apollo}`, await token())).json.data.phase).toBe(2);
     expect((await api('GET', `/${ids.apollo}`, await token())).json.data.crew).toEqual(['Armstrong', 'Aldrin']);
   });
 
@@ -300,9 +316,11 @@ describe('Trellis Explorer in Chromium', () => {
       if (response.request().method() === 'HEAD' && response.url().includes('/upload/'))
         offsets.push(response.headers()['upload-offset'] ?? '');
     });
-    await page.locator('input[type=file]').setInputFiles({ name: 'telemetry.csv', mimeType: 'text/csv', buffer: bytes });
+    await page
+      .locator('input[type=file]')
+      .setInputFiles({ name: 'telemetry.csv', mimeType: 'text/csv', buffer: bytes });
     const state = page.locator('.upload-state');
-    await expect.poll(() => state.getAttribute('data-state'), { timeout: 20_000 }).toBe('interrupted');
+    await eventually(() => state.getAttribute('data-state'), 20_000).toBe('interrupted');
     expect(Number(await page.locator('progress').getAttribute('value'))).toBeLessThan(100);
 
     dropping = false;
@@ -314,9 +332,15 @@ describe('Trellis Explorer in Chromium', () => {
     expect(Number(offsets.at(-1))).toBeGreaterThanOrEqual(64 * KiB);
 
     const element = await api('GET', `/${ids.plan}`, await token());
-    expect(element.json.file).toMatchObject({ contentLength: bytes.length, extension: 'csv', hash: { sha256: sha256(bytes) } });
+    expect(element.json.file).toMatchObject({
+      contentLength: bytes.length,
+      extension: 'csv',
+      hash: { sha256: sha256(bytes) },
+    });
     expect(await page.locator('[data-file="sha256"]').textContent()).toBe(sha256(bytes));
-    const download = await fetch(`${h.url}/${ids.plan}/file`, { headers: { authorization: `Bearer ${await token()}` } });
+    const download = await fetch(`${h.url}/${ids.plan}/file`, {
+      headers: { authorization: `Bearer ${await token()}` },
+    });
     expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
     // The text preview shows the file's first lines.
     expect(await page.locator('.text-preview').textContent()).toMatch(/^t,value,stage\n0,0\.000000,stage 0\n/);
@@ -356,16 +380,20 @@ describe('Trellis Explorer in Chromium', () => {
     const png = Buffer.from(dropped, 'base64');
     expect(png.length).toBeGreaterThan(2 * 64 * KiB);
     const state = page.locator('.upload-state');
-    await expect.poll(() => state.getAttribute('data-state')).toBe('uploading');
+    await eventually(() => state.getAttribute('data-state')).toBe('uploading');
     await page.getByRole('button', { name: 'Pause' }).click();
-    await expect.poll(() => state.getAttribute('data-state')).toBe('paused');
+    await eventually(() => state.getAttribute('data-state')).toBe('paused');
     expect((await api('GET', `/${ids.artemis}`, await token())).json.file).toBeUndefined();
     await page.getByRole('button', { name: 'Resume' }).click();
     await page.locator('[data-file="sha256"]').waitFor({ timeout: 20_000 });
     const element = await api('GET', `/${ids.artemis}`, await token());
-    expect(element.json.file).toMatchObject({ contentLength: png.length, mimeType: 'image/png', hash: { sha256: sha256(png) } });
+    expect(element.json.file).toMatchObject({
+      contentLength: png.length,
+      mimeType: 'image/png',
+      hash: { sha256: sha256(png) },
+    });
     const preview = page.getByRole('img', { name: /Preview of the file/ });
-    await expect.poll(() => preview.evaluate((img: any) => img.naturalWidth)).toBe(240);
+    await eventually(() => preview.evaluate((img: any) => img.naturalWidth)).toBe(240);
 
     // Cancel: the upload is deleted on the service, and the element keeps the file it had.
     let uploadPath = '';
@@ -373,11 +401,13 @@ describe('Trellis Explorer in Chromium', () => {
       const location = response.headers().location ?? '';
       if (location.startsWith('/upload/')) uploadPath = location;
     });
-    await page.locator('input[type=file]').setInputFiles({ name: 'other.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(300 * KiB, 7) });
-    await expect.poll(() => state.getAttribute('data-state')).toBe('uploading');
-    await expect.poll(() => uploadPath).not.toBe('');
+    await page
+      .locator('input[type=file]')
+      .setInputFiles({ name: 'other.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(300 * KiB, 7) });
+    await eventually(() => state.getAttribute('data-state')).toBe('uploading');
+    await eventually(() => uploadPath).not.toBe('');
     await page.getByRole('button', { name: 'Cancel' }).click();
-    await expect.poll(() => state.getAttribute('data-state')).toBe('cancelled');
+    await eventually(() => state.getAttribute('data-state')).toBe('cancelled');
     expect((await h.request('HEAD', uploadPath, { token: await token() })).status).toBe(404);
     expect((await api('GET', `/${ids.artemis}`, await token())).json.file.hash.sha256).toBe(sha256(png));
     await page.unroute('**/upload/*');
@@ -417,13 +447,17 @@ describe('Trellis Explorer in Chromium', () => {
     await page.getByRole('button', { name: 'Run search' }).click();
     await results.getByRole('link', { name: 'Artemis' }).waitFor();
     const diagramText = page.locator('.diagram-text');
-    await expect.poll(() => diagramText.locator(`li[data-id="${ids.follows}"]`).textContent()).toBe('Artemis —FOLLOWS→ Apollo');
+    await eventually(() => diagramText.locator(`li[data-id="${ids.follows}"]`).textContent()).toBe(
+      'Artemis —FOLLOWS→ Apollo',
+    );
     expect(await distinctColours(await page.locator('.diagram-canvas').screenshot())).toBeGreaterThan(8);
 
     // A malformed query is answered with its problem details beside the editor.
     await editor.fill(JSON.stringify({ steps: [{ type: 'cypher-path-subset', query: 'CREATE (n)' }] }));
     await page.getByRole('button', { name: 'Run search' }).click();
-    await expect.poll(() => page.getByRole('form', { name: 'Pipeline' }).getByRole('alert').textContent()).toContain('400');
+    await eventually(() => page.getByRole('form', { name: 'Pipeline' }).getByRole('alert').textContent()).toContain(
+      '400',
+    );
     await expectAccessible('search');
     await screenshot('search');
   });

@@ -8,7 +8,7 @@ import { navigate } from '../router.js';
 let me: Promise<GraphElement | null> | null = null;
 
 /** The signed-in user (GET /me), read once per token. */
-export function currentUser(): Promise<GraphElement | null> {
+function currentUser(): Promise<GraphElement | null> {
   if (session.token === null) return Promise.resolve(null);
   me ??= request<GraphElement>('GET', '/me').then(
     (answer) => answer.body,
@@ -51,7 +51,13 @@ export async function renderAccount(main: HTMLElement): Promise<void> {
         'dl',
         { class: 'facts' },
         h('dt', null, 'User id'),
-        h('dd', null, h('code', { id: 'my-id' }, user.id), ' ', h('a', { href: `#/${user.id}` }, 'open your user node')),
+        h(
+          'dd',
+          null,
+          h('code', { id: 'my-id' }, user.id),
+          ' ',
+          h('a', { href: `#/${user.id}` }, 'open your user node'),
+        ),
         h('dt', null, 'Type'),
         h('dd', null, user.type),
       ),
@@ -80,7 +86,12 @@ export async function renderAccount(main: HTMLElement): Promise<void> {
 
   const identifierLabel = identifierName === 'email' ? 'Email' : identifierName;
   const loginIdentifier = h('input', { name: 'identifier', autocomplete: 'username', required: true });
-  const loginPassword = h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true });
+  const loginPassword = h('input', {
+    name: 'password',
+    type: 'password',
+    autocomplete: 'current-password',
+    required: true,
+  });
   const loginStatus = h('div');
   const login = h(
     'form',
@@ -105,7 +116,12 @@ export async function renderAccount(main: HTMLElement): Promise<void> {
 
   const registerIdentifier = h('input', { name: 'identifier', autocomplete: 'username', required: true });
   const registerName = h('input', { name: 'name', autocomplete: 'name' });
-  const registerPassword = h('input', { name: 'password', type: 'password', autocomplete: 'new-password', required: true });
+  const registerPassword = h('input', {
+    name: 'password',
+    type: 'password',
+    autocomplete: 'new-password',
+    required: true,
+  });
   const registerStatus = h('div');
   const register = h(
     'form',

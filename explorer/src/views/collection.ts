@@ -5,7 +5,7 @@ import { h, replace } from '../dom.js';
 import { attempt } from '../problem.js';
 import { typeBadge } from '../types.js';
 
-export interface CollectionOptions {
+interface CollectionOptions {
   heading: string;
   /** The collection's path without paging, e.g. `/<id>/children`. */
   path: string;
@@ -59,9 +59,17 @@ function renderPage(page: Collection, options: CollectionOptions, load: (path: s
   const pager = h(
     'div',
     { class: 'pager' },
-    h('button', { type: 'button', disabled: page.links.previous === null, onclick: () => load(page.links.previous!) }, 'Previous page'),
+    h(
+      'button',
+      { type: 'button', disabled: page.links.previous === null, onclick: () => load(page.links.previous!) },
+      'Previous page',
+    ),
     h('span', null, `Page ${pageNumber} of ${Math.max(lastPage, 1)} · ${page.totalNodes} in all`),
-    h('button', { type: 'button', disabled: page.links.next === null, onclick: () => load(page.links.next!) }, 'Next page'),
+    h(
+      'button',
+      { type: 'button', disabled: page.links.next === null, onclick: () => load(page.links.next!) },
+      'Next page',
+    ),
   );
   if (items.length === 0 && loose.length === 0) return [h('p', { class: 'empty' }, 'None.')];
   return [h('ul', { class: 'elements' }, items, loose), page.totalNodes > page.nodes.length ? pager : h('span')];

@@ -1,6 +1,14 @@
 // One element: its properties in the JSON editor, its parents, children and related elements, the neighbourhood
 // on the diagram, forms to create children and relations and to share it, its file, and deletion.
-import { type Collection, createElement, type GraphElement, getElement, instanceConfiguration, labelOf, request } from '../api.js';
+import {
+  type Collection,
+  createElement,
+  type GraphElement,
+  getElement,
+  instanceConfiguration,
+  labelOf,
+  request,
+} from '../api.js';
 import { Diagram } from '../diagram.js';
 import { announce, field, h, replace } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
@@ -14,7 +22,7 @@ import { fileSection } from './file.js';
 const SERVICE_PROPERTIES = ['id', 'created', 'updated', 'file', 'hasFile'];
 
 /** The relation types that grant access, offered when sharing and revocable from the parents list. */
-export const GRANT_TYPES = [
+const GRANT_TYPES = [
   'OWNS',
   'HAS_READ_ACCESS',
   'HAS_SEARCH_ACCESS',
@@ -23,8 +31,15 @@ export const GRANT_TYPES = [
   'HAS_DELETE_ACCESS',
 ];
 
-// One diagram for every element view: following nodes adds their neighbourhoods to the same picture.
+// One diagram while the user goes from element to element: following nodes adds their neighbourhoods to the same
+// picture. Coming from another view starts a new one.
 let diagram: Diagram | null = null;
+
+/** Drops the diagram, so that the next element view starts from that element alone. */
+export function forgetDiagram(): void {
+  diagram = null;
+}
+
 function sharedDiagram(): Diagram {
   diagram ??= new Diagram('Neighbourhood diagram', (id) => navigate(`#/${id}`));
   return diagram;
@@ -35,7 +50,12 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
   try {
     answer = await getElement(id);
   } catch (error) {
-    replace(main, h('h1', { tabindex: '-1' }, 'Element'), problemView(error), h('p', null, h('a', { href: '#/' }, 'Back to the index')));
+    replace(
+      main,
+      h('h1', { tabindex: '-1' }, 'Element'),
+      problemView(error),
+      h('p', null, h('a', { href: '#/' }, 'Back to the index')),
+    );
     return;
   }
   const element = answer.body;
@@ -54,7 +74,9 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
     { class: 'facts' },
     h('dt', null, 'Id'),
     h('dd', null, h('code', null, element.id)),
-    element.start ? [h('dt', null, 'Start'), h('dd', null, h('a', { href: `#/${element.start}` }, element.start))] : null,
+    element.start
+      ? [h('dt', null, 'Start'), h('dd', null, h('a', { href: `#/${element.start}` }, element.start))]
+      : null,
     element.end ? [h('dt', null, 'End'), h('dd', null, h('a', { href: `#/${element.end}` }, element.end))] : null,
     ['created', 'updated'].map((key) =>
       element.data[key] ? [h('dt', null, key), h('dd', null, String(element.data[key]))] : null,
@@ -79,7 +101,13 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
         h(
           'div',
           { class: 'collections' },
-          collectionSection({ heading: 'Parents', path: `/${id}/parents`, anchor: id, relationActions, onPage: addPage }),
+          collectionSection({
+            heading: 'Parents',
+            path: `/${id}/parents`,
+            anchor: id,
+            relationActions,
+            onPage: addPage,
+          }),
           collectionSection({ heading: 'Children', path: `/${id}/children`, anchor: id, onPage: addPage }),
           collectionSection({ heading: 'Related', path: `/${id}/related`, anchor: id, onPage: addPage }),
         ),
@@ -92,7 +120,18 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
           { 'aria-labelledby': 'diagram-heading' },
           h('h2', { id: 'diagram-heading' }, 'Diagram'),
           view.element,
-          h('button', { type: 'button', onclick: () => { view.clear(); view.add([element]); view.focus(id); } }, 'Reset diagram'),
+          h(
+            'button',
+            {
+              type: 'button',
+              onclick: () => {
+                view.clear();
+                view.add([element]);
+                view.focus(id);
+              },
+            },
+            'Reset diagram',
+          ),
         ),
         element.start ? null : createChildSection(id),
         element.start ? null : createRelationSection(id),
@@ -202,7 +241,11 @@ function createRelationSection(self: string): HTMLElement {
 
 function shareSection(id: string): HTMLElement {
   const principal = h('input', { name: 'principal', required: true, autocomplete: 'off' });
-  const grant = h('select', { name: 'grant' }, GRANT_TYPES.map((type) => h('option', { value: type }, type)));
+  const grant = h(
+    'select',
+    { name: 'grant' },
+    GRANT_TYPES.map((type) => h('option', { value: type }, type)),
+  );
   const status = h('div');
   const form = h(
     'form',

@@ -82,7 +82,21 @@ function fileNameOf(disposition: string | null, element: GraphElement): string {
 }
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|x-ndjson))/;
-const TEXT_EXTENSIONS = new Set(['txt', 'md', 'csv', 'tsv', 'json', 'xml', 'yaml', 'yml', 'log', 'html', 'css', 'js', 'ts']);
+const TEXT_EXTENSIONS = new Set([
+  'txt',
+  'md',
+  'csv',
+  'tsv',
+  'json',
+  'xml',
+  'yaml',
+  'yml',
+  'log',
+  'html',
+  'css',
+  'js',
+  'ts',
+]);
 
 async function showPreview(element: GraphElement, slot: HTMLElement): Promise<void> {
   const file = element.file!;
@@ -146,7 +160,11 @@ function uploader(element: GraphElement, onChanged: () => void): HTMLElement {
     'div',
     { class: 'drop-zone' },
     h('p', null, 'Drop a file here, or '),
-    h('button', { type: 'button', onclick: () => input.click() }, element.file ? 'Choose a file to replace it' : 'Choose a file'),
+    h(
+      'button',
+      { type: 'button', onclick: () => input.click() },
+      element.file ? 'Choose a file to replace it' : 'Choose a file',
+    ),
   );
   let upload: tus.Upload | null = null;
 
@@ -197,7 +215,8 @@ function uploader(element: GraphElement, onChanged: () => void): HTMLElement {
         announce('File uploaded.');
         onChanged();
       },
-    });
+      // The package's types predate its IETF-draft protocols.
+    } as tus.UploadOptions);
     setState('uploading', `Uploading ${file.name}…`);
     upload.start();
   };

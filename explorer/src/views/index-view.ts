@@ -35,7 +35,11 @@ export async function renderIndex(main: HTMLElement): Promise<void> {
     h(
       'div',
       { class: 'element-layout' },
-      h('div', { class: 'element-main' }, collectionSection({ heading: 'Index', path: '/', anchor: null, pageSize: 25 })),
+      h(
+        'div',
+        { class: 'element-main' },
+        collectionSection({ heading: 'Index', path: '/', anchor: null, pageSize: 25 }),
+      ),
       h('div', { class: 'element-side' }, form),
     ),
   );

@@ -84,8 +84,18 @@ export async function renderSearch(main: HTMLElement): Promise<void> {
       h(
         'div',
         { class: 'element-side' },
-        h('section', { 'aria-labelledby': 'results-diagram-heading' }, h('h2', { id: 'results-diagram-heading' }, 'Results diagram'), diagram.element),
-        h('section', { 'aria-labelledby': 'timeline-heading' }, h('h2', { id: 'timeline-heading' }, 'Debug timeline'), timeline),
+        h(
+          'section',
+          { 'aria-labelledby': 'results-diagram-heading' },
+          h('h2', { id: 'results-diagram-heading' }, 'Results diagram'),
+          diagram.element,
+        ),
+        h(
+          'section',
+          { 'aria-labelledby': 'timeline-heading' },
+          h('h2', { id: 'timeline-heading' }, 'Debug timeline'),
+          timeline,
+        ),
       ),
     ),
   );
@@ -143,7 +153,12 @@ function showTimeline(debug: DebugEntry[] | undefined, slot: HTMLElement): void 
           h('span', { class: 'step-name' }, `${index + 1}. ${entry['step-handler']}`),
           h('span', { class: 'step-duration' }, `${(entry.duration * 1000).toFixed(2)} ms`),
           h('span', { class: 'track', 'aria-hidden': 'true' }, bar),
-          h('details', null, h('summary', null, 'Step details'), h('pre', { tabindex: '0' }, JSON.stringify(entry, null, 2))),
+          h(
+            'details',
+            null,
+            h('summary', null, 'Step details'),
+            h('pre', { tabindex: '0' }, JSON.stringify(entry, null, 2)),
+          ),
         );
       }),
     ),
