@@ -18,6 +18,16 @@ export class Diagram {
   private readonly canvas: HTMLElement;
   private readonly text: HTMLElement;
   private pendingLayout = false;
+  private pendingMeasure = false;
+  /** Cytoscape keeps where its container is on the screen; a scroll of the page moves it. */
+  private readonly remeasure = () => {
+    if (this.pendingMeasure) return;
+    this.pendingMeasure = true;
+    requestAnimationFrame(() => {
+      this.pendingMeasure = false;
+      if (this.canvas.isConnected) this.cy.resize();
+    });
+  };
 
   constructor(
     label: string,
@@ -38,6 +48,8 @@ export class Diagram {
     );
     this.cy = cytoscape({
       container: this.canvas,
+      // No layout yet: the container is not on the page (it has no size) until the view holding it is shown.
+      layout: { name: 'preset' },
       minZoom: 0.2,
       maxZoom: 3,
       style: [
@@ -77,6 +89,17 @@ export class Diagram {
       ],
     });
     this.cy.on('tap', 'node', (event) => this.onOpen(event.target.id() as string));
+    // Cytoscape listens for scrolls only on the ancestors its container had when it started, and this one starts
+    // before it is on the page: without this, clicks after a scroll land beside the nodes.
+    window.addEventListener('scroll', this.remeasure, { passive: true, capture: true });
+    window.addEventListener('resize', this.remeasure, { passive: true });
+  }
+
+  /** Stops listening to the window and frees the canvas. */
+  destroy(): void {
+    window.removeEventListener('scroll', this.remeasure, { capture: true });
+    window.removeEventListener('resize', this.remeasure);
+    this.cy.destroy();
   }
 
   /** Adds nodes and relations not yet shown (a relation also adds its ends, when they are known). */
@@ -130,6 +153,11 @@ export class Diagram {
       this.cy.resize();
       this.cy.layout({ name: 'cose', animate: false, padding: 30, nodeDimensionsIncludeLabels: true }).run();
       this.cy.fit(undefined, 30);
+      // A few nodes would fill the canvas at a large zoom; keep labels at about their size.
+      if (this.cy.zoom() > 1.2) {
+        this.cy.zoom(1.2);
+        this.cy.center();
+      }
       this.renderText();
     });
   }

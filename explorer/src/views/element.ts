@@ -37,6 +37,7 @@ let diagram: Diagram | null = null;
 
 /** Drops the diagram, so that the next element view starts from that element alone. */
 export function forgetDiagram(): void {
+  diagram?.destroy();
   diagram = null;
 }
 
@@ -45,11 +46,18 @@ function sharedDiagram(): Diagram {
   return diagram;
 }
 
+/** Renders the element again, unless the user has moved on to another view meanwhile (an upload ends late, say). */
+function refresh(main: HTMLElement, id: string): void {
+  if (location.hash.toLowerCase() === `#/${id}`) void renderElement(main, id);
+}
+
 export async function renderElement(main: HTMLElement, id: string): Promise<void> {
+  const shown = location.hash;
   let answer: Awaited<ReturnType<typeof getElement>>;
   try {
     answer = await getElement(id);
   } catch (error) {
+    if (location.hash !== shown) return;
     replace(
       main,
       h('h1', { tabindex: '-1' }, 'Element'),
@@ -58,6 +66,8 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
     );
     return;
   }
+  // A slow answer for a view the user has already left is dropped.
+  if (location.hash !== shown) return;
   const element = answer.body;
   const etag = answer.headers.get('etag');
   const view = sharedDiagram();
@@ -97,7 +107,7 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
         'div',
         { class: 'element-main' },
         await propertiesSection(element, etag),
-        fileSection(element, () => void renderElement(main, id)),
+        fileSection(element, () => refresh(main, id)),
         h(
           'div',
           { class: 'collections' },
@@ -308,7 +318,7 @@ function revokeButton(relation: GraphElement, main: HTMLElement): HTMLElement {
           await attempt(status, async () => {
             await request('DELETE', `/${relation.id}`);
             announce(`${relation.type} revoked.`);
-            if (relation.end) await renderElement(main, relation.end);
+            if (relation.end) refresh(main, relation.end);
           });
         },
       },

@@ -31,13 +31,16 @@ const INITIAL = { debug: true, steps: [{ type: 'searchengine-query-dsl-mixin', q
 
 // The last pipeline survives leaving the view and coming back.
 let lastPipeline: unknown = INITIAL;
+let previousDiagram: Diagram | null = null;
 
 export async function renderSearch(main: HTMLElement): Promise<void> {
   const editor = jsonEditor('Search request (JSON: debug and steps)', lastPipeline, { rows: 14, objectOnly: true });
   const status = h('div');
   const results = h('div', { class: 'results' });
   const timeline = h('div', { class: 'timeline' });
+  previousDiagram?.destroy();
   const diagram = new Diagram('Search results diagram', (id) => navigate(`#/${id}`));
+  previousDiagram = diagram;
   const addStep = (step: Record<string, unknown>) => {
     const current = editor.value() as { steps?: unknown[] } | undefined;
     const body = current ?? { debug: true, steps: [] };
