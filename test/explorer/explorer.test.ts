@@ -18,6 +18,8 @@ const KiB = 1024;
 const settings = {
   // Small chunks, so that a file of a few hundred KiB takes several PATCH requests.
   file: { uploadMinChunkSizeInBytes: 16 * KiB, uploadMaxChunkSizeInBytes: 64 * KiB },
+  // Pages of at most 5, so that a handful of nodes makes a second page.
+  pageSize: { min: 5, default: 5, max: 5 },
 };
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 /** Set to a folder to keep the screenshots (the README's comes from there). */
@@ -466,18 +468,49 @@ describe('Trellis Explorer in Chromium', () => {
     await screenshot('search');
   });
 
-  it('browses the index with its paging, accessibly; nothing came from another origin and nothing failed on the page', async () => {
+  it('browses the index page by page, deletes after a confirmation, and works from the keyboard', async () => {
+    for (let i = 1; i <= 4; i += 1)
+      await api('POST', '/', await token(), { type: 'Memo', data: { name: `Memo ${i}` } });
     await page.getByRole('link', { name: 'Browse' }).click();
     const index = page.locator('[data-collection="index"]');
-    await index.getByRole('link', { name: 'Apollo' }).waitFor();
+    await index
+      .getByRole('link', { name: 'Apollo' })
+      .or(index.getByRole('link', { name: 'Memo 1' }))
+      .first()
+      .waitFor();
+    // Two projects, four memos and the session's token (a user owns its tokens).
+    const total = (await api('GET', '/', await token())).json.totalNodes;
+    expect(total).toBe(7);
+    expect(await index.locator('.pager span').textContent()).toBe('Page 1 of 2 · 7 in all');
+    const firstPage = await index.locator('li[data-id]').count();
+    await index.getByRole('button', { name: 'Next page' }).click();
+    await eventually(() => index.locator('.pager span').textContent()).toBe('Page 2 of 2 · 7 in all');
+    expect(firstPage + (await index.locator('li[data-id]').count())).toBe(7);
+    expect(await index.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
     await expectAccessible('browse');
     await screenshot('browse');
+
+    // Delete: Cancel keeps the element, Delete removes it (and its file) and returns to the index.
+    await page.goto(`${h.url}/explorer#/${ids.plan}`);
+    await page.getByRole('button', { name: 'Delete element' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('Delete Launch plan (Note) and its file?');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect((await api('GET', `/${ids.plan}`, await token())).status).toBe(200);
+    await page.getByRole('button', { name: 'Delete element' }).click();
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('heading', { name: 'Browse' }).waitFor();
+    expect((await api('GET', `/${ids.plan}`, await token())).status).toBe(404);
+
     // Keyboard: the first Tab on a fresh page reaches the navigation.
     await page.reload();
-    await index.getByRole('link', { name: 'Apollo' }).waitFor();
+    await page.getByRole('heading', { name: 'Browse' }).waitFor();
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => (globalThis as any).document.activeElement.textContent)).toBe('Browse');
+  });
 
+  it('loaded nothing from another origin, and nothing failed on the page', () => {
     expect(foreignRequests(requested, h.url)).toEqual([]);
     expect(consoleErrors).toEqual([]);
   });
