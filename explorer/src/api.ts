@@ -96,6 +96,8 @@ export async function request<T = unknown>(
     (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
   }
   const response = await fetch(path, init);
+  // 401 with the session's token means the token is no longer good (expired, revoked, logged out elsewhere).
+  if (response.status === 401 && headers.Authorization === undefined && session.token !== null) session.token = null;
   const text = await response.text();
   let parsed: unknown = null;
   if (text !== '' && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);

@@ -27,6 +27,10 @@ export function problemView(error: unknown): HTMLElement {
         )
       : null,
     problem?.type ? h('p', { class: 'problem-type' }, h('code', null, problem.type)) : null,
+    // A refused token: the way back to the sign-in, unless the sign-in forms are what refused.
+    status === 401 && !document.getElementById('login-heading')
+      ? h('p', null, h('a', { href: '#/account' }, 'Sign in'))
+      : null,
   );
 }
 

@@ -508,6 +508,13 @@ describe('Trellis Explorer in Chromium', () => {
     await page.getByRole('heading', { name: 'Browse' }).waitFor();
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => (globalThis as any).document.activeElement.textContent)).toBe('Browse');
+
+    // A token that stops working (deleted here through the API) is forgotten, and the page offers the sign-in.
+    expect((await api('DELETE', '/token', await token())).status).toBe(204);
+    await page.reload();
+    await page.getByRole('alert').getByRole('link', { name: 'Sign in' }).click();
+    await page.getByRole('form', { name: 'Log in' }).waitFor();
+    expect(await token()).toBeNull();
   });
 
   it('loaded nothing from another origin, and nothing failed on the page', () => {
