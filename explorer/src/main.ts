@@ -14,15 +14,16 @@ async function route(): Promise<void> {
   const main = document.getElementById('main')!;
   const view = location.hash.replace(/^#\/?/, '').split(/[/?]/)[0] ?? '';
   const isElement = UUID.test(view);
+  // Without a token the start page is the sign-in; a deep link is still tried (an instance may serve anonymous users).
+  const signIn = view === 'account' || (session.token === null && view === '');
+  const navigation = signIn ? 'account' : isElement ? '' : view;
   for (const link of document.querySelectorAll<HTMLAnchorElement>('nav a')) {
-    const href = link.getAttribute('href');
-    if (href === `#/${isElement ? '' : view}`) link.setAttribute('aria-current', 'page');
+    if (link.getAttribute('href') === `#/${navigation}`) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
   void showWho();
   if (!isElement) forgetDiagram();
-  // Without a token the start page is the sign-in; a deep link is still tried (an instance may serve anonymous users).
-  if (view === 'account' || (session.token === null && view === '')) await renderAccount(main);
+  if (signIn) await renderAccount(main);
   else if (view === 'search') await renderSearch(main);
   else if (isElement) await renderElement(main, view.toLowerCase());
   else await renderIndex(main);
