@@ -357,7 +357,7 @@ describe('Trellis Explorer in Chromium', () => {
     await page.getByRole('heading', { name: 'Artemis' }).waitFor();
     // Every PATCH is held back a little, so that the test can pause between two of them.
     await page.route('**/upload/*', async (route) => {
-      if (route.request().method() === 'PATCH') await new Promise((resolve) => setTimeout(resolve, 300));
+      if (route.request().method() === 'PATCH') await new Promise((resolve) => setTimeout(resolve, 500));
       // A request the page aborted meanwhile (Pause, Cancel) can no longer be continued.
       return route.continue().catch(() => {});
     });
