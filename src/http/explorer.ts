@@ -34,8 +34,9 @@ declare module 'fastify' {
 // Hidden from the API's description: these are files, not API routes.
 const hidden = { schema: { hide: true } };
 
-export default async function explorerRoutes(app: App, { root = BUILT }: { root?: string } = {}) {
-  if (!existsSync(join(root, 'index.html'))) {
+export default async function explorerRoutes(app: App) {
+  // Looked at once, when the app is built: a build made later is served after a restart.
+  if (!existsSync(join(BUILT, 'index.html'))) {
     const notBuilt = async () => {
       throw new Problem('not-found', 'The explorer is not built: `npm run build` builds it (`npm start` does too).');
     };
@@ -44,7 +45,7 @@ export default async function explorerRoutes(app: App, { root = BUILT }: { root?
     return;
   }
   await app.register(fastifyStatic, {
-    root,
+    root: BUILT,
     prefix: '/explorer/',
     index: ['index.html'],
     wildcard: true,
