@@ -1,6 +1,6 @@
 // Builds the Fastify application from configuration and services that are passed in (nothing is read globally).
 import { ServerResponse } from 'node:http';
-import { type TypeBoxTypeProvider, TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
@@ -9,6 +9,7 @@ import { guardConnections } from './connection-guard.js';
 import explorerRoutes from './explorer.js';
 import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
+import { registerOpenApi } from './openapi.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
 import { requestLogger } from './request-logger.js';
 import { WEBDAV_METHODS } from './resource.js';
@@ -28,6 +29,9 @@ export interface AppDeps {
 }
 
 const JSON_BODY_LIMIT = 8 * 1024 * 1024;
+
+/** A validator that takes every request part as it came: the domain validates (see buildApp). */
+const acceptAsParsed = () => true;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
   const app = Fastify({
@@ -50,7 +54,13 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
     // with a problem and the common headers instead.
     http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // The route schemas describe the interface (the OpenAPI document) and type the handlers; they compile into no
+  // validator and no serialiser. The domain parses every request, answering each fault with its own problem in its
+  // own order (credentials first; configuration-dependent rules), and the handlers send JSON that is already
+  // serialised (elements are rendered by the database). The test suite checks that the two agree: every response it
+  // sees is validated against the document (test/helpers/openapi-check.ts).
+  app.setValidatorCompiler(() => acceptAsParsed);
+  app.setSerializerCompiler(() => JSON.stringify);
   answerConnect(app);
   guardConnections(app, config.settings.server);
   // Routed so that an element can answer them 501 (resource.ts); Node's parser knows them. Bodyless: Fastify never
@@ -95,6 +105,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   app.route({
     method: 'OPTIONS',
     url: '*',
+    schema: { hide: true },
     onRequest: (_request, reply) => {
       reply.code(204).send();
     },
@@ -102,6 +113,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   });
 
   const deps = { config, services };
+  await registerOpenApi(app);
   await app.register(systemRoutes, deps);
   await app.register(accountRoutes, deps);
   await app.register(elementRoutes, deps);

@@ -1,7 +1,22 @@
 // Registers the methods of one path and answers every other method with 405 + Allow, so that "known path,
 // wrong method" never falls through to the 404 handler.
-import type { FastifyReply, FastifyRequest, RouteHandlerMethod, RouteShorthandOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  ContextConfigDefault,
+  FastifyBaseLogger,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchema,
+  onSendHookHandler,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+  RouteHandlerMethod,
+  RouteShorthandOptions,
+} from 'fastify';
 import { Problem } from '../errors.js';
+import { headOf } from './schemas/common.js';
 import type { App } from './types.js';
 
 /**
@@ -26,12 +41,43 @@ declare module 'fastify' {
   }
 }
 
-export interface Handler {
-  options?: RouteShorthandOptions;
-  handler: RouteHandlerMethod;
+/** A handler typed from its route's schema (params, query string, headers, body) by the TypeBox type provider. */
+export type TypedHandler<S extends FastifySchema> = RouteHandlerMethod<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  RouteGenericInterface,
+  ContextConfigDefault,
+  S,
+  TypeBoxTypeProvider,
+  FastifyBaseLogger
+>;
+
+type Options = Omit<RouteShorthandOptions, 'schema'>;
+
+type OperationSchema = FastifySchema & { operationId?: string; summary?: string; hide?: boolean };
+
+/** One method of a path: registers its route (the schema, the handler typed from it, other route options). */
+export type Handler = (app: App, method: Method, url: string, lastOnSend?: onSendHookHandler) => void;
+
+/**
+ * Every route declares its schema: it is what the OpenAPI document says about the route (openapi.ts). The HEAD route
+ * that resource() adds for a GET is documented as the GET's operation without bodies.
+ */
+export function operation<S extends OperationSchema>(
+  schema: S,
+  handler: TypedHandler<S>,
+  options: Options = {},
+): Handler {
+  return (app, method, url, lastOnSend) => {
+    const onSend = lastOnSend ? [...[options.onSend ?? []].flat(), lastOnSend] : options.onSend;
+    // A copy per route: @fastify/swagger edits the schema objects it reads, which the schema modules share.
+    const documented = structuredClone(lastOnSend ? headOf(schema) : schema);
+    app.route({ ...options, ...(onSend ? { onSend } : {}), schema: documented, method, url, handler });
+  };
 }
 
-export function resource(app: App, url: string, methods: Partial<Record<Method, Handler | RouteHandlerMethod>>): void {
+export function resource(app: App, url: string, methods: Partial<Record<Method, Handler>>): void {
   const given = Object.keys(methods) as Method[];
   const supported = new Set<string>(given);
   supported.add('OPTIONS');
@@ -43,15 +89,8 @@ export function resource(app: App, url: string, methods: Partial<Record<Method, 
   if (supported.has('GET')) supported.add('HEAD');
   const allow = [...ALL.filter((m) => supported.has(m)), 'OPTIONS'].join(', ');
   for (const method of routes) {
-    const entry = methods[method] ?? methods.GET!;
-    const { options = {}, handler } = typeof entry === 'function' ? { handler: entry } : entry;
-    const onSend =
-      method === 'HEAD' && methods.HEAD === undefined
-        ? [...[(options as RouteShorthandOptions).onSend ?? []].flat(), headersOfGet]
-        : undefined;
-    app.route({ ...(options as object), ...(onSend ? { onSend } : {}), method, url, handler } as Parameters<
-      App['route']
-    >[0]);
+    const register = methods[method] ?? methods.GET!;
+    register(app, method, url, method === 'HEAD' && methods.HEAD === undefined ? headersOfGet : undefined);
   }
   // Every other method Fastify routes (TRACE and QUERY too), refused before the body is read or parsed: the answer
   // is 405 whatever was sent, never a 400 about a body nobody wants.
@@ -61,6 +100,8 @@ export function resource(app: App, url: string, methods: Partial<Record<Method, 
     app.route({
       method: rest,
       url,
+      // Not operations of the interface: the document lists the methods a path serves.
+      schema: { hide: true },
       onRequest: (_request, _reply, done) => done(refuse()),
       handler: async () => {
         throw refuse();

@@ -1,8 +1,9 @@
 // Real file bytes for the file tests, built on the fly, and a raw HTTP client for bodies fetch cannot send
-// (chunked, cut off half-way).
+// (chunked, cut off half-way), checked against the OpenAPI document like the harness's requests.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { deflateSync } from 'node:zlib';
+import { checkExchange } from '../helpers/openapi-check.js';
 
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;
@@ -78,14 +79,14 @@ export interface RawResponse {
  * Sends a request with node:http. `chunks` are written one by one (chunked transfer unless a content-length
  * header is given).
  */
-export function rawRequest(
+export async function rawRequest(
   url: string,
   method: string,
   path: string,
   headers: Record<string, string>,
   chunks: Buffer[],
 ): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
+  const response = await new Promise<RawResponse>((resolve, reject) => {
     const req = http.request(url + path, { method, headers }, (res) => {
       const parts: Buffer[] = [];
       res.on('data', (c: Buffer) => parts.push(c));
@@ -96,6 +97,14 @@ export function rawRequest(
     for (const chunk of chunks) req.write(chunk);
     req.end();
   });
+  checkExchange(url, {
+    method,
+    path,
+    status: response.status,
+    headers: response.headers,
+    text: response.body.toString(),
+  });
+  return response;
 }
 
 /**

@@ -19,6 +19,7 @@ import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
+import { checkExchange, forgetDocument, registerDocument } from './openapi-check.js';
 
 export type BackendName = 'pglite' | 'postgres';
 
@@ -92,7 +93,10 @@ export interface Harness {
   clock: ManualClock;
   config: Config;
   dataDir: string;
-  /** Sends a request over the socket. `body` objects are sent as JSON. */
+  /**
+   * Sends a request over the socket. `body` objects are sent as JSON. The exchange is checked against the server's
+   * OpenAPI document (openapi-check.ts): a disagreement throws.
+   */
   request(method: string, path: string, init?: RequestOptions): Promise<TestResponse>;
 }
 
@@ -141,6 +145,7 @@ export async function startHarness(
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
+  registerDocument(url, app.swagger());
   const request = async (method: string, path: string, init: RequestOptions = {}): Promise<TestResponse> => {
     const headers: Record<string, string> = { ...(init.headers ?? {}) };
     if (init.token) headers.authorization = `Bearer ${init.token}`;
@@ -153,7 +158,9 @@ export async function startHarness(
     const text = await response.text();
     let json: unknown;
     if (text.length > 0 && /json/.test(response.headers.get('content-type') ?? '')) json = JSON.parse(text);
-    return { status: response.status, headers: response.headers, text, json };
+    const { status } = response;
+    checkExchange(url, { method, path, status, headers: response.headers, text, requestBody: init.body });
+    return { status, headers: response.headers, text, json };
   };
   return {
     backend,
@@ -166,6 +173,7 @@ export async function startHarness(
     dataDir,
     request,
     async stop() {
+      forgetDocument(url);
       await app.close();
       await dispose();
       await rm(dataDir, { recursive: true, force: true });

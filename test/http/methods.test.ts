@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { PROBLEMS } from '../../src/errors.js';
 import { attachFile, createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
+import { checkExchange } from '../helpers/openapi-check.js';
 
 const WEBDAV = ['COPY', 'LOCK', 'UNLOCK', 'MKCOL', 'MOVE', 'PROPFIND', 'PROPPATCH'];
 
@@ -17,15 +18,18 @@ interface RawResponse {
   text: string;
 }
 
-/** One request with node:http over a socket (fetch refuses some methods; node:http sends any token). */
-function send(
+/**
+ * One request with node:http over a socket (fetch refuses some methods; node:http sends any token), checked against
+ * the OpenAPI document like the harness's requests.
+ */
+async function send(
   h: Harness,
   method: string,
   path: string,
   headers: Record<string, string> = {},
   body?: string,
 ): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
+  const response = await new Promise<RawResponse>((resolve, reject) => {
     const request = http.request(`${h.url}${path}`, { method, headers }, (res) => {
       let text = '';
       res
@@ -36,6 +40,8 @@ function send(
     request.on('error', reject);
     request.end(body);
   });
+  checkExchange(h.url, { method, path, ...response });
+  return response;
 }
 
 /** Every header but Date, as sent (names lowercased by node:http). */

@@ -1,7 +1,15 @@
 // User endpoints: /register, /token, /change-password, /me. Each translates HTTP into one Accounts call.
 import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, JSON_TYPE, noContent, sendJson } from '../reply.js';
-import { resource } from '../resource.js';
+import { operation, resource } from '../resource.js';
+import {
+  changePasswordSchema,
+  createTokenSchema,
+  deleteTokenSchema,
+  meSchema,
+  readTokenSchema,
+  registerSchema,
+} from '../schemas/accounts.js';
 import type { App } from '../types.js';
 
 export default async function accountRoutes(app: App, { services }: RouteDeps) {
@@ -11,16 +19,17 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
   const credentialsInBody = { config: { authorization: 'ignored' as const } };
 
   resource(app, '/register', {
-    POST: {
-      options: credentialsInBody,
-      handler: async (request, reply) => created(reply, `/${await accounts.register(request.body)}`),
-    },
+    POST: operation(
+      registerSchema,
+      async (request, reply) => created(reply, `/${await accounts.register(request.body)}`),
+      credentialsInBody,
+    ),
   });
 
   resource(app, '/token', {
-    POST: {
-      options: credentialsInBody,
-      handler: async (request, reply) => {
+    POST: operation(
+      createTokenSchema,
+      async (request, reply) => {
         const { token, id } = await accounts.createToken(request.body, request.ip);
         return reply
           .code(201)
@@ -28,27 +37,31 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
           .type(JSON_TYPE)
           .send(JSON.stringify({ type: '_TokenResponse', token }));
       },
-    },
-    GET: async (request, reply) =>
+      credentialsInBody,
+    ),
+    GET: operation(readTokenSchema, async (request, reply) =>
       sendJson(reply, await accounts.currentToken(await caller(services, request), conditionsOf(request))),
-    DELETE: async (request, reply) => {
+    ),
+    DELETE: operation(deleteTokenSchema, async (request, reply) => {
       await accounts.deleteCurrentToken(await caller(services, request));
       return noContent(reply);
-    },
+    }),
   });
 
   resource(app, '/change-password', {
-    POST: {
-      options: credentialsInBody,
-      handler: async (request, reply) => {
+    POST: operation(
+      changePasswordSchema,
+      async (request, reply) => {
         await accounts.changePassword(request.body, request.ip);
         return noContent(reply);
       },
-    },
+      credentialsInBody,
+    ),
   });
 
   resource(app, '/me', {
-    GET: async (request, reply) =>
+    GET: operation(meSchema, async (request, reply) =>
       sendJson(reply, await accounts.me(await caller(services, request), conditionsOf(request))),
+    ),
   });
 }

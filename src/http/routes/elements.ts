@@ -5,97 +5,111 @@ import type { CollectionKind } from '../../domain/elements/types.js';
 import { Problem } from '../../errors.js';
 import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, noContent, sendJson } from '../reply.js';
-import { type Handler, resource, WEBDAV_METHODS } from '../resource.js';
+import { type Handler, operation, resource, WEBDAV_METHODS } from '../resource.js';
 import { rejectNonUuidIds } from '../route-context.js';
+import {
+  collectionSchema,
+  createChildSchema,
+  createSchema,
+  deleteSchema,
+  indexSchema,
+  patchSchema,
+  readSchema,
+  replaceSchema,
+  webDavSchema,
+} from '../schemas/elements.js';
 import type { App } from '../types.js';
-
-type WithId = FastifyRequest<{ Params: { id: string }; Querystring: PageRequest }>;
 
 export default async function elementRoutes(app: App, { services }: RouteDeps) {
   const { elements, collections } = services;
 
   rejectNonUuidIds(app);
 
-  const list = (kind: CollectionKind) => async (request: FastifyRequest, reply: FastifyReply) => {
-    const r = request as WithId;
-    const path = r.url.split('?')[0]!;
-    const anchor = kind === 'index' ? null : r.params.id;
-    const credentials = services.accounts.credentials(r.headers.authorization);
+  const listPage = async (
+    kind: CollectionKind,
+    anchor: string | null,
+    request: FastifyRequest,
+    query: PageRequest,
+    reply: FastifyReply,
+  ) => {
+    const path = request.url.split('?')[0]!;
+    const credentials = services.accounts.credentials(request.headers.authorization);
     const now = services.clock.now();
     return sendJson(
       reply,
-      await collections.list(credentials, now, kind, anchor, path, r.query, r.url, conditionsOf(r)),
+      await collections.list(credentials, now, kind, anchor, path, query, request.url, conditionsOf(request)),
     );
   };
+  const list = (kind: CollectionKind, operationId: string, summary: string) =>
+    operation(collectionSchema(operationId, summary), (request, reply) =>
+      listPage(kind, request.params.id, request, request.query, reply),
+    );
 
   resource(app, '/', {
-    GET: list('index'),
-    POST: async (request, reply) =>
+    GET: operation(indexSchema, (request, reply) => listPage('index', null, request, request.query, reply)),
+    POST: operation(createSchema, async (request, reply) =>
       created(
         reply,
         `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body, undefined, conditionsOf(request))}`,
       ),
+    ),
   });
 
   // WebDAV's methods on an element: 501 not-implemented (the spec's slug), as in the reference implementation, once
   // the credentials are known to be good; answered before any body would be parsed.
-  const notImplemented: Handler = {
-    options: {
+  const notImplemented: Handler = operation(
+    webDavSchema,
+    async () => {
+      throw new Problem('not-implemented');
+    },
+    {
       onRequest: async (request) => {
         await caller(services, request);
         throw new Problem('not-implemented', `${request.method} is not implemented on elements.`);
       },
     },
-    handler: async () => {
-      throw new Problem('not-implemented');
-    },
-  };
+  );
 
   resource(app, '/:id', {
     ...Object.fromEntries(WEBDAV_METHODS.map((method) => [method, notImplemented])),
-    GET: async (request, reply) => {
-      const r = request as WithId;
-      const credentials = services.accounts.credentials(r.headers.authorization);
-      const { rendered, notModified } = await elements.read(credentials, r.params.id, conditionsOf(r));
+    GET: operation(readSchema, async (request, reply) => {
+      const credentials = services.accounts.credentials(request.headers.authorization);
+      const { rendered, notModified } = await elements.read(credentials, request.params.id, conditionsOf(request));
       return sendJson(reply, { ...rendered, notModified });
-    },
-    POST: async (request, reply) => {
-      const r = request as WithId;
-      return created(
+    }),
+    POST: operation(createChildSchema, async (request, reply) =>
+      created(
         reply,
-        `/${await elements.create(services.accounts.credentials(r.headers.authorization), r.body, r.params.id, conditionsOf(r))}`,
-      );
-    },
-    PUT: async (request, reply) => {
-      const r = request as WithId;
-      await elements.update(
-        services.accounts.credentials(r.headers.authorization),
-        r.params.id,
-        r.body,
-        'replace',
-        conditionsOf(r),
-      );
+        `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body, request.params.id, conditionsOf(request))}`,
+      ),
+    ),
+    PUT: operation(replaceSchema, async (request, reply) => {
+      const credentials = services.accounts.credentials(request.headers.authorization);
+      await elements.update(credentials, request.params.id, request.body, 'replace', conditionsOf(request));
       return noContent(reply);
-    },
-    PATCH: async (request, reply) => {
-      const r = request as WithId;
-      await elements.update(
-        services.accounts.credentials(r.headers.authorization),
-        r.params.id,
-        r.body,
-        'merge',
-        conditionsOf(r),
-      );
+    }),
+    PATCH: operation(patchSchema, async (request, reply) => {
+      const credentials = services.accounts.credentials(request.headers.authorization);
+      await elements.update(credentials, request.params.id, request.body, 'merge', conditionsOf(request));
       return noContent(reply);
-    },
-    DELETE: async (request, reply) => {
-      const r = request as WithId;
-      await elements.delete(await caller(services, r), r.params.id, conditionsOf(r));
+    }),
+    DELETE: operation(deleteSchema, async (request, reply) => {
+      await elements.delete(await caller(services, request), request.params.id, conditionsOf(request));
       return noContent(reply);
-    },
+    }),
   });
 
-  resource(app, '/:id/parents', { GET: list('parents') });
-  resource(app, '/:id/children', { GET: list('children') });
-  resource(app, '/:id/related', { GET: list('related') });
+  resource(app, '/:id/parents', {
+    GET: list('parents', 'getParents', 'The relations that grant access to an element, with their start elements'),
+  });
+  resource(app, '/:id/children', {
+    GET: list('children', 'getChildren', 'The elements an element owns, with the OWNS relations'),
+  });
+  resource(app, '/:id/related', {
+    GET: list(
+      'related',
+      'getRelated',
+      'Every relation at an element, in both directions, with the elements at their other ends',
+    ),
+  });
 }

@@ -11,12 +11,12 @@ import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files/
 import { type UploadState, uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
 import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, headerOf, noContent } from '../reply.js';
-import { resource } from '../resource.js';
+import { operation, resource, type TypedHandler } from '../resource.js';
 import { rejectNonUuidIds, streamBodies } from '../route-context.js';
+import { headOf } from '../schemas/common.js';
+import { createFileSchema, deleteFileSchema, downloadSchema, replaceFileSchema } from '../schemas/files.js';
 import type { App } from '../types.js';
 import { announceUpload, bodyOf, controlOf, interopOf, sendProgress, uploadPath } from '../upload-replies.js';
-
-type WithId = FastifyRequest<{ Params: { id: string } }>;
 
 function uploadHeaders(request: FastifyRequest, interop: number | null): UploadHeaders {
   return {
@@ -71,55 +71,54 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
   streamBodies(app);
   rejectNonUuidIds(app);
 
-  const download = async (request: FastifyRequest, reply: FastifyReply) => {
-    const r = request as WithId;
+  const download: TypedHandler<typeof downloadSchema> = async (request, reply) => {
     reply.header('accept-ranges', 'bytes');
-    const result = await files.download(await caller(services, r), r.params.id, {
-      range: headerOf(r, 'range'),
-      ifRange: headerOf(r, 'if-range'),
-      conditions: conditionsOf(r),
-      bodyless: r.method === 'HEAD',
+    const result = await files.download(await caller(services, request), request.params.id, {
+      range: headerOf(request, 'range'),
+      ifRange: headerOf(request, 'if-range'),
+      conditions: conditionsOf(request),
+      bodyless: request.method === 'HEAD',
     });
     return sendDownload(reply, result);
   };
 
-  const upload = (mode: FileWriteMode) => async (request: FastifyRequest, reply: FastifyReply) => {
-    const r = request as WithId;
-    const who = await caller(services, r);
-    const interop = interopOf(r);
-    const headers = uploadHeaders(r, interop);
-    if (uploads.starts(headers.uploadComplete)) {
-      // Resumable start: 204 with the upload's Location; a 104 first for draft clients. POST onto an element that
-      // has a file is a 409 here too; PUT starts a replacement.
-      const announce = interop === null ? undefined : (state: UploadState) => announceUpload(reply, state);
-      const state = await uploads.start(
-        who,
-        r.params.id,
-        mode,
-        bodyOf(r),
-        headers,
-        conditionsOf(r),
-        controlOf(r, interop),
-        announce,
-      );
-      return sendProgress(reply, state, 204, uploadPath(state.id));
-    }
-    // Spec: a direct upload answers "201 with a Location header", whether it created the file or replaced one (as a
-    // completing resumable upload does). The design notes had 204 for a replacement; the spec wins.
-    await files.upload(who, r.params.id, mode, bodyOf(r), headers, conditionsOf(r));
-    return created(reply, `/${r.params.id.toLowerCase()}/file`);
-  };
+  const upload = (mode: FileWriteMode) =>
+    operation(mode === 'create' ? createFileSchema : replaceFileSchema, async (request, reply) => {
+      const { id } = request.params;
+      const who = await caller(services, request);
+      const interop = interopOf(request);
+      const headers = uploadHeaders(request, interop);
+      if (uploads.starts(headers.uploadComplete)) {
+        // Resumable start: 204 with the upload's Location; a 104 first for draft clients. POST onto an element that
+        // has a file is a 409 here too; PUT starts a replacement.
+        const announce = interop === null ? undefined : (state: UploadState) => announceUpload(reply, state);
+        const state = await uploads.start(
+          who,
+          id,
+          mode,
+          bodyOf(request),
+          headers,
+          conditionsOf(request),
+          controlOf(request, interop),
+          announce,
+        );
+        return sendProgress(reply, state, 204, uploadPath(state.id));
+      }
+      // Spec: a direct upload answers "201 with a Location header", whether it created the file or replaced one (as
+      // a completing resumable upload does). The design notes had 204 for a replacement; the spec wins.
+      await files.upload(who, id, mode, bodyOf(request), headers, conditionsOf(request));
+      return created(reply, `/${id.toLowerCase()}/file`);
+    });
 
   resource(app, '/:id/file', {
     // HEAD before GET, so that Fastify does not add its own HEAD route (which would run the GET and open the file).
-    HEAD: download,
-    GET: download,
+    HEAD: operation(headOf(downloadSchema), download),
+    GET: operation(downloadSchema, download),
     POST: upload('create'),
     PUT: upload('replace'),
-    DELETE: async (request, reply) => {
-      const r = request as WithId;
-      await files.remove(await caller(services, r), r.params.id, conditionsOf(r));
+    DELETE: operation(deleteFileSchema, async (request, reply) => {
+      await files.remove(await caller(services, request), request.params.id, conditionsOf(request));
       return noContent(reply);
-    },
+    }),
   });
 }

@@ -1,17 +1,18 @@
 // POST /search: authenticate, then one call into the search pipeline.
 import type { RouteDeps } from '../app.js';
 import { caller, JSON_TYPE } from '../reply.js';
-import { resource } from '../resource.js';
+import { operation, resource } from '../resource.js';
+import { searchSchema } from '../schemas/search.js';
 import type { App } from '../types.js';
 
 export default async function searchRoutes(app: App, { services }: RouteDeps) {
   resource(app, '/search', {
-    POST: async (request, reply) => {
+    POST: operation(searchSchema, async (request, reply) => {
       const { userId } = await caller(services, request);
       return reply
         .code(200)
         .type(JSON_TYPE)
         .send(await services.search.run(userId, request.body));
-    },
+    }),
   });
 }

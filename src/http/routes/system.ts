@@ -4,12 +4,17 @@ import type { FastifyRequest } from 'fastify';
 import { PROBLEMS, Problem, type ProblemSlug, problemBody } from '../../errors.js';
 import type { RouteDeps } from '../app.js';
 import { baseUrlOf } from '../headers.js';
+import { INTERFACE_VERSION } from '../openapi.js';
 import { PROBLEM_CONTENT_TYPE } from '../problems.js';
 import { JSON_TYPE } from '../reply.js';
-import { resource } from '../resource.js';
+import { operation, resource } from '../resource.js';
+import {
+  errorDocumentSchema,
+  graphStructureSchema,
+  instanceConfigurationSchema,
+  securityTxtSchema,
+} from '../schemas/system.js';
 import type { App } from '../types.js';
-
-const INTERFACE_VERSION = 'dev';
 
 export default async function systemRoutes(app: App, { config, services }: RouteDeps) {
   const { settings } = config;
@@ -24,27 +29,27 @@ export default async function systemRoutes(app: App, { config, services }: Route
   for (const slug of Object.keys(PROBLEMS) as ProblemSlug[]) {
     const { status } = PROBLEMS[slug];
     resource(app, `/error/${status}/${slug}`, {
-      GET: async (request, reply) => {
+      GET: operation(errorDocumentSchema(slug, status), async (request, reply) => {
         await checkSentToken(request);
         return reply
           .type(PROBLEM_CONTENT_TYPE)
           .send(JSON.stringify(problemBody(baseUrlOf(request, settings.baseUrl), slug)));
-      },
+      }),
     });
   }
 
   // Read once at start-up (config validation already checked that it is readable).
   const securityTxt = settings.securityTxt === null ? null : readFileSync(settings.securityTxt, 'utf8');
   resource(app, '/.well-known/security.txt', {
-    GET: async (request, reply) => {
+    GET: operation(securityTxtSchema, async (request, reply) => {
       await checkSentToken(request);
       if (securityTxt === null) throw new Problem('not-found', 'This instance publishes no security.txt.');
       return reply.type('text/plain; charset=utf-8').send(securityTxt);
-    },
+    }),
   });
 
   resource(app, '/instance-configuration', {
-    GET: async (request, reply) => {
+    GET: operation(instanceConfigurationSchema, async (request, reply) => {
       await checkSentToken(request);
       if (!settings.instanceConfiguration.enabled)
         throw new Problem('forbidden', 'The instance configuration is not published.');
@@ -70,13 +75,13 @@ export default async function systemRoutes(app: App, { config, services }: Route
           },
         }),
       );
-    },
+    }),
   });
 
   resource(app, '/graph-structure', {
-    GET: async (request, reply) => {
+    GET: operation(graphStructureSchema, async (request, reply) => {
       await checkSentToken(request);
       return reply.type(JSON_TYPE).send(JSON.stringify(await services.elements.graphStructure()));
-    },
+    }),
   });
 }

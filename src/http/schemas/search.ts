@@ -1,0 +1,62 @@
+// Schema of POST /search.
+import { Type } from 'typebox';
+import { Element, FreeFormObject, json, requestBody } from './common.js';
+import { problems } from './problems.js';
+
+const Step = Type.Object(
+  {
+    type: Type.Union(
+      [
+        Type.Literal('searchengine-query-dsl-mixin'),
+        Type.Literal('cypher-path-subset'),
+        Type.Literal('element-hydration'),
+      ],
+      { description: 'The step kind.' },
+    ),
+    query: Type.Optional(
+      Type.Unknown({
+        description:
+          'searchengine-query-dsl-mixin: a query DSL object (or an expression yielding one); cypher-path-subset: a read-only Cypher path query; element-hydration: {elementIds} (ids or an expression), or none to hydrate the previous step.',
+      }),
+    ),
+    parameters: Type.Optional(
+      FreeFormObject('page, pageSize, minScore, nodeTypes, relationTypes, and values for expressions and $names.'),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const SearchResult = Type.Object(
+  {
+    type: Type.Literal('_SearchResultResponse'),
+    results: Type.Array(Element, { description: 'The elements found that the caller may read.' }),
+    debug: Type.Optional(Type.Array(FreeFormObject('One entry per step run.'), { description: 'With debug: true.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const searchSchema = {
+  operationId: 'search',
+  summary: 'Run a search pipeline',
+  tags: ['Search'],
+  body: requestBody(
+    Type.Object(
+      {
+        steps: Type.Array(Step),
+        debug: Type.Optional(Type.Boolean()),
+        parameters: Type.Optional(FreeFormObject('Parameters every step sees (under its own).')),
+      },
+      { additionalProperties: false },
+    ),
+    {
+      steps: [
+        { type: 'searchengine-query-dsl-mixin', query: { match: { name: { query: 'report' } } } },
+        { type: 'element-hydration' },
+      ],
+    },
+  ),
+  response: {
+    200: json('The elements found.', SearchResult, undefined, { type: '_SearchResultResponse', results: [] }),
+    ...problems(400, 401),
+  },
+};
