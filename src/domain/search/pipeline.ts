@@ -26,6 +26,8 @@ const STEP_TYPES: Record<string, StepKind> = {
   'element-hydration': 'hydration',
 };
 type StepKind = 'search-engine' | 'cypher' | 'hydration';
+/** The step type names a request may use (the reference's older name of the search-engine step too). */
+export const STEP_TYPE_NAMES = Object.keys(STEP_TYPES);
 
 // Limits the spec leaves open ("not shown"), chosen so one request cannot occupy the database for long.
 const MAX_PIPELINE_STEPS = 20;

@@ -1,16 +1,13 @@
 // Schema of POST /search.
 import { Type } from 'typebox';
+import { STEP_TYPE_NAMES } from '../../domain/search/pipeline.js';
 import { Element, FreeFormObject, json, requestBody } from './common.js';
 import { problems } from './problems.js';
 
 const Step = Type.Object(
   {
     type: Type.Union(
-      [
-        Type.Literal('searchengine-query-dsl-mixin'),
-        Type.Literal('cypher-path-subset'),
-        Type.Literal('element-hydration'),
-      ],
+      STEP_TYPE_NAMES.map((name) => Type.Literal(name)),
       { description: 'The step kind.' },
     ),
     query: Type.Optional(
