@@ -60,14 +60,22 @@ interface OpenApiHeader {
   required?: boolean;
   $ref?: string;
 }
-type OpenApiResponses = Record<string, { headers?: Record<string, OpenApiHeader> }>;
-type OpenApiPaths = Record<string, Record<string, { responses?: OpenApiResponses }>>;
+interface OpenApiResponse {
+  headers?: Record<string, OpenApiHeader>;
+  content?: unknown;
+  $ref?: string;
+}
+type OpenApiPaths = Record<string, Record<string, { responses?: Record<string, OpenApiResponse> }>>;
 
-/** Header objects say `required` (the schemas carry it as x-required); every response gets the common headers. */
-function finishHeaders(paths: OpenApiPaths): void {
+/**
+ * Header objects say `required` (the schemas carry it as x-required); every response gets the common headers. The
+ * problem responses with a body, the same for a status wherever it is answered (schemas/problems.ts), are written
+ * once under components.responses and referenced.
+ */
+function finishResponses(paths: OpenApiPaths, shared: Record<string, OpenApiResponse>): void {
   for (const operations of Object.values(paths))
     for (const op of Object.values(operations))
-      for (const response of Object.values(op.responses ?? {})) {
+      for (const [status, response] of Object.entries(op.responses ?? {})) {
         response.headers ??= {};
         for (const header of Object.values(response.headers)) {
           if (header.schema?.['x-required']) header.required = true;
@@ -75,6 +83,11 @@ function finishHeaders(paths: OpenApiPaths): void {
         }
         for (const name of Object.values(COMMON_HEADER_NAMES))
           response.headers[name] ??= { $ref: `#/components/headers/${name}` };
+        // HEAD operations answer their problems without a body: those stay where they are.
+        if (Number(status) < 400 || response.content === undefined) continue;
+        const name = `Problem${status}`;
+        shared[name] ??= response;
+        op.responses![status] = { $ref: `#/components/responses/${name}` };
       }
 }
 
@@ -102,8 +115,11 @@ export async function registerOpenApi(app: App): Promise<void> {
       },
     },
     transformObject: (documentObject) => {
-      const document = 'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
-      finishHeaders(document.paths as OpenApiPaths);
+      if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
+      const document = documentObject.openapiObject;
+      document.components ??= {};
+      document.components.responses ??= {};
+      finishResponses(document.paths as OpenApiPaths, document.components.responses as Record<string, OpenApiResponse>);
       return document;
     },
   });

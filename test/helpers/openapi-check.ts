@@ -97,8 +97,13 @@ export class DocumentCheck {
     return validate(value) ? null : this.ajv.errorsText(validate.errors, { dataVar: 'body' });
   }
 
-  private header(spec: Json): Json {
-    return spec.$ref ? this.document.components.headers[String(spec.$ref).split('/').pop()!] : spec;
+  /** The object a local `$ref` (#/components/...) points at, or the object itself. */
+  private resolved(spec: Json): Json {
+    if (typeof spec.$ref !== 'string') return spec;
+    return spec.$ref
+      .slice(2)
+      .split('/')
+      .reduce((node: Json, key: string) => node[key.replace(/~1/g, '/').replace(/~0/g, '~')], this.document);
   }
 
   /** The documented operation of a request, if any (the path without its query string). */
@@ -137,11 +142,12 @@ export class DocumentCheck {
       return errors ? [`${what}: the problem does not match the Problem schema: ${errors}`] : [];
     }
     const name = `${operation.method} ${operation.path} (${operation.spec.operationId})`;
-    const response: Json | undefined = operation.spec.responses[String(status)];
-    if (!response) return [`${what}, a status the document does not list for ${name}`];
+    const listed: Json | undefined = operation.spec.responses[String(status)];
+    if (!listed) return [`${what}, a status the document does not list for ${name}`];
+    const response = this.resolved(listed);
     const found: string[] = [];
     for (const [headerName, spec] of Object.entries<Json>(response.headers ?? {}))
-      if (this.header(spec).required && headerOf(exchange.headers, headerName) === null)
+      if (this.resolved(spec).required && headerOf(exchange.headers, headerName) === null)
         found.push(`${what} without the header ${headerName} that ${name} documents for ${status}`);
     if (operation.method !== 'HEAD' && hasBody) {
       const content: Json | undefined = response.content;

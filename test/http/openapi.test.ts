@@ -109,7 +109,13 @@ describeBackends('OpenAPI document', (h) => {
     expect(ids.every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
     // A 404 of an element read lists exactly the not-found slug; a 201 names its Location.
     const read = document.paths['/{id}'].get;
-    expect(read.responses['404'].content['application/problem+json'].schema.title).toBe('not-found');
+    expect(read.responses['404']).toEqual({ $ref: '#/components/responses/Problem404' });
+    const notFound = document.components.responses.Problem404;
+    expect(notFound.content['application/problem+json'].schema.title).toBe('not-found');
+    // One shared response per status an operation answers (405 and 501 answer methods a path does not serve).
+    const statuses = new Set(Object.values(PROBLEMS).map((p) => p.status as number));
+    for (const other of [405, 501]) statuses.delete(other);
+    expect(Object.keys(document.components.responses).sort()).toEqual([...statuses].map((s) => `Problem${s}`).sort());
     expect(document.paths['/'].post.responses['201'].headers.Location.required).toBe(true);
     expect(document.paths['/'].post.requestBody.content['application/json'].example).toMatchObject({
       type: 'Document',
