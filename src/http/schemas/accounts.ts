@@ -88,7 +88,7 @@ export const createTokenSchema = {
         token: 'secret-token:8TSv1Aga7Mzu4Kn7C2yMnD',
       },
     ),
-    ...problems(400, 401, 403, 429),
+    ...problems(400, 401, 429),
   },
 };
 

@@ -94,7 +94,7 @@ export const createSchema = {
   tags: TAGS,
   headers: ConditionalHeaders,
   body: NewElement,
-  response: { ...CREATED, ...problems(400, 401, 403, 404, 409, 412) },
+  response: { ...CREATED, ...problems(400, 401, 404, 412) },
 };
 
 export const createChildSchema = {
@@ -104,7 +104,7 @@ export const createChildSchema = {
   params: IdParams,
   headers: ConditionalHeaders,
   body: NewElement,
-  response: { ...CREATED, ...problems(400, 401, 403, 404, 409, 412) },
+  response: { ...CREATED, ...problems(400, 401, 404, 412) },
 };
 
 export const readSchema = {
@@ -137,7 +137,7 @@ const updateSchema = (operationId: string, summary: string, nullRemoves: boolean
   params: IdParams,
   headers: ConditionalHeaders,
   body: Properties(nullRemoves),
-  response: { 204: empty('Changed.'), ...problems(400, 401, 403, 404, 412) },
+  response: { 204: empty('Changed.'), ...problems(400, 401, 404, 412) },
 });
 
 export const replaceSchema = updateSchema('replaceElement', "Replace an element's properties", false);
