@@ -59,8 +59,8 @@ function specificity(a: string, b: string): number {
   return 0;
 }
 
-/** The interactive documentation's page and assets: a user interface, not operations of the interface. */
-const isDocsPage = (pathname: string) => pathname === '/docs' || pathname.startsWith('/docs/');
+/** The browser apps' pages and files (/docs, /explorer): user interfaces, not operations of the interface. */
+const isAppPage = (pathname: string) => /^\/(docs|explorer)(\/|$)/.test(pathname);
 
 export class DocumentCheck {
   private readonly ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
@@ -129,7 +129,7 @@ export class DocumentCheck {
         return { error: `${what} with a ${media} body that is not JSON: ${(e as Error).message}` };
       }
     };
-    if (TRANSPORT_STATUSES.has(status) || isDocsPage(new URL(`http://x${path}`).pathname)) return [];
+    if (TRANSPORT_STATUSES.has(status) || isAppPage(new URL(`http://x${path}`).pathname)) return [];
     const operation = this.operationOf(method, path);
     if (!operation) {
       if (method.toUpperCase() === 'OPTIONS' && status === 204) return [];

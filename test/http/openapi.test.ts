@@ -74,11 +74,12 @@ describeBackends('OpenAPI document', (h) => {
     for (const op of operations.filter((o) => o.startsWith('GET ')))
       expect(operations, op).toContain(op.replace('GET', 'HEAD'));
     // The router's own list: every route with a method an operation can have is in the document, or it is one of
-    // the refusals resource() registers for the methods a path does not serve (405 with Allow). The /docs page and
-    // its files are no operations; OPTIONS, TRACE, CONNECT and WebDAV's methods never are (204, 405, 501).
+    // the refusals resource() registers for the methods a path does not serve (405 with Allow). The browser apps'
+    // files (/docs, /explorer) are no operations; OPTIONS, TRACE, CONNECT and WebDAV's methods never are (204, 405,
+    // 501).
     const served = servedRoutes(h().app.printRoutes({ commonPrefix: false }));
     const candidates = served.filter(
-      (route) => /^(GET|HEAD|POST|PUT|PATCH|DELETE) /.test(route) && !/^\w+ \/docs(\/|$)/.test(route),
+      (route) => /^(GET|HEAD|POST|PUT|PATCH|DELETE) /.test(route) && !/^\w+ \/(docs|explorer)\b/.test(route),
     );
     expect(candidates.length).toBeGreaterThan(SPEC_ENDPOINTS.length);
     const alice = await userWithToken(h(), 'alice@routes.dev');
