@@ -14,7 +14,7 @@ export interface Job {
   run(): Promise<unknown>;
 }
 
-export function startJobs(services: Services, _config: Config, logger: Logger, extra: Job[] = []) {
+export function startJobs(services: Services, config: Config, logger: Logger, extra: Job[] = []) {
   const jobs: Job[] = [
     { name: 'delete-expired-tokens', intervalMs: 60_000, run: () => services.accounts.deleteExpiredTokens() },
     { name: 'clean-uploads', intervalMs: 60_000, run: () => services.uploads.cleanup() },
@@ -23,11 +23,11 @@ export function startJobs(services: Services, _config: Config, logger: Logger, e
       intervalMs: 60_000,
       run: () => services.accounts.forgetOldCredentialFailures(),
     },
-    // A crash's leftovers in the blob store (the startup sweep ran before the server listened).
+    // A crash's leftovers in the blob store (on disk the startup sweep ran before the server listened).
     {
       name: 'sweep-files',
       intervalMs: SHARED_STORE_GRACE_MS,
-      delayed: true,
+      delayed: config.settings.file.storage === 'disk',
       run: () => services.files.sweep(SHARED_STORE_GRACE_MS),
     },
     // PGlite has no autovacuum of its own (storage/maintenance.ts); a PostgreSQL server has.

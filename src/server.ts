@@ -23,10 +23,10 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   try {
     const db = await openDatabase(config.runtime, config.settings.database);
     const services = createServices(config, db, clock);
-    logger.info(
-      { swept: await services.files.sweep(), leasesReleased: await services.uploads.releaseStaleLeases() },
-      'file store checked',
-    );
+    await services.blobs.verify();
+    // Listing a shared bucket may take long: there the sweep job runs at once, in the background (jobs.ts).
+    const swept = config.settings.file.storage === 'disk' ? await services.files.sweep() : 'in the background';
+    logger.info({ swept, leasesReleased: await services.uploads.releaseStaleLeases() }, 'file store checked');
     const app = await buildApp({ config, services, logger });
     await app.listen({ port: config.runtime.port, host: config.runtime.host });
     const jobs = startJobs(services, config, logger);

@@ -1,8 +1,9 @@
 // The composition root: builds every domain service from configuration, the database, the clock and the blob
 // store, once, and hands them to the HTTP layer and the CLI.
 import { join } from 'node:path';
-import type { BlobFiles, BlobStore } from './blob/blob-store.js';
+import type { BlobStore } from './blob/blob-store.js';
 import { FsBlobStore } from './blob/fs-blob-store.js';
+import { S3BlobStore } from './blob/s3-blob-store.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { Accounts } from './domain/accounts/accounts.js';
@@ -17,8 +18,7 @@ import type { Db } from './storage/db.js';
 export interface Services {
   db: Db;
   clock: Clock;
-  /** The backup copies files by path, so the store must also be BlobFiles for now. */
-  blobs: BlobStore & BlobFiles;
+  blobs: BlobStore;
   accounts: Accounts;
   elements: Elements;
   collections: Collections;
@@ -29,7 +29,7 @@ export interface Services {
 
 export function createServices(config: Config, db: Db, clock: Clock): Services {
   const { settings, runtime } = config;
-  const blobs = new FsBlobStore(join(runtime.dataDir, 'files'));
+  const blobs = createBlobStore(config);
   const accounts = new Accounts(db, settings, clock, runtime.anonymousUserId);
   const decisions = new AccessDecisions({ sessionEpoch: db.sessionEpoch });
   const collections = new Collections(db, settings, decisions);
@@ -38,4 +38,20 @@ export function createServices(config: Config, db: Db, clock: Clock): Services {
   const uploads = new Uploads(db, settings, clock, blobs, elements, files);
   const search = new Search(db, settings);
   return { db, clock, blobs, accounts, elements, collections, files, uploads, search };
+}
+
+/** The blob store `file.storage` chooses. */
+export function createBlobStore({ settings, runtime }: Config): BlobStore {
+  const { storage, s3 } = settings.file;
+  if (storage === 'disk') return new FsBlobStore(join(runtime.dataDir, 'files'));
+  if (s3.bucket === null || runtime.s3Credentials === null)
+    throw new Error("file.storage 's3' needs file.s3.bucket and AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY");
+  return new S3BlobStore({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    bucket: s3.bucket,
+    prefix: s3.prefix === '' ? '' : `${s3.prefix}/`,
+    timeoutMs: s3.timeoutInSeconds * 1000,
+    credentials: runtime.s3Credentials,
+  });
 }

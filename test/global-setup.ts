@@ -1,54 +1,107 @@
-// Vitest global setup: decides which database backends the tests run against
-// and where the PostgreSQL server is.
+// Vitest global setup: decides which database backends and blob stores the tests run against, and where the
+// PostgreSQL server and the object store are.
 //
 //   TRELLIS_TEST_BACKENDS  comma list of "pglite" and/or "postgres" (default both)
+//   TRELLIS_TEST_BLOBS     comma list of "disk" and/or "s3" (default both): the blob stores of the suites that
+//                          declare them (test/helpers/harness.ts, `blobs: true`)
 //   TRELLIS_TEST_PG_URL    server for the "postgres" backend; set by `npm test`.
 //                          When missing (plain `npx vitest`), a throw-away
 //                          cluster is started here and stopped in teardown.
+//   TRELLIS_TEST_S3        the object store for "s3" (JSON: endpoint, accessKeyId, secretAccessKey); set by
+//                          `npm test`, started here when missing, like the PostgreSQL cluster.
 //
-// Tests read the result with inject('pgUrl') / inject('backends').
+// Tests read the result with inject('pgUrl') / inject('backends') / inject('blobStores') / inject('s3').
 
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { type PgCluster, startCluster } from '../bench/lib/cluster.js';
+import { type ObjectStore, type PgCluster, startCluster, startObjectStore } from '../bench/lib/cluster.js';
+
+/** Where the "s3" blob store's tests keep their objects: one bucket, a prefix per suite. */
+export interface TestObjectStore {
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  bucket: string;
+}
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgUrl: string | null;
     backends: string[];
+    blobStores: string[];
+    s3: TestObjectStore | null;
   }
 }
 
-export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  const backends = (process.env.TRELLIS_TEST_BACKENDS ?? 'pglite,postgres')
+const TEST_BUCKET = 'trellis-test';
+
+const list = (value: string | undefined, fallback: string) =>
+  (value ?? fallback)
     .split(',')
     .map((b) => b.trim())
     .filter(Boolean);
+
+export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  const backends = list(process.env.TRELLIS_TEST_BACKENDS, 'pglite,postgres');
   const unknown = backends.filter((b) => b !== 'pglite' && b !== 'postgres');
   if (unknown.length > 0) {
     throw new Error(
       `TRELLIS_TEST_BACKENDS: unknown backend(s) ${unknown.join(', ')} (expected pglite and/or postgres)`,
     );
   }
+  const blobStores = list(process.env.TRELLIS_TEST_BLOBS, 'disk,s3');
+  const unknownStores = blobStores.filter((b) => b !== 'disk' && b !== 's3');
+  if (unknownStores.length > 0)
+    throw new Error(`TRELLIS_TEST_BLOBS: unknown blob store(s) ${unknownStores.join(', ')} (expected disk and/or s3)`);
 
+  const stops: Array<() => Promise<void>> = [];
   let pgUrl: string | null = null;
-  let cluster: PgCluster | null = null;
   if (backends.includes('postgres')) {
     pgUrl = process.env.TRELLIS_TEST_PG_URL || null;
     if (!pgUrl) {
-      cluster = await startCluster((msg) => process.stderr.write(`[global-setup] ${msg}\n`));
+      const cluster: PgCluster = await startCluster((msg) => process.stderr.write(`[global-setup] ${msg}\n`));
       pgUrl = cluster.url;
       // Test files forked by vitest inherit this environment as well.
       process.env.TRELLIS_TEST_PG_URL = pgUrl;
+      stops.push(() => cluster.stop());
+    }
+  }
+
+  let s3: TestObjectStore | null = null;
+  if (blobStores.includes('s3')) {
+    let given = process.env.TRELLIS_TEST_S3
+      ? (JSON.parse(process.env.TRELLIS_TEST_S3) as Omit<TestObjectStore, 'bucket'>)
+      : null;
+    if (!given) {
+      const store: ObjectStore = await startObjectStore((msg) => process.stderr.write(`[global-setup] ${msg}\n`));
+      given = { endpoint: store.endpoint, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey };
+      process.env.TRELLIS_TEST_S3 = JSON.stringify(given);
+      stops.push(() => store.stop());
+    }
+    s3 = { ...given, bucket: TEST_BUCKET };
+    const client = new S3Client({
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    });
+    try {
+      await client.send(new CreateBucketCommand({ Bucket: TEST_BUCKET }));
+    } catch (error) {
+      if ((error as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw error;
+    } finally {
+      client.destroy();
     }
   }
 
   project.provide('pgUrl', pgUrl);
   project.provide('backends', backends);
+  project.provide('blobStores', blobStores);
+  project.provide('s3', s3);
 
-  if (!cluster) return undefined;
-  const started = cluster;
+  if (stops.length === 0) return undefined;
   return async () => {
-    await started.stop();
+    for (const stop of stops) await stop();
   };
 }

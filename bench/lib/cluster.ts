@@ -32,3 +32,22 @@ export async function startCluster(log: (msg: string) => void): Promise<PgCluste
 export async function freePort(): Promise<number> {
   return (await module()).freePort();
 }
+
+/** A throw-away S3-compatible object store (scripts/ceph-cluster.mjs). */
+export interface ObjectStore {
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  startMs: number;
+  stop(): Promise<void>;
+}
+
+interface CephClusterModule {
+  startObjectStore(options?: { log?: (msg: string) => void }): Promise<ObjectStore>;
+}
+
+export async function startObjectStore(log: (msg: string) => void): Promise<ObjectStore> {
+  const specifier = new URL('../../scripts/ceph-cluster.mjs', import.meta.url).href;
+  return ((await import(specifier)) as CephClusterModule).startObjectStore({ log });
+}

@@ -7,11 +7,13 @@
 // temporary name beside the target and renamed into place at the end; a failed backup leaves no half folder.
 
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { BlobFiles } from '../blob/blob-store.js';
+import { pipeline } from 'node:stream/promises';
+import type { BlobStore } from '../blob/blob-store.js';
+import { blobTag } from '../domain/files/files.js';
 import type { FileMeta } from '../domain/files/types.js';
 import { isoTime } from '../domain/values.js';
 import type { Db } from '../storage/db.js';
@@ -31,7 +33,7 @@ import { type Progress, silentProgress } from './progress.js';
 
 export interface CreateContext {
   db: Db;
-  blobs: Pick<BlobFiles, 'pathOf'>;
+  blobs: Pick<BlobStore, 'open'>;
   now: Date;
 }
 
@@ -122,16 +124,14 @@ export async function createBackup(
   const copyBlob = async (row: DumpRow & { file: FileMeta }) => {
     const out = join(work, filePath(row.id));
     ensureDir(out);
-    try {
-      await copyFile(ctx.blobs.pathOf(row.id), out);
-      await chmod(out, 0o600); // copyFile keeps the source's mode
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    const blob = await ctx.blobs.open(row.id, undefined, blobTag(row.file));
+    if (!blob) {
       warn(
         `element ${row.id} has file metadata but the blob store holds no bytes for it; its file is missing from the backup`,
       );
       return;
     }
+    await pipeline(blob.stream, createWriteStream(out, { flags: 'wx', mode: 0o600 }));
     files++;
     // Blob bytes live outside the database snapshot: a file replaced while the backup ran shows as a new length.
     const size = (await stat(out)).size;

@@ -5,9 +5,8 @@
 // already copied are removed again. Memory holds an index of ids, not the data
 // (docs/decisions/019-backup-load-one-pass.md).
 import { readFileSync, statSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BlobFiles } from '../blob/blob-store.js';
+import type { BlobStore, Replacement } from '../blob/blob-store.js';
 import type { Db, Queryable } from '../storage/db.js';
 import { deferAccessIndex, rebuildAccessIndex } from '../storage/queries/access.js';
 import {
@@ -24,7 +23,7 @@ import {
   takenIdentifiers,
   takenTokenHashes,
 } from '../storage/queries/backup.js';
-import { copyIntoBlobStore, type Placed, syncPlaced } from './blob-copy.js';
+import { copyIntoBlobStore, settlePlaced } from './blob-copy.js';
 import { type ParsedElement, parseElement } from './element-file.js';
 import { checkCount, chunks, listElementFiles, readSummary, walk } from './folder.js';
 import { BackupError, type BackupTokenState, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR } from './format.js';
@@ -32,8 +31,8 @@ import { type Progress, silentProgress } from './progress.js';
 
 export interface LoadContext {
   db: Db;
-  /** Where file bytes go: DATA_DIR/files/<aa>/<id> (the blob store). */
-  blobs: BlobFiles;
+  /** Where file bytes go (the blob store). */
+  blobs: BlobStore;
   /** The User property holding the login identifier (settings.register.uniqueIdentifier). */
   identifierKey: string;
   /** `created`/`updated` (and token issue dates) of elements that carry none. */
@@ -126,7 +125,7 @@ export async function loadBackup(ctx: LoadContext, dir: string, options: LoadOpt
 
   if (!options.force && !(await isDatabaseEmpty(ctx.db))) throw new DatabaseNotEmptyError();
   const folder = await readFolder(dir, warn);
-  const placed: Placed[] = [];
+  const placed: Replacement[] = [];
   let written: { users: number; tokens: number };
   progress.start('loading', folder.paths.length);
   try {
@@ -135,14 +134,13 @@ export async function loadBackup(ctx: LoadContext, dir: string, options: LoadOpt
       const load = new Load(ctx, tx, dir, folder, placed, progress, warn, batchSize, await isDatabaseEmpty(tx));
       const result = await load.run();
       await rebuildAccessIndex(tx);
-      // Still inside the transaction: a blob that cannot be made durable rolls the whole load back.
-      await syncPlaced(placed);
       return result;
     });
   } catch (error) {
-    await Promise.all(placed.map((p) => rm(p.final, { force: true })));
+    await settlePlaced(placed, false);
     throw error;
   }
+  await settlePlaced(placed, true);
   progress.done();
   if (warningCount > warnings.length) warnings.push(`... and ${warningCount - warnings.length} more warnings`);
   return {
@@ -193,7 +191,7 @@ class Load {
     private readonly tx: Queryable,
     private readonly dir: string,
     private readonly folder: Folder,
-    private readonly placed: Placed[],
+    private readonly placed: Replacement[],
     private readonly progress: Progress,
     private readonly warn: (line: string) => void,
     private readonly batchSize: number,

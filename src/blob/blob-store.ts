@@ -1,6 +1,7 @@
 // Where file bytes live, behind one interface that the domain uses; FsBlobStore (fs-blob-store.ts) keeps them on
-// disk. Replacing bytes is two-phase so that it can follow the database transaction that refers to them: the
-// previous bytes are set aside until the caller settles the Replacement (docs/architecture.md, "File durability").
+// disk, S3BlobStore (s3-blob-store.ts) in an S3-compatible bucket. Replacing bytes is two-phase so that it can follow
+// the database transaction that refers to them: the previous bytes stay until the caller settles the Replacement
+// (docs/architecture.md, "File durability").
 import type { Readable } from 'node:stream';
 
 /** Thrown by `write`/`append` as soon as more than `maxBytes` arrived; nothing is kept. */
@@ -20,7 +21,7 @@ export interface WriteOptions {
   observe?: (chunk: Buffer) => void;
 }
 
-/** Bytes written to a temporary file, not yet visible under any key. */
+/** Bytes written to a temporary file (or object), not yet visible under any key. */
 export interface TempBlob {
   readonly temp: string;
   readonly size: number;
@@ -78,12 +79,23 @@ export interface Replacement {
   undo(): Promise<void>;
 }
 
+/**
+ * The tags of a replacement (see `replace`): the database state that refers to the bytes before and after it
+ * (the file's SHA-256 in hex, 'unhashed' for a file stored without one, 'none' for no file).
+ */
+export interface ReplaceTags {
+  previous: string;
+  next: string;
+}
+
 /** What `sweep` needs to know from the database. */
 export interface SweepPolicy {
   /** Entries changed more recently than this are left alone: another instance may be in the middle of using them. */
   graceMs: number;
   /** Of these keys, the ones whose bytes are still referenced (an element with a file, an upload). */
   wanted(keys: string[]): Promise<Set<string>>;
+  /** Of these keys, the current tag of each element that has a file (read without a lock: a first look). */
+  tags(keys: string[]): Promise<Map<string, string>>;
   /**
    * Runs `settle` with the database's current tag for `key` (see `replace`; undefined when it has no bytes) while
    * no replacement of `key` can be between its rename and its commit (the element's row lock). Resolves false,
@@ -100,16 +112,24 @@ export interface SweepReport {
 }
 
 export interface BlobStore {
+  /**
+   * Whether the store keeps each version of a file under its tag until the replacement that removes it has
+   * committed (the object store): a download may then open the bytes without holding the element's row lock.
+   */
+  readonly versioned: boolean;
+  /** Checks at start-up that the store can be used (its directory, its bucket); throws a clear error otherwise. */
+  verify(): Promise<void>;
   /** Streams `source` into a temporary blob, hashing and counting; on any failure nothing is left behind. */
   write(source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<TempBlob>;
   /** Removes a temporary blob that will not be used. */
   discard(temp: TempBlob): Promise<void>;
   /**
-   * Makes `next` (a temporary blob, or the bytes of another key, which are moved) the bytes of `key`, or removes
-   * the bytes of `key` when `next` is null. `tag` names the database state that refers to the previous bytes
-   * (e.g. their SHA-256); the sweep uses it to settle a replacement interrupted by a crash.
+   * Makes `next` (a temporary blob, or the appended bytes of another key, which are moved) the bytes of `key`, or
+   * removes the bytes of `key` when `next` is null. `tags` name the database states that refer to the previous and
+   * the next bytes; the sweep uses them to settle a replacement interrupted by a crash, and a store that keeps
+   * versions side by side names each version by its tag (so that `open` with a tag never yields other bytes).
    */
-  replace(key: string, next: TempBlob | { key: string } | null, tag: string): Promise<Replacement>;
+  replace(key: string, next: TempBlob | { key: string } | null, tags: ReplaceTags): Promise<Replacement>;
   /**
    * Appends `source` to the bytes of `key` (created when missing, only at offset 0), which must currently be at
    * least `offset` bytes long (longer leftovers of an interrupted append are cut off). On failure the blob is cut
@@ -117,9 +137,13 @@ export interface BlobStore {
    * resolves.
    */
   append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: AppendOptions): Promise<Appended>;
-  /** Opens the bytes of `key` (optionally one range); null when there are none. `size` is the whole length. */
-  open(key: string, range?: ByteRange): Promise<{ stream: Readable; size: number } | null>;
-  /** The length of the bytes of `key`, or null when there are none. */
+  /**
+   * Opens the bytes of `key` (optionally one range); null when there are none. `size` is the whole length. `tag`
+   * (the database's tag of an element's file, see `replace`) asks for the bytes placed under that tag; without it,
+   * the bytes appended under `key` (an upload).
+   */
+  open(key: string, range?: ByteRange, tag?: string): Promise<{ stream: Readable; size: number } | null>;
+  /** The length of the bytes appended under `key`, or null when there are none. */
   size(key: string): Promise<number | null>;
   /** Removes the bytes stored under `key` (no error when there are none). */
   delete(key: string): Promise<void>;
@@ -127,12 +151,4 @@ export interface BlobStore {
   sweep(policy: SweepPolicy): Promise<SweepReport>;
   /** Resolves when the background work started so far (removals of dropped bytes) is done. */
   settled(): Promise<void>;
-}
-
-/** A store whose bytes are files on this machine: the backup copies them by path. */
-export interface BlobFiles {
-  /** The file that holds the bytes of `key`. */
-  pathOf(key: string): string;
-  /** A directory on the same file system, for files that are renamed into place. */
-  readonly tmpDir: string;
 }

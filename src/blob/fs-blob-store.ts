@@ -12,11 +12,10 @@ import { pipeline } from 'node:stream/promises';
 import {
   type Appended,
   type AppendOptions,
-  type BlobFiles,
-  BlobLimitError,
   type BlobStore,
   type ByteRange,
   PartialAppendError,
+  type ReplaceTags,
   type Replacement,
   type SweepPolicy,
   type SweepReport,
@@ -24,6 +23,7 @@ import {
   type WriteOptions,
 } from './blob-store.js';
 import { DurableFileSink, syncPath } from './durable-sink.js';
+import { guarded, meter, type SourceFailure } from './meter.js';
 
 const KEY = /^[A-Za-z0-9_-]{2,128}$/;
 const ASIDE = /^([A-Za-z0-9_-]{2,128})\.aside-([A-Za-z0-9]{1,128})-[0-9a-f]{12}$/;
@@ -51,28 +51,7 @@ async function statOrNull(path: string): Promise<Stats | null> {
   }
 }
 
-/** Counts, limits, observes and keeps the head of a byte stream as it passes. */
-function meter(options: WriteOptions) {
-  const headBytes = options.headBytes ?? 0;
-  const state = { size: 0, head: [] as Buffer[], headSize: 0 };
-  async function* pass(source: AsyncIterable<Uint8Array>) {
-    for await (const raw of source) {
-      const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-      state.size += chunk.length;
-      if (state.size > options.maxBytes) throw new BlobLimitError(options.maxBytes);
-      if (state.headSize < headBytes) {
-        const part = chunk.subarray(0, headBytes - state.headSize);
-        state.head.push(Buffer.from(part)); // a copy: the head must not pin the whole chunk
-        state.headSize += part.length;
-      }
-      options.observe?.(chunk);
-      yield chunk;
-    }
-  }
-  return { pass, state, head: () => Buffer.concat(state.head) };
-}
-
-export class FsBlobStore implements BlobStore, BlobFiles {
+export class FsBlobStore implements BlobStore {
   readonly root: string;
   readonly tmpDir: string;
   /** Bytes nobody refers to any more, unlinked in the background (see `drop`); the sweep empties it at startup. */
@@ -110,6 +89,13 @@ export class FsBlobStore implements BlobStore, BlobFiles {
     await Promise.all([...this.unlinking]);
   }
 
+  readonly versioned = false;
+
+  async verify(): Promise<void> {
+    // The constructor made the directories; a store that cannot be written fails on the first write anyway.
+  }
+
+  /** The file that holds the bytes of `key`. */
   pathOf(key: string): string {
     checkKey(key);
     return join(this.root, key.slice(0, 2), key);
@@ -143,9 +129,10 @@ export class FsBlobStore implements BlobStore, BlobFiles {
     await rm(temp.temp, { force: true });
   }
 
-  async replace(key: string, next: TempBlob | { key: string } | null, tag: string): Promise<Replacement> {
+  async replace(key: string, next: TempBlob | { key: string } | null, tags: ReplaceTags): Promise<Replacement> {
     const path = this.pathOf(key);
-    checkTag(tag);
+    // One file per key: only the previous bytes need a name (their aside), the next ones take the key's.
+    const tag = checkTag(tags.previous);
     const dir = join(this.root, key.slice(0, 2));
     await mkdir(dir, { recursive: true });
     const aside = `${path}.aside-${tag}-${randomBytes(6).toString('hex')}`;
@@ -221,17 +208,10 @@ export class FsBlobStore implements BlobStore, BlobFiles {
     // With keepPartial, a failing source ends the stream as if it were complete: everything that arrived is
     // written and fsynced (a destroyed sink would drop what it still had buffered). Limits are checked after this
     // guard, so passing one still fails the pipeline.
-    const failure: { error: unknown } | { error?: undefined } = {};
-    async function* guarded(input: AsyncIterable<Uint8Array>) {
-      try {
-        yield* input;
-      } catch (error) {
-        Object.assign(failure, { error });
-      }
-    }
+    const failure: SourceFailure = {};
     const sink = new DurableFileSink(path, { flags: 'r+', start: offset });
     try {
-      await pipeline(options.keepPartial ? guarded(source) : source, m.pass, sink);
+      await pipeline(options.keepPartial ? guarded(source, failure) : source, m.pass, sink);
     } catch (error) {
       // Wait until the stream has let go of the descriptor, so that no late write lands after the cut.
       await closed(sink);
@@ -251,7 +231,8 @@ export class FsBlobStore implements BlobStore, BlobFiles {
     return { size: m.state.size, total: offset + m.state.size, head: m.head() };
   }
 
-  async open(key: string, range?: ByteRange): Promise<{ stream: Readable; size: number } | null> {
+  // The tag is not needed: under the element's row lock the file under the key is the one the database refers to.
+  async open(key: string, range?: ByteRange, _tag?: string): Promise<{ stream: Readable; size: number } | null> {
     let handle: FileHandle;
     try {
       handle = await open(this.pathOf(key), 'r');

@@ -83,7 +83,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO
         JSON.stringify(
           {
             ...config.settings,
-            runtime: { ...config.runtime, databaseUrl: config.runtime.databaseUrl ? '(set)' : null },
+            runtime: {
+              ...config.runtime,
+              databaseUrl: config.runtime.databaseUrl ? '(set)' : null,
+              s3Credentials: config.runtime.s3Credentials ? '(set)' : null,
+            },
           },
           null,
           2,

@@ -98,6 +98,8 @@ export function validateSettings(input: unknown): Settings {
       throw new ConfigError('securityTxt', `cannot read ${settings.securityTxt}: ${(error as Error).message}`);
     }
   }
+  if (f.storage === 's3' && f.s3.bucket === null)
+    throw new ConfigError('file.s3.bucket', "must be set when file.storage is 's3'");
   if (settings.baseUrl !== null) settings.baseUrl = settings.baseUrl.replace(/\/+$/, '');
   return settings;
 }
@@ -135,7 +137,18 @@ function readRuntime(env: NodeJS.ProcessEnv): Runtime {
   const logLevel = env.LOG_LEVEL || 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel))
     throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');
+  const accessKeyId = env.AWS_ACCESS_KEY_ID || null;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY || null;
+  if ((accessKeyId === null) !== (secretAccessKey === null))
+    throw new ConfigError(
+      accessKeyId === null ? 'AWS_ACCESS_KEY_ID' : 'AWS_SECRET_ACCESS_KEY',
+      'must be set together with the other',
+    );
   return {
+    s3Credentials:
+      accessKeyId && secretAccessKey
+        ? { accessKeyId, secretAccessKey, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) }
+        : null,
     port: integerEnv(env, 'PORT', 8080, 0, 65535),
     host: env.HOST || '127.0.0.1',
     dataDir: resolve(env.DATA_DIR || './data'),
@@ -150,5 +163,7 @@ function readRuntime(env: NodeJS.ProcessEnv): Runtime {
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const runtime = readRuntime(env);
   const settings = runtime.configPath ? readSettingsFile(runtime.configPath) : validateSettings({});
+  if (settings.file.storage === 's3' && runtime.s3Credentials === null)
+    throw new ConfigError('AWS_ACCESS_KEY_ID', "must be set (with AWS_SECRET_ACCESS_KEY) when file.storage is 's3'");
   return { settings, runtime };
 }

@@ -37,6 +37,24 @@ export const SettingsSchema = Type.Object(
       expiredUploadCanBeDeletedAfterExpirationInSeconds: seconds(3600),
       // Direct uploads and resumable appends streaming at once in this instance; beyond it 503 with Retry-After.
       maxConcurrentUploads: int(64, 1),
+      // Where file bytes live: 'disk' (DATA_DIR/files) or 's3', an S3-compatible bucket that several instances share
+      // (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY only).
+      storage: Type.Union([Type.Literal('disk'), Type.Literal('s3')], { default: 'disk' }),
+      s3: obj({
+        // null: AWS itself; else the store's URL, e.g. http://127.0.0.1:7480. Requests are path-style.
+        endpoint: Type.Union([Type.String({ pattern: '^https?://[^\\s/]+(/[^\\s]*)?$' }), Type.Null()], {
+          default: null,
+        }),
+        region: Type.String({ minLength: 1, default: 'us-east-1' }),
+        // Must exist (checked at start).
+        bucket: Type.Union([Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' }), Type.Null()], {
+          default: null,
+        }),
+        // Objects are named <prefix>/<key>/...; several services may share a bucket under different prefixes.
+        prefix: Type.String({ pattern: '^([A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*)?$', default: '' }),
+        // Longest wait for a connection and longest silence of a request; past it the request fails (500).
+        timeoutInSeconds: Type.Number({ minimum: 0.1, maximum: 3600, default: 30 }),
+      }),
     }),
     // Slow clients (http/connection-guard.ts): at maxConnections a new connection closes the oldest idle one (or
     // itself, when all are busy); a silent connection is closed after bodyIdleTimeoutInSeconds; a request body that
@@ -124,6 +142,14 @@ export interface Runtime {
   anonymousUserId: string | null;
   logLevel: string;
   configPath: string | null;
+  /** AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN), when set: the object store's credentials. */
+  s3Credentials: S3Credentials | null;
+}
+
+export interface S3Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
 }
 
 export interface Config {

@@ -19,6 +19,9 @@ async function* chunks(...parts: Array<string | Error>) {
   }
 }
 
+/** The disk store names only the previous bytes (their aside). */
+const tags = (previous: string) => ({ previous, next: 'next' });
+
 describe('FsBlobStore', () => {
   let root: string;
   let store: FsBlobStore;
@@ -63,10 +66,10 @@ describe('FsBlobStore', () => {
   });
 
   it('replaces bytes and forgets the previous ones on finish', async () => {
-    const first = await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none');
+    const first = await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), tags('none'));
     await first.finish();
     expect(read(KEY)).toBe('v1');
-    const second = await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), 'tagv1');
+    const second = await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), tags('tagv1'));
     expect(entriesOf(KEY)).toEqual([KEY, expect.stringMatching(new RegExp(`^${KEY}\\.aside-tagv1-[0-9a-f]{12}$`))]);
     await second.finish();
     expect(read(KEY)).toBe('v2');
@@ -78,7 +81,7 @@ describe('FsBlobStore', () => {
   });
 
   it('deletes by moving the bytes out at once; the startup sweep empties a trash left by a crash', async () => {
-    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none')).finish();
+    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), tags('none'))).finish();
     await store.delete(KEY);
     await store.delete(KEY); // nothing there any more: no error
     expect(existsSync(store.pathOf(KEY))).toBe(false);
@@ -87,25 +90,25 @@ describe('FsBlobStore', () => {
     // A crash between the rename and the unlink:
     writeFileSync(join(store.trashDir, 'left-by-a-crash'), 'old bytes');
     await new Promise((resolve) => setTimeout(resolve, 5)); // its ctime must lie before the sweep's "now"
-    const none = { wanted: async () => new Set<string>(), settleAside: async () => false };
+    const none = { wanted: async () => new Set<string>(), tags: async () => new Map(), settleAside: async () => false };
     expect((await store.sweep({ graceMs: 0, ...none })).temporary).toBe(1);
     expect(readdirSync(store.trashDir)).toEqual([]);
   });
 
   it('undoes a replacement: the previous bytes come back, or none when there were none', async () => {
-    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none')).finish();
-    await (await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), 'tagv1')).undo();
+    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), tags('none'))).finish();
+    await (await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), tags('tagv1'))).undo();
     expect(read(KEY)).toBe('v1');
     expect(entriesOf(KEY)).toEqual([KEY]);
     const other = '8d1f0e2a-1111-4222-8333-944445555666';
-    await (await store.replace(other, await store.write(chunks('new'), { maxBytes: 10 }), 'none')).undo();
+    await (await store.replace(other, await store.write(chunks('new'), { maxBytes: 10 }), tags('none'))).undo();
     expect(existsSync(store.pathOf(other))).toBe(false);
   });
 
   it('does not undo over a later replacement that has won meanwhile', async () => {
-    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none')).finish();
-    const failed = await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), 'tagv1');
-    const winner = await store.replace(KEY, await store.write(chunks('v3'), { maxBytes: 10 }), 'tagv1');
+    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), tags('none'))).finish();
+    const failed = await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), tags('tagv1'));
+    const winner = await store.replace(KEY, await store.write(chunks('v3'), { maxBytes: 10 }), tags('tagv1'));
     await winner.finish();
     await failed.undo();
     expect(read(KEY)).toBe('v3');
@@ -113,16 +116,16 @@ describe('FsBlobStore', () => {
   });
 
   it('removes bytes (replace with null), and an undone removal puts them back unless new bytes arrived', async () => {
-    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), 'none')).finish();
-    await (await store.replace(KEY, null, 'tagv1')).undo();
+    await (await store.replace(KEY, await store.write(chunks('v1'), { maxBytes: 10 }), tags('none'))).finish();
+    await (await store.replace(KEY, null, tags('tagv1'))).undo();
     expect(read(KEY)).toBe('v1');
-    const removal = await store.replace(KEY, null, 'tagv1');
+    const removal = await store.replace(KEY, null, tags('tagv1'));
     expect(existsSync(store.pathOf(KEY))).toBe(false);
-    await (await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), 'none')).finish();
+    await (await store.replace(KEY, await store.write(chunks('v2'), { maxBytes: 10 }), tags('none'))).finish();
     await removal.undo();
     expect(read(KEY)).toBe('v2');
     expect(entriesOf(KEY)).toEqual([KEY]);
-    await (await store.replace(KEY, null, 'tagv2')).finish();
+    await (await store.replace(KEY, null, tags('tagv2'))).finish();
     expect(entriesOf(KEY)).toEqual([]);
   });
 
@@ -130,7 +133,7 @@ describe('FsBlobStore', () => {
     const upload = '9d1f0e2a-1111-4222-8333-944445555666';
     await store.append(upload, 0, chunks('chunk one, '), { maxBytes: 100 });
     await store.append(upload, 11, chunks('chunk two'), { maxBytes: 100 });
-    await (await store.replace(KEY, { key: upload }, 'none')).finish();
+    await (await store.replace(KEY, { key: upload }, tags('none'))).finish();
     expect(read(KEY)).toBe('chunk one, chunk two');
     expect(existsSync(store.pathOf(upload))).toBe(false);
   });
@@ -154,7 +157,7 @@ describe('FsBlobStore', () => {
   });
 
   it('opens whole blobs and ranges, and null for missing ones', async () => {
-    await (await store.replace(KEY, await store.write(chunks('0123456789'), { maxBytes: 10 }), 'none')).finish();
+    await (await store.replace(KEY, await store.write(chunks('0123456789'), { maxBytes: 10 }), tags('none'))).finish();
     const whole = await store.open(KEY);
     expect(whole!.size).toBe(10);
     expect(await text(whole!.stream)).toBe('0123456789');

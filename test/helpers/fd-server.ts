@@ -16,6 +16,7 @@ const server = await startServer({
     anonymousUserId: null,
     logLevel: 'silent',
     configPath: null,
+    s3Credentials: null,
   },
 });
 console.log(JSON.stringify({ url: server.url }));

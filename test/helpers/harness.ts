@@ -1,6 +1,8 @@
 // The shared integration-test harness: every suite declared with `describeBackends` runs once per backend
 // (PGlite and a real PostgreSQL server), each against a fresh migrated database, a fresh DATA_DIR on disk and the
-// real HTTP app listening on a real socket. Time comes from a ManualClock the tests can move.
+// real HTTP app listening on a real socket. Suites about file bytes (`blobs: true`) run once per backend and blob
+// store: the disk store in DATA_DIR, and the object store (a prefix of its own in the test bucket of the throw-away
+// Ceph cluster). Time comes from a ManualClock the tests can move.
 
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -19,14 +21,22 @@ import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
+import { emptyPrefix } from './blobs.js';
 import { checkExchange, forgetDocument, registerDocument } from './openapi-check.js';
 
 export type BackendName = 'pglite' | 'postgres';
+export type BlobStoreName = 'disk' | 's3';
 
 export function backendsUnderTest(): BackendName[] {
   const provided = inject('backends') as string[] | undefined;
   const list = provided && provided.length > 0 ? provided : ['pglite', 'postgres'];
   return list.filter((b): b is BackendName => b === 'pglite' || b === 'postgres');
+}
+
+export function blobStoresUnderTest(): BlobStoreName[] {
+  const provided = inject('blobStores') as string[] | undefined;
+  const list = provided && provided.length > 0 ? provided : ['disk', 's3'];
+  return list.filter((b): b is BlobStoreName => b === 'disk' || b === 's3');
 }
 
 let pgliteTemplate: Promise<PGlite> | null = null;
@@ -82,10 +92,23 @@ export async function freshDatabase(backend: BackendName): Promise<{ db: Db; dis
 export interface TestOptions {
   settings?: Record<string, unknown>;
   anonymousUserId?: string | null;
+  /** Run the suite on every blob store under test, not on the disk store only. */
+  blobs?: boolean;
+}
+
+export interface HarnessOptions extends TestOptions {
+  blobStore?: BlobStoreName;
+  /** The object store's prefix (default: a new one); two harnesses given the same share their files. */
+  s3Prefix?: string;
+  /** Use this database instead of a fresh one (it is not disposed of by `stop`). */
+  db?: Db;
 }
 
 export interface Harness {
   backend: BackendName;
+  blobStore: BlobStoreName;
+  /** The object store's prefix of this harness (null on the disk store). */
+  s3Prefix: string | null;
   url: string;
   db: Db;
   app: App;
@@ -114,16 +137,37 @@ export interface TestResponse {
   json: any;
 }
 
+/** The settings and credentials of a harness on the object store: the test bucket, under `prefix`. */
+function s3Settings(settings: Record<string, unknown>, prefix: string) {
+  const store = inject('s3') as { endpoint: string; accessKeyId: string; secretAccessKey: string; bucket: string };
+  if (!store) throw new Error('the s3 blob store was requested but no object store was provided (run npm test)');
+  const file = (settings.file ?? {}) as Record<string, unknown>;
+  return {
+    settings: {
+      ...settings,
+      file: { ...file, storage: 's3', s3: { endpoint: store.endpoint, bucket: store.bucket, prefix } },
+    },
+    credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+  };
+}
+
+/** A new prefix in the test bucket. */
+export const newS3Prefix = () => `t-${randomBytes(8).toString('hex')}`;
+
 export async function startHarness(
   backend: BackendName,
-  options: TestOptions = {},
+  options: HarnessOptions = {},
 ): Promise<Harness & { stop(): Promise<void> }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'trellis-test-'));
-  const { db, dispose } = await freshDatabase(backend);
-  const settings: Settings = validateSettings(options.settings ?? {});
+  const blobStore = options.blobStore ?? 'disk';
+  const { db, dispose } = options.db ? { db: options.db, dispose: async () => {} } : await freshDatabase(backend);
+  const s3Prefix = blobStore === 's3' ? (options.s3Prefix ?? newS3Prefix()) : null;
+  const s3 = s3Prefix !== null ? s3Settings(options.settings ?? {}, s3Prefix) : null;
+  const settings: Settings = validateSettings(s3?.settings ?? options.settings ?? {});
   const config: Config = {
     settings,
     runtime: {
+      s3Credentials: s3?.credentials ?? null,
       port: 0,
       host: '127.0.0.1',
       dataDir,
@@ -164,6 +208,8 @@ export async function startHarness(
   };
   return {
     backend,
+    blobStore,
+    s3Prefix,
     url,
     db,
     app,
@@ -177,6 +223,8 @@ export async function startHarness(
       await app.close();
       await dispose();
       await rm(dataDir, { recursive: true, force: true });
+      // The object store keeps its objects in memory: a prefix this harness made is emptied.
+      if (s3Prefix !== null && options.s3Prefix === undefined) await emptyPrefix(`${s3Prefix}/`);
     },
   };
 }
@@ -186,21 +234,23 @@ export async function startHarness(
  * suite's tests and stopped after them.
  */
 export function describeBackends(title: string, body: (h: () => Harness) => void, options: TestOptions = {}): void {
-  for (const backend of backendsUnderTest()) {
-    describe(`${title} [${backend}]`, () => {
-      let harness: (Harness & { stop(): Promise<void> }) | null = null;
-      beforeAll(async () => {
-        harness = await startHarness(backend, options);
+  const stores: BlobStoreName[] = options.blobs ? blobStoresUnderTest() : ['disk'];
+  for (const backend of backendsUnderTest())
+    for (const blobStore of stores) {
+      describe(`${title} [${backend}${blobStore === 'disk' ? '' : `, ${blobStore}`}]`, () => {
+        let harness: (Harness & { stop(): Promise<void> }) | null = null;
+        beforeAll(async () => {
+          harness = await startHarness(backend, { ...options, blobStore });
+        });
+        afterAll(async () => {
+          await harness?.stop();
+        });
+        body(() => {
+          if (!harness) throw new Error('harness not started');
+          return harness;
+        });
       });
-      afterAll(async () => {
-        await harness?.stop();
-      });
-      body(() => {
-        if (!harness) throw new Error('harness not started');
-        return harness;
-      });
-    });
-  }
+    }
 }
 
 /** Registers a user and returns its id and a fresh token. */

@@ -331,6 +331,7 @@ describe('unexpected errors', () => {
         anonymousUserId: null,
         logLevel: 'info',
         configPath: null,
+        s3Credentials: null,
       },
     };
     // No database is needed for this route; services are not touched.

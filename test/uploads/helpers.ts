@@ -1,10 +1,10 @@
 // Helpers of the resumable-upload tests: requests in the draft's shape, a look at what is stored, and a raw
 // HTTP/1.1 client for what fetch hides (interim responses, bodies cut off half-way, stalled bodies).
-import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
 import { parseDictionary } from 'structured-headers';
+import { uploadBytes } from '../helpers/blobs.js';
 import type { Harness, TestResponse } from '../helpers/harness.js';
 
 const bytes = (b: Buffer) => new Uint8Array(b);
@@ -68,8 +68,8 @@ export async function uploadRow(h: Harness, id: string) {
 }
 
 export const blobPath = (h: Harness, key: string) => join(h.dataDir, 'files', key.slice(0, 2), key);
-export const blobOf = (h: Harness, key: string): Buffer | null =>
-  existsSync(blobPath(h, key)) ? readFileSync(blobPath(h, key)) : null;
+/** The bytes stored for upload `key` (through the blob store, whichever it is), or null. */
+export const blobOf = (h: Harness, key: string): Promise<Buffer | null> => uploadBytes(h, key);
 
 export async function waitFor(
   what: string,

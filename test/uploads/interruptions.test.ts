@@ -60,7 +60,7 @@ describeBackends(
       const probe = await head(h(), alice.token, path);
       expect(probe.status).toBe(204);
       const offset = Number(probe.headers.get('upload-offset'));
-      expect(blobOf(h(), id)!.equals(data.subarray(0, offset))).toBe(true);
+      expect((await blobOf(h(), id))!.equals(data.subarray(0, offset))).toBe(true);
       const done = await append(h(), alice.token, path, offset, data.subarray(offset), true);
       expect(done.status).toBe(201);
       const element = await h().request('GET', `/${elementId}`, { token: alice.token });
@@ -140,7 +140,7 @@ describeBackends(
         anonymous.req.destroy();
         await anonymous.closed;
         // The row goes first, then the bytes.
-        await waitUntil(async () => (await uploadsOf()).length === 0 && blobOf(h(), uploadId) === null);
+        await waitUntil(async () => (await uploadsOf()).length === 0 && (await blobOf(h(), uploadId)) === null);
 
         const told = await partialRequest(
           h(),
@@ -226,7 +226,7 @@ describeBackends(
         expect((await h().request('DELETE', path, { token: alice.token })).status).toBe(204);
         await stalled.closed;
         expect(await uploadRow(h(), id)).toBeNull();
-        expect(blobOf(h(), id)).toBeNull();
+        expect(await blobOf(h(), id)).toBeNull();
       });
 
       it('a lease held elsewhere (another instance) gives 409; a lease of a dead instance runs out', async () => {
@@ -242,7 +242,7 @@ describeBackends(
         expect(busy.status).toBe(409);
         expect(busy.json).toMatchObject({ 'expected-offset': KiB, 'provided-offset': KiB });
         expect(busy.headers.get('upload-offset')).toBe(String(KiB));
-        expect(blobOf(h(), id)!.equals(data.subarray(0, KiB))).toBe(true);
+        expect((await blobOf(h(), id))!.equals(data.subarray(0, KiB))).toBe(true);
         h().clock.advance(61);
         expect((await append(h(), alice.token, path, KiB, data.subarray(KiB, 2 * KiB), false)).status).toBe(204);
         await finishAndCheck(path, elementId, data);

@@ -82,7 +82,7 @@ describeBackends(
         expect(res2.headers.get('upload-offset')).toBe('11');
         expect(res2.headers.get('upload-length')).toBe('100');
         expect(await uploadRow(h(), declared.id)).toMatchObject({ offset: 11, length: 100, chunks: 1 });
-        expect(blobOf(h(), declared.id)!.toString()).toBe('first chunk');
+        expect((await blobOf(h(), declared.id))!.toString()).toBe('first chunk');
       });
 
       it('refuses bad starts with 400 and stores nothing; needs UPDATE on the element; honours If-Match', async () => {
@@ -164,7 +164,7 @@ describeBackends(
         expect((await head(h(), alice.token, path)).status).toBe(404);
         expect((await append(h(), alice.token, path, png.length, Buffer.alloc(0), true)).status).toBe(404);
         expect(await uploadRow(h(), uploadId)).toBeNull();
-        expect(blobOf(h(), uploadId)).toBeNull();
+        expect(await blobOf(h(), uploadId)).toBeNull();
       });
 
       it('completes with bytes in the last PATCH, below min-append-size; a PUT start replaces a previous file, a POST start gets 409', async () => {
@@ -324,12 +324,12 @@ describeBackends(
       it('DELETE by the creator: 204, the row and the bytes are gone, later requests 404', async () => {
         const id = await createElement(h(), alice.token, { type: 'Doc' });
         const { path, id: uploadId } = await startUpload(h(), alice.token, id, { body: Buffer.from('some bytes') });
-        expect(blobOf(h(), uploadId)).not.toBeNull();
+        expect(await blobOf(h(), uploadId)).not.toBeNull();
         const res = await h().request('DELETE', path, { token: alice.token });
         expect(res.status).toBe(204);
         expect(res.text).toBe('');
         expect(await uploadRow(h(), uploadId)).toBeNull();
-        expect(blobOf(h(), uploadId)).toBeNull();
+        expect(await blobOf(h(), uploadId)).toBeNull();
         expect((await head(h(), alice.token, path)).status).toBe(404);
         expect((await h().request('DELETE', path, { token: alice.token })).status).toBe(404);
         expect((await h().request('GET', `/${id}`, { token: alice.token })).json.data.hasFile).toBeUndefined();
@@ -374,5 +374,5 @@ describeBackends(
       });
     });
   },
-  { settings },
+  { settings, blobs: true },
 );

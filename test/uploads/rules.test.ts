@@ -56,7 +56,7 @@ describeBackends(
       expect(res.headers.has('upload-limit')).toBe(true);
       expect((await head(h(), alice.token, path)).headers.get('upload-offset')).toBe(String(offset));
       expect((await uploadRow(h(), uploadId))!.offset).toBe(offset);
-      expect(blobOf(h(), uploadId)!.equals(stored)).toBe(true);
+      expect((await blobOf(h(), uploadId))!.equals(stored)).toBe(true);
     }
 
     describe('offsets', () => {
@@ -75,7 +75,7 @@ describeBackends(
           });
           expect(res.headers.get('upload-offset')).toBe(String(2 * KiB));
         }
-        expect(blobOf(h(), u.id)!.equals(u.data)).toBe(true);
+        expect((await blobOf(h(), u.id))!.equals(u.data)).toBe(true);
       });
 
       it('a missing or malformed Upload-Offset or Upload-Complete: 400', async () => {
@@ -165,7 +165,7 @@ describeBackends(
           [noise(100, 6)],
         );
         expect(small.status).toBe(400);
-        expect(blobOf(h(), u.id)!.equals(u.data)).toBe(true);
+        expect((await blobOf(h(), u.id))!.equals(u.data)).toBe(true);
       });
 
       it('a non-final chunk past max-size or the declared Upload-Length: 400 and nothing appended', async () => {
@@ -238,7 +238,7 @@ describeBackends(
         expect(short.headers.get('upload-complete')).toBe('?0');
         expect((await head(h(), alice.token, path)).headers.get('upload-offset')).toBe(String(KiB));
         expect(await uploadRow(h(), uploadId)).toMatchObject({ offset: KiB, chunks: 1 });
-        expect(blobOf(h(), uploadId)!.equals(data.subarray(0, KiB))).toBe(true);
+        expect((await blobOf(h(), uploadId))!.equals(data.subarray(0, KiB))).toBe(true);
         const file = await fetch(`${h().url}/${id}/file`, { headers: { authorization: `Bearer ${alice.token}` } });
         expect(await file.text()).toBe('kept');
 
@@ -281,7 +281,7 @@ describeBackends(
           offset += KiB;
         }
         expect((await uploadRow(h(), u.id))!.chunks).toBe(10);
-        const stored = blobOf(h(), u.id)!;
+        const stored = (await blobOf(h(), u.id))!;
         await expectRefused(
           await append(h(), alice.token, u.path, offset, noise(KiB, 11), false),
           u.id,
@@ -312,7 +312,7 @@ describeBackends(
         expect(res.json.type).toMatch(/bad-content$/);
         expect(res.headers.get('upload-offset')).toBe('0');
         expect((await head(h(), alice.token, path)).headers.get('upload-offset')).toBe('0');
-        expect(blobOf(h(), uploadId)).toBeNull();
+        expect(await blobOf(h(), uploadId)).toBeNull();
         expect((await h().request('GET', `/${id}`, { token: alice.token })).json.data.hasFile).toBeUndefined();
         // Content-Digest is accepted as the fallback name; sent again with the right digest it completes.
         expect((await append(h(), alice.token, path, 0, data.subarray(0, 2 * KiB), false)).status).toBe(204);
@@ -441,7 +441,7 @@ describeBackends(
         expect(patch.json.type).toMatch(/\/error\/404\/not-found$/);
         expect((await h().request('DELETE', u.path, { token: eve.token })).status).toBe(404);
         expect((await head(h(), alice.token, u.path)).headers.get('upload-offset')).toBe(String(KiB));
-        expect(blobOf(h(), u.id)!.equals(u.data)).toBe(true);
+        expect((await blobOf(h(), u.id))!.equals(u.data)).toBe(true);
         expect((await h().request('HEAD', u.path)).status).toBe(401);
       });
 
@@ -460,7 +460,7 @@ describeBackends(
         const patch = await append(h(), bob.token, path, KiB, noise(KiB, 27), false);
         expect(patch.status).toBe(404);
         expect(await uploadRow(h(), uploadId)).toBeNull();
-        expect(blobOf(h(), uploadId)).toBeNull();
+        expect(await blobOf(h(), uploadId)).toBeNull();
       });
 
       it('an upload whose target was deleted is gone, row and bytes', async () => {
@@ -468,7 +468,7 @@ describeBackends(
         expect((await h().request('DELETE', `/${u.elementId}`, { token: alice.token })).status).toBe(204);
         expect((await head(h(), alice.token, u.path)).status).toBe(404);
         expect(await uploadRow(h(), u.id)).toBeNull();
-        expect(blobOf(h(), u.id)).toBeNull();
+        expect(await blobOf(h(), u.id)).toBeNull();
       });
 
       it('an upload whose bytes were lost is deactivated: 410', async () => {
@@ -506,5 +506,5 @@ describeBackends(
       expect(status).toBe(409);
     });
   },
-  { settings },
+  { settings, blobs: true },
 );

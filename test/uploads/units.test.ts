@@ -80,16 +80,21 @@ describe('FsBlobStore appends of uploads', () => {
   });
 
   it('moves a finished upload into place, and an undone move gives the bytes back to the upload', async () => {
-    await (await store.replace(ELEMENT, await store.write(chunks('old file'), { maxBytes: 100 }), 'none')).finish();
+    await (
+      await store.replace(ELEMENT, await store.write(chunks('old file'), { maxBytes: 100 }), {
+        previous: 'none',
+        next: 'next',
+      })
+    ).finish();
     await store.append(UPLOAD, 0, chunks('new file'), { maxBytes: 100 });
-    const failed = await store.replace(ELEMENT, { key: UPLOAD }, 'tagold');
+    const failed = await store.replace(ELEMENT, { key: UPLOAD }, { previous: 'tagold', next: 'next' });
     expect(read(ELEMENT)).toBe('new file');
     await failed.undo();
     expect(read(ELEMENT)).toBe('old file');
     expect(read(UPLOAD)).toBe('new file');
     // Onto an element without a file, undone: the element has none again, the upload keeps its bytes.
     const other = 'ad1f0e2a-1111-4222-8333-944445555666';
-    await (await store.replace(other, { key: UPLOAD }, 'none')).undo();
+    await (await store.replace(other, { key: UPLOAD }, { previous: 'none', next: 'next' })).undo();
     expect(existsSync(store.pathOf(other))).toBe(false);
     expect(read(UPLOAD)).toBe('new file');
   });

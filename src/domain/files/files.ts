@@ -90,10 +90,10 @@ function fileEtag(row: ElementRow): string {
 }
 
 /**
- * The tag under which the blob store sets the current bytes aside during a replacement: the state of the
- * database that refers to them (see BlobStore.replace and sweep).
+ * The tag of the bytes the database refers to (see BlobStore.replace and sweep): the disk store sets the current
+ * bytes aside under it during a replacement, the object store names each version of a file by it.
  */
-function blobTag(file: FileMeta | null): string {
+export function blobTag(file: FileMeta | null): string {
   if (!file) return 'none';
   return file.hash.sha256 ?? 'unhashed';
 }
@@ -221,7 +221,8 @@ export class Files {
         const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         hooks.check?.(row);
         await hooks.inTransaction?.(tx);
-        const replacement = await this.blobs.replace(row.id, bytes, blobTag(row.file));
+        const tags = { previous: blobTag(row.file), next: blobTag(meta) };
+        const replacement = await this.blobs.replace(row.id, bytes, tags);
         try {
           await setFile(tx, row.id, meta, this.clock.now());
         } catch (error) {
@@ -255,35 +256,68 @@ export class Files {
   /** GET or HEAD of `/<id>/file`. Missing element, no access and no file are the same 404. */
   async download(caller: Caller, id: string, request: DownloadRequest): Promise<Download> {
     if (!isUuid(id)) throw notFound();
+    // A store that keeps each version under its tag is opened after the transaction, so that a slow store holds
+    // no database connection: the version the row names stays until a replacement has committed, and one that
+    // went meanwhile means the metadata read is no longer current, so the download starts again.
+    for (let attempt = 1; ; attempt++) {
+      const decided = await this.decideDownload(caller, id, request, !this.blobs.versioned);
+      if (decided.stream !== null || decided.status === 304 || request.bodyless || !this.blobs.versioned)
+        return decided;
+      const blob = await this.openFile(decided, decided.range, attempt < VERSION_ATTEMPTS);
+      if (blob) return { ...decided, stream: blob };
+    }
+  }
+
+  /** Reads the element's file metadata and decides the answer; opens the bytes too when `open` says so. */
+  private async decideDownload(
+    caller: Caller,
+    id: string,
+    request: DownloadRequest,
+    open: boolean,
+  ): Promise<Download & { id: string }> {
     const opened: { stream: Readable | null } = { stream: null };
     try {
-      // The shared row lock keeps writers from moving bytes between reading the metadata and opening the bytes;
-      // once open, the descriptor keeps reading the same bytes whatever happens to the name.
-      return await this.db.transaction<Download>(async (tx) => {
-        await sql.lockForDownload(tx, id.toLowerCase());
+      // With `open`, the shared row lock keeps writers from moving bytes between reading the metadata and opening
+      // the bytes; once open, the descriptor keeps reading the same bytes whatever happens to the name.
+      return await this.db.transaction(async (tx) => {
+        if (open) await sql.lockForDownload(tx, id.toLowerCase());
         const row = await this.elements.require(tx, caller, id, 'READ');
         const file = row.file;
         if (!file) throw notFound();
         const etag = fileEtag(row);
-        const base = { etag, file, filename: downloadName(row), stream: null };
+        const base = { id: row.id, etag, file, filename: downloadName(row), stream: null };
         checkIfMatch(request.conditions.ifMatch, etag);
         if (ifNoneMatchHits(request.conditions.ifNoneMatch, etag)) return { ...base, status: 304, range: null };
         const range = ifRangeAllows(request.ifRange, etag) ? parseRange(request.range, file.contentLength) : null;
         const status = range ? 206 : 200;
-        if (request.bodyless) return { ...base, status, range };
-        const blob = await this.blobs.open(row.id, range ?? undefined);
-        if (!blob) throw new Error(`the bytes of the file of element ${row.id} are missing`);
-        opened.stream = blob.stream;
-        if (blob.size !== file.contentLength)
-          throw new Error(
-            `the file of element ${row.id} has ${blob.size} bytes on disk, its metadata says ${file.contentLength}`,
-          );
-        return { ...base, status, range, stream: blob.stream };
+        if (request.bodyless || !open) return { ...base, status, range };
+        const stream = await this.openFile(base, range, false);
+        opened.stream = stream;
+        return { ...base, status, range, stream };
       });
     } catch (error) {
       opened.stream?.destroy();
       throw error;
     }
+  }
+
+  /** Opens the stored bytes of a file; null (when `mayBeGone`) if its version is no longer there. */
+  private async openFile(
+    target: { id: string; file: FileMeta },
+    range: ByteRange | null,
+    mayBeGone: boolean,
+  ): Promise<Readable | null> {
+    const { id, file } = target;
+    const blob = await this.blobs.open(id, range ?? undefined, blobTag(file));
+    if (!blob) {
+      if (mayBeGone) return null;
+      throw new Error(`the bytes of the file of element ${id} are missing`);
+    }
+    if (blob.size !== file.contentLength) {
+      blob.stream.destroy();
+      throw new Error(`the file of element ${id} has ${blob.size} bytes stored, its metadata says ${file.contentLength}`);
+    }
+    return blob.stream;
   }
 
   /** DELETE `/<id>/file`: the bytes and the `file`/`hasFile` metadata go; 404 when there is no file. */
@@ -294,7 +328,7 @@ export class Files {
         const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         if (!row.file) throw notFound();
         checkWritePreconditions(conditions, fileEtag(row));
-        const replacement = await this.blobs.replace(row.id, null, blobTag(row.file));
+        const replacement = await this.blobs.replace(row.id, null, { previous: blobTag(row.file), next: 'none' });
         try {
           await setFile(tx, row.id, null, this.clock.now());
         } catch (error) {
@@ -329,6 +363,13 @@ export class Files {
         for (const key of keys) if (!isUuid(key)) referenced.add(key);
         return referenced;
       },
+      tags: async (keys) => {
+        const files = await sql.fileTags(
+          this.db,
+          keys.filter((k) => isUuid(k)),
+        );
+        return new Map([...files].map(([id, sha256]) => [id, sha256 ?? 'unhashed']));
+      },
       settleAside: async (key, settle) => {
         if (!isUuid(key)) return false;
         await this.db.transaction(async (tx) => {
@@ -340,6 +381,9 @@ export class Files {
     });
   }
 }
+
+/** Reads of a file's metadata before a download gives up on finding the version it names (see `download`). */
+const VERSION_ATTEMPTS = 3;
 
 const tooLarge = (max: number) =>
   new Problem('bad-content', `The file is larger than the maximum of ${max} bytes; nothing was stored.`);

@@ -26,7 +26,7 @@ export async function referencedBlobKeys(q: Queryable, keys: readonly string[]):
 /**
  * Takes the element's row lock (FOR UPDATE, waiting for a writer that holds it: file replacements are short) and
  * returns its file's SHA-256 (null for a file stored without one), or undefined when the element or its file is
- * gone. The sweep settles a replacement's leftovers under it (FsBlobStore.sweep).
+ * gone. The sweep settles a replacement's leftovers under it (the blob stores' sweep).
  */
 export async function lockFileForSweep(q: Queryable, id: string): Promise<{ sha256: string | null } | undefined> {
   const { rows } = await q.query<{ sha256: string | null; has_file: boolean }>(
@@ -36,4 +36,15 @@ export async function lockFileForSweep(q: Queryable, id: string): Promise<{ sha2
   );
   const row = rows[0];
   return row?.has_file ? { sha256: row.sha256 } : undefined;
+}
+
+/** Of `keys` (UUIDs), the elements that have a file, with its SHA-256 (null for a file stored without one). */
+export async function fileTags(q: Queryable, keys: readonly string[]): Promise<Map<string, string | null>> {
+  if (keys.length === 0) return new Map();
+  const { rows } = await q.query<{ id: string; sha256: string | null }>(
+    `SELECT id::text AS id, file->'hash'->>'sha256' AS sha256 FROM elements
+     WHERE id = ANY($1::uuid[]) AND file IS NOT NULL`,
+    [keys],
+  );
+  return new Map(rows.map((r) => [r.id, r.sha256]));
 }

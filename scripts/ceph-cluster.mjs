@@ -1,0 +1,304 @@
+// Throw-away S3-compatible object stores for tests and benchmarks: a one-node Ceph cluster (one monitor, one OSD
+// keeping its objects in memory) with its S3 gateway, radosgw.
+//
+//   import { startObjectStore } from './scripts/ceph-cluster.mjs';
+//   const store = await startObjectStore();   // { endpoint, accessKeyId, secretAccessKey, region, stop() }
+//   ...
+//   await store.stop();                        // SIGKILL the daemons + rm -rf
+//
+// Plain ESM, node builtins only. Finds ceph-mon, ceph-osd and radosgw on PATH; when they are missing and we are
+// root, installs Debian's `ceph-mon ceph-osd radosgw` with apt-get (as pg-cluster.mjs does for PostgreSQL);
+// otherwise throws. Each cluster lives in a fresh mkdtemp directory, listens on 127.0.0.1 only, needs no
+// authentication between its daemons and keeps nothing on disk (`osd objectstore = memstore`). The settings that
+// make it start in about a second are in ../shared/FACTS.md ("A real S3-compatible object store in tests").
+// Daemons are killed with SIGKILL (on SIGTERM radosgw lingers for seconds), also on process exit and signals.
+
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { accessSync, constants as fsConstants, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './pg-cluster.mjs';
+
+const PACKAGES = ['ceph-mon', 'ceph-osd', 'radosgw'];
+const BINARIES = ['monmaptool', 'ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph'];
+const defaultLog = (msg) => process.stderr.write(`[ceph-cluster] ${msg}\n`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Clusters still to be torn down, for the exit and signal handlers. */
+const live = new Set();
+let handlersInstalled = false;
+
+function which(cmd) {
+  for (const dir of [...(process.env.PATH ?? '').split(delimiter), '/usr/bin', '/usr/sbin', '/bin', '/sbin']) {
+    if (!dir) continue;
+    try {
+      accessSync(join(dir, cmd), fsConstants.X_OK);
+      return join(dir, cmd);
+    } catch {
+      /* not here */
+    }
+  }
+  return null;
+}
+
+const missing = () => BINARIES.filter((b) => which(b) === null);
+const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
+
+function run(cmd, args, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve(stdout);
+      else
+        reject(
+          new Error(`${cmd} ${args.join(' ')} failed (${signal ?? `exit code ${code}`}): ${(stderr + stdout).trim()}`),
+        );
+    });
+  });
+}
+
+let installing = null;
+
+/** Makes sure the Ceph binaries are there, installing Debian's packages as root when they are not. */
+export function ensureCephBinaries({ log = defaultLog } = {}) {
+  installing ??= (async () => {
+    if (missing().length === 0) return;
+    if (!isRoot() || !which('apt-get'))
+      throw new Error(
+        `Ceph's ${missing().join(', ')} not found. Install them (Debian/Ubuntu: sudo apt-get install -y --no-install-recommends ${PACKAGES.join(' ')}) or run as root to let this script install them.`,
+      );
+    log(`Ceph not found; installing Debian packages ${PACKAGES.join(' ')} (apt-get)...`);
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const started = Date.now();
+    await run('apt-get', ['update'], { env });
+    await run('apt-get', ['install', '-y', '--no-install-recommends', ...PACKAGES], { env });
+    log(`installed in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+    if (missing().length > 0) throw new Error(`after apt-get install, still missing: ${missing().join(', ')}`);
+  })();
+  installing.catch(() => {
+    installing = null;
+  });
+  return installing;
+}
+
+function configText(dir, fsid, monPort, rgwPort) {
+  return `[global]
+fsid = ${fsid}
+mon host = 127.0.0.1:${monPort}
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+auth cluster required = none
+auth service required = none
+auth client required = none
+run dir = ${dir}/run
+admin socket = ${dir}/run/$name.asok
+log file = ${dir}/log/$name.log
+mon data = ${dir}/mon/$cluster-$id
+osd data = ${dir}/osd/$cluster-$id
+osd objectstore = memstore
+memstore device bytes = ${64 * 1024 ** 3}
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+mon allow pool size one = true
+mon allow pool delete = true
+mon max pg per osd = 1000
+mon warn on pool no redundancy = false
+paxos propose interval = 0.01
+paxos min wait = 0.001
+osd crush chooseleaf type = 0
+
+[client.rgw]
+rgw frontends = beast endpoint=127.0.0.1:${rgwPort}
+rgw data = ${dir}/rgw
+auth client required = none
+ms mon client mode = crc
+`;
+}
+
+function kill(cluster) {
+  for (const child of cluster.children) {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {
+        /* gone already */
+      }
+    }
+  }
+}
+
+function stopSync(cluster) {
+  if (cluster.stopped) return;
+  cluster.stopped = true;
+  live.delete(cluster);
+  kill(cluster);
+  try {
+    rmSync(cluster.dir, { recursive: true, force: true });
+  } catch {
+    /* best effort at exit */
+  }
+}
+
+function installHandlers() {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  process.on('exit', () => {
+    for (const c of [...live]) stopSync(c);
+  });
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.once(sig, () => {
+      for (const c of [...live]) stopSync(c);
+      process.kill(process.pid, sig);
+    });
+  }
+}
+
+function tail(file, lines = 30) {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+async function until(what, check, timeoutMs, logFile) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline)
+      throw new Error(`${what} did not happen within ${timeoutMs} ms\n--- ${logFile} ---\n${tail(logFile)}`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Starts a one-node Ceph cluster with radosgw and an S3 user. Resolves to
+ * { endpoint, region, accessKeyId, secretAccessKey, dir, startMs, stop() }.
+ */
+export async function startObjectStore({ log = defaultLog } = {}) {
+  await ensureCephBinaries({ log });
+  installHandlers();
+  const t0 = Date.now();
+  const dir = await mkdtemp(join(tmpdir(), 'trellis-ceph-'));
+  const cluster = { dir, children: [], stopped: false };
+  live.add(cluster);
+  try {
+    for (const sub of ['run', 'log', 'mon', 'osd', 'rgw']) await mkdir(join(dir, sub), { recursive: true });
+    const fsid = randomUUID();
+    const monPort = await freePort();
+    const rgwPort = await freePort();
+    const conf = join(dir, 'ceph.conf');
+    await writeFile(conf, configText(dir, fsid, monPort, rgwPort));
+    const c = ['-c', conf];
+    const daemon = (cmd, args) => {
+      const child = spawn(cmd, [...c, '-f', ...args], { stdio: 'ignore', cwd: dir });
+      child.on('error', () => {});
+      cluster.children.push(child);
+      return child;
+    };
+    const ceph = (args) => run('ceph', [...c, '--connect-timeout', '20', ...args], { cwd: dir });
+
+    await run('monmaptool', ['--create', '--fsid', fsid, '--add', 'a', `127.0.0.1:${monPort}`, join(dir, 'monmap')]);
+    await run('ceph-mon', [...c, '--mkfs', '-i', 'a', '--monmap', join(dir, 'monmap')], { cwd: dir });
+    daemon('ceph-mon', ['-i', 'a']);
+    const osdUuid = randomUUID();
+    const osdId = (await ceph(['osd', 'new', osdUuid])).trim();
+    await mkdir(join(dir, 'osd', `ceph-${osdId}`), { recursive: true });
+    await run('ceph-osd', [...c, '-i', osdId, '--mkfs', '--osd-uuid', osdUuid], { cwd: dir });
+    daemon('ceph-osd', ['-i', osdId]);
+    await until(
+      'the OSD coming up',
+      async () => JSON.parse(await ceph(['osd', 'dump', '-f', 'json'])).osds?.[0]?.up === 1,
+      60_000,
+      join(dir, 'log', `osd.${osdId}.log`),
+    );
+    daemon('radosgw', ['-n', 'client.rgw']);
+    const endpoint = `http://127.0.0.1:${rgwPort}`;
+    await until(
+      'radosgw answering',
+      async () => (await (await fetch(`${endpoint}/`)).text()).includes('ListAllMyBucketsResult'),
+      60_000,
+      join(dir, 'log', 'client.rgw.log'),
+    );
+    const accessKeyId = `TRELLIS${randomBytes(6).toString('hex').toUpperCase()}`;
+    const secretAccessKey = randomBytes(24).toString('base64url');
+    await run(
+      'radosgw-admin',
+      [
+        ...c,
+        'user',
+        'create',
+        '--uid',
+        'trellis',
+        '--display-name',
+        'trellis tests',
+        '--access-key',
+        accessKeyId,
+        '--secret',
+        secretAccessKey,
+      ],
+      { cwd: dir },
+    );
+    const startMs = Date.now() - t0;
+    log(`Ceph object store (radosgw) at ${endpoint} (${dir}), started in ${startMs} ms`);
+    let stopping = null;
+    return {
+      endpoint,
+      region: 'us-east-1',
+      accessKeyId,
+      secretAccessKey,
+      dir,
+      startMs,
+      stop() {
+        stopping ??= (async () => {
+          kill(cluster);
+          await Promise.all(
+            cluster.children.map((child) =>
+              child.exitCode === null && child.signalCode === null
+                ? new Promise((resolve) => child.once('exit', resolve))
+                : null,
+            ),
+          );
+          await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+          cluster.stopped = true;
+          live.delete(cluster);
+        })();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    stopSync(cluster);
+    throw error;
+  }
+}
+
+// `node scripts/ceph-cluster.mjs` starts a store, prints its endpoint and keys, and keeps it until Ctrl-C.
+function isMain() {
+  try {
+    return !!process.argv[1] && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  const store = await startObjectStore();
+  process.stdout.write(
+    `AWS_ACCESS_KEY_ID=${store.accessKeyId} AWS_SECRET_ACCESS_KEY=${store.secretAccessKey} endpoint ${store.endpoint}\n`,
+  );
+  process.stderr.write('[ceph-cluster] press Ctrl-C to stop and remove the cluster\n');
+  await new Promise(() => {
+    setInterval(() => {}, 1 << 30);
+  });
+}

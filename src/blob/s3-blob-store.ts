@@ -1,0 +1,491 @@
+// The object-store blob store: file bytes as objects in one bucket of an S3-compatible store (path-style requests),
+// under an optional prefix P, so that several instances on several machines share them:
+//   P<key>/f-<tag>      the file of element <key> whose database tag (its SHA-256) is <tag>
+//   P<key>/c-<offset>   a chunk of upload <key>, starting at byte <offset>: one object per append
+//   Ptmp/<random>       a direct upload on its way in, copied to its element's name once it is checked
+// Objects cannot be renamed or appended to. A replacement therefore writes the new version beside the old one and the
+// database's commit switches between them: a download asks for the version its row names, so it never gets bytes whose
+// digest differs from the element's, and the old version stays readable until the commit. What a crash leaves behind
+// (versions nothing names, chunks of no upload, temporary objects, unfinished multipart uploads) the sweep removes.
+import { createHash, randomBytes } from 'node:crypto';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  type GetObjectCommandOutput,
+  HeadBucketCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import {
+  type Appended,
+  type AppendOptions,
+  type BlobStore,
+  type ByteRange,
+  PartialAppendError,
+  type ReplaceTags,
+  type Replacement,
+  type SweepPolicy,
+  type SweepReport,
+  type TempBlob,
+  type WriteOptions,
+} from './blob-store.js';
+import { guarded, meter, type SourceFailure } from './meter.js';
+import { compose, type Piece } from './s3-compose.js';
+import { ObjectStoreError, objectStoreCall } from './s3-errors.js';
+
+const KEY = /^[A-Za-z0-9_-]{2,128}$/;
+const TAG = /^[A-Za-z0-9]{1,128}$/;
+const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|c-(\d{15}))$/;
+/** Digits of a chunk's offset in its name: enough for the 5 TiB storage ceiling, and names sort by offset. */
+const OFFSET_DIGITS = 15;
+/**
+ * Parts of the uploads this store streams (lib-storage buffers up to QUEUE of them): S3's minimum part is 5 MiB, and
+ * larger parts mean fewer requests for the same memory.
+ */
+const PART_BYTES = 8 * 1024 * 1024;
+const QUEUE = 4;
+/** Keys per sweep batch (one query to the database each). */
+const SWEEP_BATCH = 500;
+
+export interface S3StoreOptions {
+  /** null: the AWS endpoint of `region`. */
+  endpoint: string | null;
+  region: string;
+  bucket: string;
+  /** '' or a path ending in '/'. */
+  prefix: string;
+  /** Longest wait for a connection, and longest silence of a request, in milliseconds. */
+  timeoutMs: number;
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+}
+
+interface Chunk {
+  name: string;
+  start: number;
+  size: number;
+}
+
+function checkKey(key: string): string {
+  if (!KEY.test(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
+  return key;
+}
+
+function checkTag(tag: string): string {
+  if (!TAG.test(tag)) throw new Error(`invalid blob tag ${JSON.stringify(tag)}`);
+  return tag;
+}
+
+const isNotFound = (error: unknown) => {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
+};
+
+/** The chunks that make the bytes of an upload: from offset 0 on, as long as each starts where the last ended. */
+function contiguous(chunks: Chunk[]): { total: number; run: Chunk[] } {
+  let total = 0;
+  const run: Chunk[] = [];
+  for (const chunk of chunks) {
+    if (chunk.start !== total) break;
+    run.push(chunk);
+    total += chunk.size;
+  }
+  return { total, run };
+}
+
+export class S3BlobStore implements BlobStore {
+  private readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly prefix: string;
+  private readonly endpoint: string;
+
+  constructor(options: S3StoreOptions) {
+    this.bucket = options.bucket;
+    this.prefix = options.prefix;
+    this.endpoint = options.endpoint ?? `the AWS endpoint of ${options.region}`;
+    const agent = { keepAlive: true, maxSockets: 256 };
+    this.client = new S3Client({
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+      region: options.region,
+      credentials: options.credentials,
+      forcePathStyle: true,
+      // Checksums only where S3 requires them: with the SDK's default trailing checksums, S3-compatible stores
+      // refuse streamed uploads (411 MissingContentLength); the SHA-256 of every file is checked here anyway.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: {
+        connectionTimeout: options.timeoutMs,
+        requestTimeout: options.timeoutMs,
+        httpAgent: new HttpAgent(agent),
+        httpsAgent: new HttpsAgent(agent),
+      },
+    });
+  }
+
+  private fileName(key: string, tag: string): string {
+    return `${this.prefix}${checkKey(key)}/f-${checkTag(tag)}`;
+  }
+
+  private chunkName(key: string, offset: number): string {
+    return `${this.prefix}${checkKey(key)}/c-${String(offset).padStart(OFFSET_DIGITS, '0')}`;
+  }
+
+  private call<T>(operation: string, send: () => Promise<T>): Promise<T> {
+    return objectStoreCall(operation, send);
+  }
+
+  readonly versioned = true;
+
+  async verify(): Promise<void> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (error) {
+      const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+      const reason =
+        e.$metadata?.httpStatusCode === 404
+          ? 'it does not exist'
+          : e.$metadata?.httpStatusCode === 403
+            ? 'access is denied (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)'
+            : `${e.name ?? 'error'}: ${(error as Error).message}`;
+      throw new Error(`file.s3.bucket: the bucket "${this.bucket}" at ${this.endpoint} cannot be used: ${reason}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** Lists the objects under `prefix` (all pages). */
+  private async *list(prefix: string): AsyncGenerator<{ name: string; size: number; modified: Date | undefined }> {
+    let token: string | undefined;
+    do {
+      const page = await this.call('ListObjectsV2', () =>
+        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token })),
+      );
+      for (const o of page.Contents ?? [])
+        if (o.Key !== undefined) yield { name: o.Key, size: o.Size ?? 0, modified: o.LastModified };
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /** Multipart uploads under `prefix` that were started and neither completed nor aborted. */
+  private async *unfinished(prefix: string): AsyncGenerator<{ name: string; uploadId: string; initiated?: Date }> {
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    for (;;) {
+      const page = await this.call('ListMultipartUploads', () =>
+        this.client.send(
+          new ListMultipartUploadsCommand({
+            Bucket: this.bucket,
+            Prefix: prefix,
+            KeyMarker: keyMarker,
+            UploadIdMarker: uploadIdMarker,
+          }),
+        ),
+      );
+      for (const u of page.Uploads ?? [])
+        if (u.Key !== undefined && u.UploadId !== undefined)
+          yield { name: u.Key, uploadId: u.UploadId, ...(u.Initiated ? { initiated: u.Initiated } : {}) };
+      if (!page.IsTruncated) return;
+      keyMarker = page.NextKeyMarker;
+      uploadIdMarker = page.NextUploadIdMarker;
+    }
+  }
+
+  private async abortUpload(name: string, uploadId: string): Promise<void> {
+    await this.call('AbortMultipartUpload', () =>
+      this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: name, UploadId: uploadId })),
+    );
+  }
+
+  /** Removes objects by name (no error for missing ones). */
+  private async remove(names: string[]): Promise<void> {
+    for (let i = 0; i < names.length; i += 1000) {
+      const batch = names.slice(i, i + 1000);
+      const out = await this.call('DeleteObjects', () =>
+        this.client.send(
+          new DeleteObjectsCommand({
+            Bucket: this.bucket,
+            Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+          }),
+        ),
+      );
+      const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
+      if (failed.length > 0)
+        throw new ObjectStoreError(
+          'DeleteObjects',
+          new Error(`${failed.length} objects not deleted: ${failed[0]!.Code}`),
+        );
+    }
+  }
+
+  /** `remove` whose failure is left to the sweep: the objects are unreferenced already. */
+  private async removeLater(names: string[]): Promise<void> {
+    await this.remove(names).catch(() => {});
+  }
+
+  /**
+   * Streams `source` into the object `name` (one PUT, or a multipart upload past one part). A failure of the source
+   * itself is what this rejects with (a limit passed, a client that went away), not the SDK's report of it.
+   */
+  private async put(name: string, source: AsyncIterable<Buffer>): Promise<void> {
+    const failed: SourceFailure = {};
+    async function* watched() {
+      try {
+        yield* source;
+      } catch (error) {
+        Object.assign(failed, { error });
+        throw error;
+      }
+    }
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: name, Body: Readable.from(watched(), { objectMode: false }) },
+      partSize: PART_BYTES,
+      queueSize: QUEUE,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+    } catch (error) {
+      if ('error' in failed) throw failed.error;
+      throw new ObjectStoreError('Upload', error);
+    }
+  }
+
+  async write(source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<TempBlob> {
+    const temp = `${this.prefix}tmp/${randomBytes(16).toString('hex')}`;
+    const hash = createHash('sha256');
+    const m = meter({
+      ...options,
+      observe: (chunk) => {
+        hash.update(chunk);
+        options.observe?.(chunk);
+      },
+    });
+    try {
+      await this.put(temp, m.pass(source));
+    } catch (error) {
+      await this.removeLater([temp]);
+      throw error;
+    }
+    return { temp, size: m.state.size, sha256: hash.digest(), head: m.head() };
+  }
+
+  async discard(temp: TempBlob): Promise<void> {
+    await this.remove([temp.temp]);
+  }
+
+  async replace(key: string, next: TempBlob | { key: string } | null, tags: ReplaceTags): Promise<Replacement> {
+    const previous = tags.previous === 'none' ? null : this.fileName(key, tags.previous);
+    const target = next === null ? null : this.fileName(key, tags.next);
+    // The same tag is the same SHA-256, so the same bytes: the version stays, whatever happens.
+    const same = previous !== null && previous === target;
+    if (next !== null) {
+      const pieces: Piece[] =
+        'temp' in next
+          ? [{ name: next.temp, start: 0, size: next.size }]
+          : contiguous(await this.chunks(next.key)).run.map((c) => ({ name: c.name, start: 0, size: c.size }));
+      await compose(this.client, this.bucket, target!, pieces);
+    }
+    return {
+      finish: async () => {
+        // Committed: the previous version and the chunks the file came from are nobody's any more.
+        const gone = previous !== null && !same ? [previous] : [];
+        if (next !== null && !('temp' in next)) {
+          for (const c of await this.chunks(next.key).catch(() => [])) gone.push(c.name);
+        }
+        await this.removeLater(gone);
+      },
+      undo: async () => {
+        // Nothing names the new version: it goes (or, should this fail, the sweep removes it).
+        if (target !== null && !same) await this.removeLater([target]);
+      },
+    };
+  }
+
+  /** The chunk objects of upload `key`, by offset. */
+  private async chunks(key: string): Promise<Chunk[]> {
+    const base = `${this.prefix}${checkKey(key)}/c-`;
+    const chunks: Chunk[] = [];
+    for await (const o of this.list(base)) {
+      const digits = o.name.slice(base.length);
+      if (/^\d+$/.test(digits)) chunks.push({ name: o.name, start: Number(digits), size: o.size });
+    }
+    return chunks.sort((a, b) => a.start - b.start);
+  }
+
+  async append(
+    key: string,
+    offset: number,
+    source: AsyncIterable<Uint8Array>,
+    options: AppendOptions,
+  ): Promise<Appended> {
+    const chunks = await this.chunks(key);
+    const { total, run } = contiguous(chunks);
+    if (run.length === 0 && offset > 0) throw new Error(`blob ${key} is missing, expected ${offset} bytes`);
+    if (total < offset) throw new Error(`blob ${key} holds ${total} bytes, expected at least ${offset}`);
+    if (run.some((c) => c.start < offset && c.start + c.size > offset))
+      throw new Error(`blob ${key} has no chunk boundary at ${offset}`);
+    // Leftovers of an append whose offset was never committed (an instance that died after storing it).
+    await this.remove(chunks.filter((c) => c.start >= offset).map((c) => c.name));
+    const name = this.chunkName(key, offset);
+    const m = meter(options);
+    // With keepPartial, a failing source ends the stream as if it were complete, so the object holds all that
+    // arrived; limits are checked after this guard, so passing one still fails the upload.
+    const failure: SourceFailure = {};
+    try {
+      await this.put(name, m.pass(options.keepPartial ? guarded(source, failure) : source));
+    } catch (error) {
+      await this.removeLater([name]);
+      throw error;
+    }
+    const size = m.state.size;
+    if ('error' in failure) {
+      if (size > 0) throw new PartialAppendError(offset + size, failure.error);
+      await this.remove([name]);
+      throw failure.error;
+    }
+    if (size === 0) await this.remove([name]); // an empty chunk adds nothing
+    try {
+      options.check?.(size);
+    } catch (error) {
+      await this.remove([name]);
+      throw error;
+    }
+    return { size, total: offset + size, head: m.head() };
+  }
+
+  async open(key: string, range?: ByteRange, tag?: string): Promise<{ stream: Readable; size: number } | null> {
+    if (tag !== undefined) return this.openFile(key, tag, range);
+    const { total, run } = contiguous(await this.chunks(key));
+    if (run.length === 0) return null;
+    const wanted = range ?? { start: 0, end: total - 1 };
+    return { stream: Readable.from(this.readChunks(run, wanted), { objectMode: false }), size: total };
+  }
+
+  private async openFile(
+    key: string,
+    tag: string,
+    range: ByteRange | undefined,
+  ): Promise<{ stream: Readable; size: number } | null> {
+    if (tag === 'none') return null;
+    const name = this.fileName(key, tag);
+    let out: GetObjectCommandOutput;
+    try {
+      out = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: name,
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      );
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw new ObjectStoreError('GetObject', error);
+    }
+    const size = range ? Number(/\/(\d+)$/.exec(out.ContentRange ?? '')?.[1] ?? Number.NaN) : (out.ContentLength ?? 0);
+    return { stream: out.Body as Readable, size };
+  }
+
+  /** The bytes `range` of an upload's chunks, one ranged GET per chunk it touches. */
+  private async *readChunks(run: Chunk[], range: ByteRange): AsyncGenerator<Buffer> {
+    for (const chunk of run) {
+      const end = chunk.start + chunk.size - 1;
+      if (end < range.start || chunk.start > range.end || chunk.size === 0) continue;
+      const from = Math.max(range.start, chunk.start) - chunk.start;
+      const to = Math.min(range.end, end) - chunk.start;
+      const out = await this.call('GetObject', () =>
+        this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: chunk.name, Range: `bytes=${from}-${to}` })),
+      );
+      for await (const part of out.Body as Readable) yield part as Buffer;
+    }
+  }
+
+  async size(key: string): Promise<number | null> {
+    const { total, run } = contiguous(await this.chunks(key));
+    return run.length === 0 ? null : total;
+  }
+
+  async delete(key: string): Promise<void> {
+    const prefix = `${this.prefix}${checkKey(key)}/`;
+    for await (const u of this.unfinished(prefix)) await this.abortUpload(u.name, u.uploadId);
+    const names: string[] = [];
+    for await (const o of this.list(prefix)) names.push(o.name);
+    await this.remove(names);
+  }
+
+  async sweep(policy: SweepPolicy): Promise<SweepReport> {
+    const report: SweepReport = { temporary: 0, orphans: 0, restored: 0, dropped: 0 };
+    const now = Date.now();
+    const settled = (at: Date | undefined) =>
+      policy.graceMs <= 0 || (at !== undefined && now - at.getTime() >= policy.graceMs);
+
+    // Unfinished multipart uploads first: an instance died in the middle of one (the grace spares live ones).
+    for await (const u of this.unfinished(this.prefix)) {
+      if (!settled(u.initiated)) continue;
+      await this.abortUpload(u.name, u.uploadId);
+      report.temporary++;
+    }
+
+    type Entry = { files: Array<{ name: string; tag: string; modified?: Date }>; chunks: string[]; newest: number };
+    let batch = new Map<string, Entry>();
+    const temporary: string[] = [];
+    const settle = async (entries: Map<string, Entry>) => {
+      const keys = [...entries.keys()];
+      const chunked = keys.filter((k) => entries.get(k)!.chunks.length > 0);
+      const wanted = await policy.wanted(chunked);
+      const orphans: string[] = [];
+      for (const key of chunked) {
+        const e = entries.get(key)!;
+        if (wanted.has(key) || !settled(new Date(e.newest))) continue;
+        orphans.push(...e.chunks);
+        report.orphans++;
+      }
+      await this.remove(orphans);
+      const filed = keys.filter((k) => entries.get(k)!.files.length > 0);
+      const tags = await policy.tags(filed);
+      for (const key of filed) {
+        const current = tags.get(key);
+        const stale = entries.get(key)!.files.filter((f) => f.tag !== current && settled(f.modified));
+        if (stale.length === 0) continue;
+        // Confirmed under the element's row lock: a replacement between its copy and its commit holds it.
+        await policy.settleAside(key, async (locked) => {
+          const gone = stale.filter((f) => f.tag !== locked);
+          await this.remove(gone.map((f) => f.name));
+          report.dropped += gone.length;
+        });
+      }
+    };
+    for await (const o of this.list(this.prefix)) {
+      const rest = o.name.slice(this.prefix.length);
+      if (rest.startsWith('tmp/')) {
+        if (settled(o.modified)) temporary.push(o.name);
+        continue;
+      }
+      const match = ENTRY.exec(rest);
+      if (!match) continue; // not written by this service: left alone
+      const [, key, tag, offset] = match as unknown as [string, string, string | undefined, string | undefined];
+      if (!batch.has(key) && batch.size >= SWEEP_BATCH) {
+        await settle(batch);
+        batch = new Map();
+      }
+      const entry = batch.get(key) ?? { files: [], chunks: [], newest: 0 };
+      batch.set(key, entry);
+      if (tag !== undefined) entry.files.push({ name: o.name, tag, ...(o.modified ? { modified: o.modified } : {}) });
+      if (offset !== undefined) {
+        entry.chunks.push(o.name);
+        entry.newest = Math.max(entry.newest, o.modified?.getTime() ?? now);
+      }
+    }
+    await settle(batch);
+    await this.remove(temporary);
+    report.temporary += temporary.length;
+    return report;
+  }
+
+  async settled(): Promise<void> {}
+}
