@@ -35,7 +35,8 @@ import { parseArgs } from 'node:util';
 import { migrate } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
-import { freePort, type PgCluster, startCluster } from './lib/cluster.js';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { freePort, type PgCluster, startCluster, startObjectStore } from './lib/cluster.js';
 import { type CpuSplit, cpuSplitDuring, formatCpuSplit } from './lib/cpu-split.js';
 import {
   type Dataset,
@@ -327,7 +328,12 @@ async function startBaselines(backend: Backend, dbUrl: string | null, dataDir: s
   });
 }
 
-async function startTrellis(backend: Backend, dbUrl: string | null, dataDir: string): Promise<ServerProcess> {
+async function startTrellis(
+  backend: Backend,
+  dbUrl: string | null,
+  dataDir: string,
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<ServerProcess> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -336,8 +342,16 @@ async function startTrellis(backend: Backend, dbUrl: string | null, dataDir: str
     DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',
   };
-  for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
+  for (const key of [
+    'DATABASE_URL',
+    'TRELLIS_CONFIG',
+    'ANONYMOUS_USER_UUID',
+    'AWS_ACCESS_KEY_ID',
+    'AWS_SECRET_ACCESS_KEY',
+  ])
+    delete env[key];
   if (dbUrl) env.DATABASE_URL = dbUrl;
+  Object.assign(env, extraEnv);
   log(`starting Trellis (${backend})`);
   return startServer({
     name: 'trellis',
@@ -971,6 +985,111 @@ async function largeScenario() {
   }
 }
 
+/**
+ * Issue 34's item 7: a direct upload and a download through Trellis with its files in an S3-compatible store (a
+ * throw-away Ceph cluster, scripts/ceph-cluster.mjs), against the same transfers made with the SDK alone in the same
+ * run (the S3 floor, bench/lib/s3-floor.ts), taking turns like the other file scenarios. PostgreSQL only.
+ */
+const S3_SCENARIOS = () => [
+  `S3 floor upload ${fileLabel()} (SDK)`,
+  `S3 floor download ${fileLabel()} (SDK)`,
+  `upload ${fileLabel()} direct, S3`,
+  `download ${fileLabel()}, S3`,
+];
+async function s3Scenarios() {
+  const [floorUpName, floorDownName, upName, downName] = S3_SCENARIOS() as [string, string, string, string];
+  const store = await startObjectStore((msg) => log(`ceph: ${msg}`));
+  const dataDir = join(work, 'data-s3');
+  await mkdir(dataDir, { recursive: true });
+  const database = 'bench_s3';
+  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
+  const admin = await openPostgres(cluster.url, 1);
+  await admin.query(`DROP DATABASE IF EXISTS ${database}`);
+  await admin.query(`CREATE DATABASE ${database}`);
+  await admin.close();
+  const url = cluster.url.replace(/\/[^/]*$/, `/${database}`);
+  const bucket = 'trellis-bench';
+  const credentials = { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey };
+  const sdk = new S3Client({ endpoint: store.endpoint, region: store.region, forcePathStyle: true, credentials });
+  await sdk.send(new CreateBucketCommand({ Bucket: bucket }));
+  sdk.destroy();
+  const config = join(work, 's3.yaml');
+  await writeFile(
+    config,
+    `file:\n  storage: s3\n  s3:\n    endpoint: ${store.endpoint}\n    bucket: ${bucket}\n    prefix: trellis\n`,
+  );
+  const trellis = await startTrellis('postgres', url, dataDir, {
+    TRELLIS_CONFIG: config,
+    AWS_ACCESS_KEY_ID: store.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: store.secretAccessKey,
+  });
+  try {
+    const account = { type: 'User', uniqueUserIdentifier: 'bench@s3.bench', password: 'bench password 1' };
+    await (
+      await fetch(`${trellis.baseUrl}/register`, {
+        method: 'POST',
+        headers: jsonHeaders(),
+        body: JSON.stringify(account),
+      })
+    ).arrayBuffer();
+    const tokenRes = await fetch(`${trellis.baseUrl}/token`, {
+      method: 'POST',
+      headers: jsonHeaders(),
+      body: JSON.stringify({ ...account, type: 'Token' }),
+    });
+    const token = ((await tokenRes.json()) as { token: string }).token;
+    const created = await fetch(`${trellis.baseUrl}/`, {
+      method: 'POST',
+      headers: jsonHeaders(token),
+      body: JSON.stringify({ type: 'Attachment', data: { name: 'bench' } }),
+    });
+    await created.arrayBuffer();
+    const fileUrl = `${trellis.baseUrl}${created.headers.get('location')}/file`;
+    const payload = join(work, 'payload.bin');
+    const floor = (direction: 'upload' | 'download') => async (): Promise<TransferResult> => {
+      const job = { endpoint: store.endpoint, ...credentials, bucket, key: 'floor.bin', direction, file: payload };
+      const { code, stdout, stderr } = await capture(process.execPath, [
+        '--import',
+        'tsx',
+        join(ROOT, 'bench/lib/s3-floor.ts'),
+        JSON.stringify(job),
+      ]);
+      const line = stdout.split('\n').find((l) => l.startsWith('BENCHJSON '));
+      if (code !== 0 || !line) throw new Error(`S3 floor client failed (exit ${code}): ${stderr.trim()}`);
+      const r = JSON.parse(line.slice('BENCHJSON '.length)) as { seconds: number; bytes: number };
+      const moved = direction === 'upload' ? { bytes: 0, sent: r.bytes } : { bytes: r.bytes, sent: 0 };
+      return {
+        steps: [{ status: 200, ...moved, seconds: r.seconds, body: '', location: null }],
+        seconds: r.seconds,
+        rssGrowthMiB: null,
+      };
+    };
+    const headers = { ...auth(token), 'content-type': 'application/octet-stream', 'upload-complete': '?1' };
+    const tries = settings.fileTries;
+    const [floorUp, direct] = await bestOfEach(tries, floor('upload'), () =>
+      transfer(trellis.pid, { method: 'PUT', url: fileUrl, headers, file: payload }),
+    );
+    const baseUp = transferRow(floorUpName, 'postgres', floorUp!, [[200]], settings.fileBytes);
+    rows.push(baseUp);
+    const up = transferRow(upName, 'postgres', direct!, [[201, 204]], settings.fileBytes);
+    compare(up, baseUp, 0.7);
+    withRss(up);
+    rows.push(up);
+    const [floorDown, download] = await bestOfEach(tries, floor('download'), () =>
+      transfer(trellis.pid, { method: 'GET', url: fileUrl, headers: auth(token) }),
+    );
+    const baseDown = transferRow(floorDownName, 'postgres', floorDown!, [[200]], settings.fileBytes);
+    rows.push(baseDown);
+    const down = transferRow(downName, 'postgres', download!, [[200]], settings.fileBytes);
+    compare(down, baseDown, 0.7);
+    withRss(down);
+    rows.push(down);
+  } finally {
+    await trellis.stop();
+    await store.stop();
+  }
+}
+
 /** backup:load throughput, measured by bench/backup-load.ts in its own process (with its own PostgreSQL server). */
 const BACKUP_LOAD = () => `backup:load ${settings.quick ? '20k' : '1M'} elements`;
 async function backupLoadScenario() {
@@ -1124,7 +1243,7 @@ async function main() {
   log(`load generator: ${tool}`);
   work = await mkdtemp('/tmp/trellis-bench-');
   try {
-    if (wanted(...FILE_SCENARIOS())) {
+    if (wanted(...FILE_SCENARIOS(), ...S3_SCENARIOS())) {
       log(`writing a ${fileLabel()} payload for the file scenarios`);
       await writePayload(join(work, 'payload.bin'), settings.fileBytes);
     }
@@ -1143,6 +1262,7 @@ async function main() {
     ];
     if (wanted(...phaseScenarios)) for (const backend of settings.backends) await backendPhase(backend);
     if (settings.backends.includes('postgres') && wanted(BACKUP_LOAD())) await backupLoadScenario();
+    if (settings.backends.includes('postgres') && wanted(...S3_SCENARIOS())) await s3Scenarios();
     if (argv.large && settings.backends.includes('postgres')) await largeScenario();
     else
       rows.push({

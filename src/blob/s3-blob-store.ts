@@ -48,8 +48,8 @@ const OFFSET_DIGITS = 15;
  * Parts of the uploads this store streams (lib-storage buffers up to QUEUE of them): S3's minimum part is 5 MiB, and
  * larger parts mean fewer requests for the same memory.
  */
-const PART_BYTES = 8 * 1024 * 1024;
-const QUEUE = 4;
+export const PART_BYTES = 8 * 1024 * 1024;
+export const QUEUE = 4;
 /** Keys per sweep batch (one query to the database each). */
 const SWEEP_BATCH = 500;
 
@@ -276,7 +276,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async discard(temp: TempBlob): Promise<void> {
-    await this.remove([temp.temp]);
+    await this.removeLater([temp.temp]); // the request's outcome is decided; a leftover is the sweep's
   }
 
   async replace(key: string, next: TempBlob | { key: string } | null, tags: ReplaceTags): Promise<Replacement> {

@@ -145,7 +145,11 @@ function s3Settings(settings: Record<string, unknown>, prefix: string) {
   return {
     settings: {
       ...settings,
-      file: { ...file, storage: 's3', s3: { endpoint: store.endpoint, bucket: store.bucket, prefix } },
+      file: {
+        ...file,
+        storage: 's3',
+        s3: { endpoint: store.endpoint, bucket: store.bucket, ...(file.s3 as object | undefined), prefix },
+      },
     },
     credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
   };

@@ -47,70 +47,74 @@ function send(url: string, method: string, path: string, headers: Record<string,
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);
 
 if (BIG) {
-  describeBackends('resumable uploads: 1 GiB in 100 MiB chunks', (h) => {
-    let token: string;
-    let digest: Buffer;
-    beforeAll(async () => {
-      ({ token } = await userWithToken(h(), 'big@uploads.dev'));
-      digest = expectedDigest();
-    });
-
-    it('streams 1 GiB through PATCHes with RSS growth under 64 MiB', async () => {
-      const id = await createElement(h(), token, { type: 'Big' });
-      (globalThis as { gc?: () => void }).gc?.();
-      const baseline = process.memoryUsage.rss();
-      const auth = { authorization: `Bearer ${token}` };
-      const started = performance.now();
-      const run = await peakRss(async () => {
-        const start = await send(
-          h().url,
-          'POST',
-          `/${id}/file`,
-          { ...auth, 'upload-complete': '?0', 'upload-length': String(SIZE) },
-          0,
-          0,
-        );
-        expect(start.status).toBe(204);
-        const path = String(start.headers.location);
-        const blocksPerChunk = CHUNK / BLOCK;
-        const total = SIZE / BLOCK;
-        let last = start;
-        for (let from = 0; from < total; from += blocksPerChunk) {
-          const to = Math.min(total, from + blocksPerChunk);
-          const complete = to === total;
-          last = await send(
-            h().url,
-            'PATCH',
-            path,
-            {
-              ...auth,
-              'content-type': 'application/partial-upload',
-              'upload-offset': String(from * BLOCK),
-              'upload-complete': complete ? '?1' : '?0',
-              ...(complete ? { 'repr-digest': `sha-256=:${digest.toString('base64')}:` } : {}),
-            },
-            from,
-            to,
-          );
-          expect(last.status).toBe(complete ? 201 : 204);
-          expect(last.headers['upload-offset']).toBe(String(to * BLOCK));
-        }
-        return last;
+  describeBackends(
+    'resumable uploads: 1 GiB in 100 MiB chunks',
+    (h) => {
+      let token: string;
+      let digest: Buffer;
+      beforeAll(async () => {
+        ({ token } = await userWithToken(h(), 'big@uploads.dev'));
+        digest = expectedDigest();
       });
-      const seconds = (performance.now() - started) / 1000;
-      expect(run.result.headers.location).toBe(`/${id}/file`);
-      const element = await h().request('GET', `/${id}`, { token });
-      expect(element.json.file).toMatchObject({ contentLength: SIZE, hash: { sha256: digest.toString('hex') } });
 
-      const growth = run.peak - baseline;
-      console.log(
-        `[${h().backend}] 1 GiB resumable upload in 11 PATCHes of up to 100 MiB: ${seconds.toFixed(1)} s ` +
-          `(${mib(SIZE / seconds)} MiB/s), peak RSS +${mib(growth)} MiB over a baseline of ${mib(baseline)} MiB`,
-      );
-      expect(growth).toBeLessThan(64 * MiB);
-      expect((await h().request('DELETE', `/${id}`, { token })).status).toBe(204);
-    }, 600_000);
-  });
+      it('streams 1 GiB through PATCHes with RSS growth under 64 MiB', async () => {
+        const id = await createElement(h(), token, { type: 'Big' });
+        (globalThis as { gc?: () => void }).gc?.();
+        const baseline = process.memoryUsage.rss();
+        const auth = { authorization: `Bearer ${token}` };
+        const started = performance.now();
+        const run = await peakRss(async () => {
+          const start = await send(
+            h().url,
+            'POST',
+            `/${id}/file`,
+            { ...auth, 'upload-complete': '?0', 'upload-length': String(SIZE) },
+            0,
+            0,
+          );
+          expect(start.status).toBe(204);
+          const path = String(start.headers.location);
+          const blocksPerChunk = CHUNK / BLOCK;
+          const total = SIZE / BLOCK;
+          let last = start;
+          for (let from = 0; from < total; from += blocksPerChunk) {
+            const to = Math.min(total, from + blocksPerChunk);
+            const complete = to === total;
+            last = await send(
+              h().url,
+              'PATCH',
+              path,
+              {
+                ...auth,
+                'content-type': 'application/partial-upload',
+                'upload-offset': String(from * BLOCK),
+                'upload-complete': complete ? '?1' : '?0',
+                ...(complete ? { 'repr-digest': `sha-256=:${digest.toString('base64')}:` } : {}),
+              },
+              from,
+              to,
+            );
+            expect(last.status).toBe(complete ? 201 : 204);
+            expect(last.headers['upload-offset']).toBe(String(to * BLOCK));
+          }
+          return last;
+        });
+        const seconds = (performance.now() - started) / 1000;
+        expect(run.result.headers.location).toBe(`/${id}/file`);
+        const element = await h().request('GET', `/${id}`, { token });
+        expect(element.json.file).toMatchObject({ contentLength: SIZE, hash: { sha256: digest.toString('hex') } });
+
+        const growth = run.peak - baseline;
+        console.log(
+          `[${h().backend}] 1 GiB resumable upload in 11 PATCHes of up to 100 MiB: ${seconds.toFixed(1)} s ` +
+            `(${mib(SIZE / seconds)} MiB/s), peak RSS +${mib(growth)} MiB over a baseline of ${mib(baseline)} MiB`,
+        );
+        expect(growth).toBeLessThan(64 * MiB);
+        expect((await h().request('DELETE', `/${id}`, { token })).status).toBe(204);
+      }, 600_000);
+    },
+    { blobs: true },
+  );
 } else {
   it.skip('1 GiB resumable upload in 100 MiB chunks (set TRELLIS_BIG_TESTS=1 to run)', () => {});
 }

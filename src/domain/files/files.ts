@@ -315,7 +315,9 @@ export class Files {
     }
     if (blob.size !== file.contentLength) {
       blob.stream.destroy();
-      throw new Error(`the file of element ${id} has ${blob.size} bytes stored, its metadata says ${file.contentLength}`);
+      throw new Error(
+        `the file of element ${id} has ${blob.size} bytes stored, its metadata says ${file.contentLength}`,
+      );
     }
     return blob.stream;
   }

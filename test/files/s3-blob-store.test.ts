@@ -1,0 +1,234 @@
+// The object-store blob store against a real S3-compatible store (the throw-away Ceph cluster of the test run): what
+// each operation leaves in the bucket, object by object. Skipped when the s3 blob store is not under test.
+import { createHash, randomBytes } from 'node:crypto';
+import { CreateMultipartUploadCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { SweepPolicy } from '../../src/blob/blob-store.js';
+import { PartialAppendError } from '../../src/blob/blob-store.js';
+import { S3BlobStore } from '../../src/blob/s3-blob-store.js';
+import { ObjectStoreError } from '../../src/blob/s3-errors.js';
+import { collect, emptyPrefix, objectsUnder, testBucket, unfinishedUploads } from '../helpers/blobs.js';
+import { blobStoresUnderTest, newS3Prefix } from '../helpers/harness.js';
+
+const MiB = 1024 * 1024;
+const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';
+const UPLOAD = '9d1f0e2a-1111-4222-8333-944445555666';
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const from = (...parts: Array<Buffer | string | Error>) =>
+  (async function* () {
+    for (const p of parts) {
+      if (p instanceof Error) throw p;
+      yield Buffer.from(p);
+    }
+  })();
+
+const policy = (over: Partial<SweepPolicy> = {}): SweepPolicy => ({
+  graceMs: 0,
+  wanted: async () => new Set(),
+  tags: async () => new Map(),
+  settleAside: async (_key, settle) => {
+    await settle(undefined);
+    return true;
+  },
+  ...over,
+});
+
+describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a real object store', () => {
+  let prefix: string;
+  let store: S3BlobStore;
+  const names = async () => (await objectsUnder(`${prefix}/`)).map((o) => o.name.slice(prefix.length + 1)).sort();
+
+  beforeAll(() => {
+    const s3 = inject('s3')!;
+    prefix = newS3Prefix();
+    store = new S3BlobStore({
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      bucket: s3.bucket,
+      prefix: `${prefix}/`,
+      timeoutMs: 10_000,
+      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    });
+  });
+  afterAll(() => emptyPrefix(`${prefix}/`));
+
+  it('checks the bucket at start: a missing one is a clear error', async () => {
+    await expect(store.verify()).resolves.toBeUndefined();
+    const s3 = inject('s3')!;
+    const missing = new S3BlobStore({
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      bucket: 'no-such-bucket-here',
+      prefix: '',
+      timeoutMs: 10_000,
+      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    });
+    await expect(missing.verify()).rejects.toThrow(
+      /file\.s3\.bucket: the bucket "no-such-bucket-here" .*does not exist/,
+    );
+  });
+
+  it('writes a temporary object while hashing, and names each version of a file by its SHA-256', async () => {
+    const v1 = Buffer.from('version one');
+    const temp = await store.write(from('version ', 'one'), { maxBytes: 100, headBytes: 4 });
+    expect(temp).toMatchObject({ size: v1.length, head: Buffer.from('vers') });
+    expect(temp.sha256.toString('hex')).toBe(sha(v1));
+    const placed = await store.replace(ELEMENT, temp, { previous: 'none', next: sha(v1) });
+    await placed.finish();
+    await store.discard(temp);
+    expect(await names()).toEqual([`${ELEMENT}/f-${sha(v1)}`]);
+
+    // A replacement keeps the old version readable until it is settled.
+    const v2 = Buffer.from('version two!');
+    const temp2 = await store.write(from(v2), { maxBytes: 100 });
+    const replacing = await store.replace(ELEMENT, temp2, { previous: sha(v1), next: sha(v2) });
+    expect(await collect((await store.open(ELEMENT, undefined, sha(v1)))!.stream)).toEqual(v1);
+    expect(await collect((await store.open(ELEMENT, undefined, sha(v2)))!.stream)).toEqual(v2);
+    await replacing.undo(); // the transaction failed: the new version goes, the old one stays
+    expect(await names()).toEqual([`${ELEMENT}/f-${sha(v1)}`, `tmp/${temp2.temp.split('/').pop()}`]);
+    const again = await store.replace(ELEMENT, temp2, { previous: sha(v1), next: sha(v2) });
+    await again.finish(); // committed: the old version goes
+    await store.discard(temp2);
+    expect(await names()).toEqual([`${ELEMENT}/f-${sha(v2)}`]);
+
+    const range = await store.open(ELEMENT, { start: 8, end: 10 }, sha(v2));
+    expect(range!.size).toBe(v2.length);
+    expect((await collect(range!.stream)).toString()).toBe('two');
+    expect(await store.open(ELEMENT, undefined, sha(v1))).toBeNull();
+
+    await (await store.replace(ELEMENT, null, { previous: sha(v2), next: 'none' })).finish();
+    expect(await names()).toEqual([]);
+  });
+
+  it('refuses what breaks the limit and leaves nothing behind', async () => {
+    await expect(store.write(from('12345', '67890'), { maxBytes: 9 })).rejects.toMatchObject({
+      name: 'BlobLimitError',
+    });
+    await expect(store.write(from('12345', new Error('client went away')), { maxBytes: 100 })).rejects.toThrow(
+      'client went away',
+    );
+    expect(await names()).toEqual([]);
+  });
+
+  it('stores each append as its own object, cuts leftovers at the offset, and keeps what a broken body sent', async () => {
+    expect(await store.size(UPLOAD)).toBeNull();
+    await expect(store.append(UPLOAD, 3, from('x'), { maxBytes: 10 })).rejects.toThrow(/missing, expected 3/);
+    expect((await store.append(UPLOAD, 0, from('first '), { maxBytes: 100 })).total).toBe(6);
+    expect((await store.append(UPLOAD, 6, from('second '), { maxBytes: 100 })).total).toBe(13);
+    // An append whose offset never reached the database (its instance died): the next append at 13 cuts it.
+    await store.append(UPLOAD, 13, from('lost'), { maxBytes: 100 });
+    expect(await store.size(UPLOAD)).toBe(17);
+    const kept = store.append(UPLOAD, 13, from('third', new Error('gone')), { maxBytes: 100, keepPartial: true });
+    await expect(kept).rejects.toBeInstanceOf(PartialAppendError);
+    await expect(kept).rejects.toMatchObject({ total: 18 });
+    await expect(store.append(UPLOAD, 18, from('toolong'), { maxBytes: 3 })).rejects.toMatchObject({
+      name: 'BlobLimitError',
+    });
+    const check = () => {
+      throw new Error('refused');
+    };
+    await expect(store.append(UPLOAD, 18, from('!'), { maxBytes: 3, check })).rejects.toThrow('refused');
+    expect(await store.size(UPLOAD)).toBe(18);
+    expect(await names()).toEqual([
+      `${UPLOAD}/c-000000000000000`,
+      `${UPLOAD}/c-000000000000006`,
+      `${UPLOAD}/c-000000000000013`,
+    ]);
+    expect((await collect((await store.open(UPLOAD))!.stream)).toString()).toBe('first second third');
+    expect((await collect((await store.open(UPLOAD, { start: 4, end: 14 }))!.stream)).toString()).toBe('t second th');
+    await expect(store.append(UPLOAD, 10, from('x'), { maxBytes: 3 })).rejects.toThrow(/no chunk boundary at 10/);
+
+    // Completion with small chunks: streamed through this process into the element's version.
+    const whole = Buffer.from('first second third');
+    await (await store.replace(ELEMENT, { key: UPLOAD }, { previous: 'none', next: sha(whole) })).finish();
+    expect(await names()).toEqual([`${ELEMENT}/f-${sha(whole)}`]);
+    expect(await collect((await store.open(ELEMENT, undefined, sha(whole)))!.stream)).toEqual(whole);
+    await store.delete(ELEMENT);
+    expect(await names()).toEqual([]);
+  });
+
+  it('assembles chunks of at least 5 MiB server-side, small ones streamed in between, and undoes cleanly', async () => {
+    const parts = [
+      randomBytes(5 * MiB),
+      randomBytes(1000),
+      randomBytes(6 * MiB),
+      randomBytes(5 * MiB + 3),
+      randomBytes(7),
+    ];
+    let offset = 0;
+    for (const part of parts) offset = (await store.append(UPLOAD, offset, from(part), { maxBytes: 8 * MiB })).total;
+    const whole = Buffer.concat(parts);
+    const failed = await store.replace(ELEMENT, { key: UPLOAD }, { previous: 'none', next: sha(whole) });
+    expect(sha(await collect((await store.open(ELEMENT, undefined, sha(whole)))!.stream))).toBe(sha(whole));
+    await failed.undo(); // the upload keeps its chunks, the element has no version
+    expect((await names()).filter((n) => n.startsWith(ELEMENT))).toEqual([]);
+    expect(await store.size(UPLOAD)).toBe(whole.length);
+    await (await store.replace(ELEMENT, { key: UPLOAD }, { previous: 'none', next: sha(whole) })).finish();
+    expect(await names()).toEqual([`${ELEMENT}/f-${sha(whole)}`]);
+    expect(sha(await collect((await store.open(ELEMENT, undefined, sha(whole)))!.stream))).toBe(sha(whole));
+    expect(await unfinishedUploads(`${prefix}/`)).toEqual([]);
+    await store.delete(ELEMENT);
+  });
+
+  it('sweeps what a crash left: temporary objects, unreferenced chunks and versions, unfinished multipart uploads', async () => {
+    const { client, bucket } = testBucket();
+    const put = (name: string, body: string) =>
+      client.send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}/${name}`, Body: body }));
+    const live = 'a1000000-1111-4222-8333-944445555666';
+    const gone = 'a2000000-1111-4222-8333-944445555666';
+    const element = 'a3000000-1111-4222-8333-944445555666';
+    await put('tmp/0123456789abcdef', 'a direct upload that never finished');
+    await put(`${live}/c-000000000000000`, 'live upload');
+    await put(`${gone}/c-000000000000000`, 'upload whose row is gone');
+    await put(`${element}/f-${'a'.repeat(64)}`, 'the committed version');
+    await put(`${element}/f-${'b'.repeat(64)}`, 'a version whose commit never came');
+    await put('not-ours/whatever', 'left alone');
+    const started = await client.send(
+      new CreateMultipartUploadCommand({ Bucket: bucket, Key: `${prefix}/${live}/c-000000000000011` }),
+    );
+    await client.send(
+      new UploadPartCommand({
+        Bucket: bucket,
+        Key: `${prefix}/${live}/c-000000000000011`,
+        UploadId: started.UploadId,
+        PartNumber: 1,
+        Body: 'x',
+      }),
+    );
+    // With a grace that nothing has reached, nothing goes.
+    const young = await store.sweep(policy({ graceMs: 3_600_000 }));
+    expect(young).toEqual({ temporary: 0, orphans: 0, restored: 0, dropped: 0 });
+    const tags = new Map([[element, 'a'.repeat(64)]]);
+    const report = await store.sweep(
+      policy({
+        wanted: async (keys) => new Set(keys.filter((k) => k === live)),
+        tags: async () => tags,
+        settleAside: async (key, settle) => {
+          await settle(tags.get(key));
+          return true;
+        },
+      }),
+    );
+    expect(report).toEqual({ temporary: 2, orphans: 1, restored: 0, dropped: 1 });
+    expect(await names()).toEqual(
+      [`${live}/c-000000000000000`, `${element}/f-${'a'.repeat(64)}`, 'not-ours/whatever'].sort(),
+    );
+    expect(await unfinishedUploads(`${prefix}/`)).toEqual([]);
+    await emptyPrefix(`${prefix}/`);
+  });
+
+  it('turns a store that does not answer into an ObjectStoreError that names no bucket', async () => {
+    const s3 = inject('s3')!;
+    const dead = new S3BlobStore({
+      endpoint: 'http://127.0.0.1:9', // discard: nothing listens
+      region: 'us-east-1',
+      bucket: s3.bucket,
+      prefix: '',
+      timeoutMs: 2_000,
+      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    });
+    const error = await dead.size(UPLOAD).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ObjectStoreError);
+    expect((error as Error).message).not.toContain(s3.bucket);
+  });
+});
