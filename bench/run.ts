@@ -32,10 +32,10 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { migrate } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { freePort, type PgCluster, startCluster, startObjectStore } from './lib/cluster.js';
 import { type CpuSplit, cpuSplitDuring, formatCpuSplit } from './lib/cpu-split.js';
 import {

@@ -146,7 +146,7 @@ export interface Runtime {
   s3Credentials: S3Credentials | null;
 }
 
-export interface S3Credentials {
+interface S3Credentials {
   accessKeyId: string;
   secretAccessKey: string;
   sessionToken?: string;

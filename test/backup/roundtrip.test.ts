@@ -32,7 +32,7 @@ describeBackends(
       const { blobs } = h().services;
       const temp = await blobs.write(Readable.from([bytes]), { maxBytes: bytes.length });
       await (await blobs.replace(fileOwner.id, temp, { previous: 'none', next: meta.hash.sha256 })).finish();
-    await blobs.discard(temp);
+      await blobs.discard(temp);
       await h().db.query('UPDATE elements SET file = $2 WHERE id = $1', [fileOwner.id, meta]);
 
       first = join(await tempDir(), 'backup');

@@ -25,6 +25,8 @@ describe('configuration', () => {
       uploadExpiresInSecondsAfterFirstRequest: 10800,
       expiredUploadCanBeDeletedAfterExpirationInSeconds: 3600,
       maxConcurrentUploads: 64,
+      storage: 'disk',
+      s3: { endpoint: null, region: 'us-east-1', bucket: null, prefix: '', timeoutInSeconds: 30 },
     });
     expect(s.server).toEqual({
       maxConnections: 1000,
@@ -143,6 +145,33 @@ describe('configuration', () => {
     expect(() => loadConfig({ PORT: 'x' })).toThrow(/PORT/);
     expect(() => loadConfig({ ANONYMOUS_USER_UUID: 'nope' })).toThrow(/ANONYMOUS_USER_UUID/);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL/);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('takes the object store from the settings and its credentials only from the environment', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'trellis-config-'));
+    const path = join(dir, 'trellis.yaml');
+    await writeFile(
+      path,
+      'file:\n  storage: s3\n  s3:\n    endpoint: http://127.0.0.1:7480\n    bucket: files\n    prefix: a/b\n',
+    );
+    const env = { TRELLIS_CONFIG: path, AWS_ACCESS_KEY_ID: 'AKID', AWS_SECRET_ACCESS_KEY: 'secret' };
+    const config = loadConfig(env);
+    expect(config.settings.file).toMatchObject({
+      storage: 's3',
+      s3: { endpoint: 'http://127.0.0.1:7480', region: 'us-east-1', bucket: 'files', prefix: 'a/b' },
+    });
+    expect(config.runtime.s3Credentials).toEqual({ accessKeyId: 'AKID', secretAccessKey: 'secret' });
+    expect(() => loadConfig({ TRELLIS_CONFIG: path })).toThrow(/AWS_ACCESS_KEY_ID: must be set/);
+    expect(() => loadConfig({ ...env, AWS_SECRET_ACCESS_KEY: '' })).toThrow(/AWS_SECRET_ACCESS_KEY/);
+    // Credentials have no place in the settings file.
+    expect(() => validateSettings({ file: { s3: { accessKeyId: 'AKID' } } })).toThrow(
+      /file\.s3\.accessKeyId: unknown key/,
+    );
+    expect(() => validateSettings({ file: { storage: 's3' } })).toThrow(/file\.s3\.bucket: must be set/);
+    expect(() => validateSettings({ file: { storage: 'cloud' } })).toThrow(/file\.storage/);
+    expect(() => validateSettings({ file: { s3: { prefix: '/abs' } } })).toThrow(/file\.s3\.prefix/);
+    expect(() => validateSettings({ file: { s3: { endpoint: 'ftp://x' } } })).toThrow(/file\.s3\.endpoint/);
     await rm(dir, { recursive: true, force: true });
   });
 });

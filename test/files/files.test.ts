@@ -574,7 +574,7 @@ describeBackends(
         const { blobs } = h().services;
         const temp = await blobs.write(Readable.from([bytes]), { maxBytes: bytes.length });
         await (await blobs.replace(id, temp, { previous: 'none', next: 'unhashed' })).finish();
-      await blobs.discard(temp);
+        await blobs.discard(temp);
         const meta = {
           contentLength: bytes.length,
           extension: 'txt',

@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { openPostgres } from '../../src/storage/postgres.js';
-import { append, head, startUpload } from '../uploads/helpers.js';
 import { storedNames, testBucket, unfinishedUploads } from '../helpers/blobs.js';
 import {
   backendsUnderTest,
@@ -20,6 +19,7 @@ import {
   startHarness,
   userWithToken,
 } from '../helpers/harness.js';
+import { append, head, startUpload } from '../uploads/helpers.js';
 import { noise } from './fixtures.js';
 
 const KiB = 1024;
