@@ -22,7 +22,7 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   const releaseLock = embedded ? acquireDataDirLock(config.runtime.dataDir) : () => {};
   try {
     const db = await openDatabase(config.runtime, config.settings.database);
-    const services = createServices(config, db, clock);
+    const services = await createServices(config, db, clock);
     await services.blobs.verify();
     // Listing a shared bucket may take long: there the sweep job runs at once, in the background (jobs.ts).
     const swept = config.settings.file.storage === 'disk' ? await services.files.sweep() : 'in the background';

@@ -45,7 +45,7 @@ async function runDbCommand(config: Config, name: string, args: string[], io: Co
   try {
     const db = await openDatabase(config.runtime, config.settings.database);
     try {
-      return await command({ config, services: createServices(config, db, systemClock) }, args, io);
+      return await command({ config, services: await createServices(config, db, systemClock) }, args, io);
     } finally {
       await db.close();
     }

@@ -294,7 +294,7 @@ describeBackends('remembered access decisions', (h) => {
   });
 
   it('sees what another instance on the same database takes away', async () => {
-    const other = createServices(h().config, h().db, h().clock);
+    const other = await createServices(h().config, h().db, h().clock);
     const app = await buildApp({ config: h().config, services: other });
     await app.listen({ port: 0, host: '127.0.0.1' });
     try {

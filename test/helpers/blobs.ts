@@ -127,7 +127,7 @@ export async function otherBlobStore(h: Harness): Promise<{ blobs: BlobStore; di
   const dataDir = await mkdtemp(join(tmpdir(), 'trellis-blobs-'));
   const prefix = h.s3Prefix === null ? null : newS3Prefix();
   const file = { ...h.config.settings.file, s3: { ...h.config.settings.file.s3, prefix: prefix ?? '' } };
-  const blobs = createBlobStore({
+  const blobs = await createBlobStore({
     settings: { ...h.config.settings, file },
     runtime: { ...h.config.runtime, dataDir },
   });

@@ -182,7 +182,7 @@ export async function startHarness(
     },
   };
   const clock = new ManualClock();
-  const services = createServices(config, db, clock);
+  const services = await createServices(config, db, clock);
   const app = await buildApp({
     config,
     services,
