@@ -7,7 +7,7 @@
 //   await store.stop();                        // SIGKILL the daemons + rm -rf
 //
 // Plain ESM, node builtins only. Finds ceph-mon, ceph-osd and radosgw on PATH; when they are missing and we are
-// root, installs Debian's `ceph-mon ceph-osd radosgw` with apt-get (as pg-cluster.mjs does for PostgreSQL);
+// root, installs Debian's `ceph-mon ceph-osd radosgw` (scripts/debian-packages.mjs, as for PostgreSQL);
 // otherwise throws. Each cluster lives in a fresh mkdtemp directory, listens on 127.0.0.1 only, needs no
 // authentication between its daemons and keeps nothing on disk (`osd objectstore = memstore`). The settings that
 // make it start in about a second are in ../shared/FACTS.md ("A real S3-compatible object store in tests").
@@ -20,6 +20,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { canInstallPackages, installDebianPackages } from './debian-packages.mjs';
 import { freePort } from './pg-cluster.mjs';
 
 const PACKAGES = ['ceph-mon', 'ceph-osd', 'radosgw'];
@@ -45,7 +46,6 @@ function which(cmd) {
 }
 
 const missing = () => BINARIES.filter((b) => which(b) === null);
-const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
 function run(cmd, args, opts = {}) {
   return new Promise((resolve, reject) => {
@@ -71,16 +71,11 @@ let installing = null;
 export function ensureCephBinaries({ log = defaultLog } = {}) {
   installing ??= (async () => {
     if (missing().length === 0) return;
-    if (!isRoot() || !which('apt-get'))
+    if (!canInstallPackages())
       throw new Error(
         `Ceph's ${missing().join(', ')} not found. Install them (Debian/Ubuntu: sudo apt-get install -y --no-install-recommends ${PACKAGES.join(' ')}) or run as root to let this script install them.`,
       );
-    log(`Ceph not found; installing Debian packages ${PACKAGES.join(' ')} (apt-get)...`);
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const started = Date.now();
-    await run('apt-get', ['update'], { env });
-    await run('apt-get', ['install', '-y', '--no-install-recommends', ...PACKAGES], { env });
-    log(`installed in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+    await installDebianPackages(PACKAGES, log);
     if (missing().length > 0) throw new Error(`after apt-get install, still missing: ${missing().join(', ')}`);
   })();
   installing.catch(() => {
