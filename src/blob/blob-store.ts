@@ -4,6 +4,14 @@
 // (docs/architecture.md, "File durability").
 import type { Readable } from 'node:stream';
 
+/** What a blob key may be on every store: a file name and an object name alike. */
+export const BLOB_KEY = /^[A-Za-z0-9_-]{2,128}$/;
+
+export function checkKey(key: string): string {
+  if (!BLOB_KEY.test(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
+  return key;
+}
+
 /** Thrown by `write`/`append` as soon as more than `maxBytes` arrived; nothing is kept. */
 export class BlobLimitError extends Error {
   constructor(readonly limit: number) {

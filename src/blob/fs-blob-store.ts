@@ -12,8 +12,10 @@ import { pipeline } from 'node:stream/promises';
 import {
   type Appended,
   type AppendOptions,
+  BLOB_KEY,
   type BlobStore,
   type ByteRange,
+  checkKey,
   PartialAppendError,
   type Replacement,
   type ReplaceTags,
@@ -25,15 +27,9 @@ import {
 import { DurableFileSink, syncPath } from './durable-sink.js';
 import { guarded, meter, type SourceFailure } from './meter.js';
 
-const KEY = /^[A-Za-z0-9_-]{2,128}$/;
 const ASIDE = /^([A-Za-z0-9_-]{2,128})\.aside-([A-Za-z0-9]{1,128})-[0-9a-f]{12}$/;
 const FILE_MODE = 0o600;
 const SWEEP_BATCH = 500;
-
-function checkKey(key: string): string {
-  if (!KEY.test(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
-  return key;
-}
 
 function checkTag(tag: string): string {
   if (!/^[A-Za-z0-9]{1,128}$/.test(tag)) throw new Error(`invalid blob tag ${JSON.stringify(tag)}`);
@@ -306,7 +302,7 @@ export class FsBlobStore implements BlobStore {
           }
         });
       }
-      const keys = (await readdir(dir)).filter((name) => KEY.test(name));
+      const keys = (await readdir(dir)).filter((name) => BLOB_KEY.test(name));
       for (let i = 0; i < keys.length; i += SWEEP_BATCH) {
         const batch: string[] = [];
         for (const key of keys.slice(i, i + SWEEP_BATCH))

@@ -27,6 +27,7 @@ import {
   type AppendOptions,
   type BlobStore,
   type ByteRange,
+  checkKey,
   PartialAppendError,
   type Replacement,
   type ReplaceTags,
@@ -39,7 +40,6 @@ import { guarded, meter, type SourceFailure } from './meter.js';
 import { compose, type Piece } from './s3-compose.js';
 import { ObjectStoreError, objectStoreCall } from './s3-errors.js';
 
-const KEY = /^[A-Za-z0-9_-]{2,128}$/;
 const TAG = /^[A-Za-z0-9]{1,128}$/;
 const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|c-(\d{15}))$/;
 /** Digits of a chunk's offset in its name: enough for the 5 TiB storage ceiling, and names sort by offset. */
@@ -69,11 +69,6 @@ interface Chunk {
   name: string;
   start: number;
   size: number;
-}
-
-function checkKey(key: string): string {
-  if (!KEY.test(key)) throw new Error(`invalid blob key ${JSON.stringify(key)}`);
-  return key;
 }
 
 function checkTag(tag: string): string {
