@@ -1,10 +1,18 @@
-// Helpers of the resumable-upload tests: requests in the draft's shape, a look at what is stored, and a raw
-// HTTP/1.1 client for what fetch hides (interim responses, bodies cut off half-way, stalled bodies).
+// Helpers of the resumable-upload tests: requests in the draft's shape, a look at what is stored (on either blob
+// store), and a raw HTTP/1.1 client for what fetch hides (interim responses, bodies cut off half-way, stalled bodies).
 import http from 'node:http';
-import net from 'node:net';
-import { join } from 'node:path';
+import net, { type Socket } from 'node:net';
+import { ListPartsCommand } from '@aws-sdk/client-s3';
 import { parseDictionary } from 'structured-headers';
-import { uploadBytes } from '../helpers/blobs.js';
+import { Uploads } from '../../src/domain/uploads/uploads.js';
+import {
+  currentNames,
+  storedNames,
+  temporaryBlobs,
+  testBucket,
+  unfinishedUploads,
+  uploadBytes,
+} from '../helpers/blobs.js';
 import type { Harness, TestResponse } from '../helpers/harness.js';
 
 const bytes = (b: Buffer) => new Uint8Array(b);
@@ -67,9 +75,48 @@ export async function uploadRow(h: Harness, id: string) {
   return rows[0] ?? null;
 }
 
-export const blobPath = (h: Harness, key: string) => join(h.dataDir, 'files', key.slice(0, 2), key);
 /** The bytes stored for upload `key` (through the blob store, whichever it is), or null. */
 export const blobOf = (h: Harness, key: string): Promise<Buffer | null> => uploadBytes(h, key);
+
+/**
+ * Whether the store already holds part of an append to upload `key` at `offset` whose body is still arriving. On
+ * disk the upload's file grows past `offset`. In the bucket an append is one object, which a body shorter than one
+ * part (the store's PART_BYTES) becomes only once it ends; a longer one is a multipart upload of that object whose
+ * first part is stored while the rest arrives.
+ */
+export async function appendInStore(h: Harness, key: string, offset: number): Promise<boolean> {
+  if (h.s3Prefix === null) return ((await h.services.blobs.size(key)) ?? 0) > offset;
+  const { client, bucket } = testBucket();
+  for (const u of await unfinishedUploads(`${h.s3Prefix}/${key}/c-`)) {
+    const parts = await client.send(new ListPartsCommand({ Bucket: bucket, Key: u.name, UploadId: u.uploadId }));
+    if ((parts.Parts ?? []).length > 0) return true;
+  }
+  return false;
+}
+
+/**
+ * What the store holds that nothing should once upload `uploadId` completed or was removed: names kept for the
+ * upload (its file, its chunk objects), names of element `elementId` other than its current file's, temporary
+ * blobs and unfinished multipart uploads.
+ */
+export async function leftovers(h: Harness, uploadId: string, elementId?: string): Promise<string[]> {
+  const file = elementId === undefined ? [] : await currentNames(h, elementId);
+  const element = elementId === undefined ? [] : await storedNames(h, elementId);
+  return [
+    ...(await storedNames(h, uploadId)).map((name) => `upload: ${name}`),
+    ...element.filter((name) => !file.includes(name)).map((name) => `element: ${name}`),
+    ...(await temporaryBlobs(h)).map((name) => `temporary: ${name}`),
+  ];
+}
+
+/**
+ * The upload service of a second instance on the same database and blob store: none of this one's state in memory
+ * (live hashes, requests in flight).
+ */
+export function anotherInstance(h: Harness): Uploads {
+  const { db, clock, blobs, elements, files } = h.services;
+  return new Uploads(db, h.config.settings, clock, blobs, elements, files);
+}
 
 export async function waitFor(
   what: string,
@@ -83,9 +130,44 @@ export async function waitFor(
   }
 }
 
+/** The server's end of each connection to a harness, by the client's port; see watchConnections. */
+const serverEnds = new WeakMap<object, Map<number, Socket>>();
+
 /**
- * Opens a request and writes `sent` of its body, declared `declared` bytes long, then waits for the server to
- * store some of it. The caller ends it: `destroy()` (client gone) or leaves it hanging.
+ * Watches the connections made to `h` from now on (once per harness), so that `arrived` can find the server's end
+ * of a client's connection. Entries stay after a close: what a connection read is still known once the server cut it.
+ */
+export function watchConnections(h: Harness): Map<number, Socket> {
+  let ends = serverEnds.get(h.app.server);
+  if (!ends) {
+    const found = new Map<number, Socket>();
+    h.app.server.on('connection', (socket: Socket) => {
+      if (socket.remotePort !== undefined) found.set(socket.remotePort, socket);
+    });
+    serverEnds.set(h.app.server, found);
+    ends = found;
+  }
+  return ends;
+}
+
+/**
+ * Whether the server has read every byte `req` wrote so far (its end of the connection read as many as the
+ * client's end wrote; watchConnections must have run before the connection was made). The server reads a body only
+ * as fast as the blob store takes it (Node stops reading a socket whose request buffer is full), so by then the
+ * store has taken all of it but what fits in that buffer, whether it shows the bytes yet (a growing file) or not (an
+ * object that is stored when its body ends).
+ */
+export function arrived(h: Harness, req: http.ClientRequest): boolean {
+  const socket = req.socket;
+  if (!socket || socket.connecting || socket.localPort === undefined || req.writableLength > 0) return false;
+  const end = watchConnections(h).get(socket.localPort);
+  return end !== undefined && end.bytesRead >= socket.bytesWritten;
+}
+
+/**
+ * Opens a request (on a connection of its own) and writes `sent` of its body, declared `declared` bytes long, then
+ * waits until the server has read all of it, and until `until` holds. The caller ends it: `destroy()` (client gone)
+ * or leaves it hanging. `interim` is the first interim response (104) the server sends, if any.
  */
 export async function partialRequest(
   h: Harness,
@@ -94,9 +176,19 @@ export async function partialRequest(
   headers: Record<string, string>,
   declared: number,
   sent: Buffer,
-  stored: () => boolean,
-): Promise<{ req: http.ClientRequest; closed: Promise<void>; response: Promise<number | null> }> {
-  const req = http.request(`${h.url}${path}`, { method, headers: { ...headers, 'content-length': String(declared) } });
+  until: () => boolean | Promise<boolean> = () => true,
+): Promise<{
+  req: http.ClientRequest;
+  closed: Promise<void>;
+  response: Promise<number | null>;
+  interim: Promise<http.InformationEvent>;
+}> {
+  watchConnections(h);
+  const req = http.request(`${h.url}${path}`, {
+    method,
+    agent: false,
+    headers: { ...headers, 'content-length': String(declared) },
+  });
   const response = new Promise<number | null>((resolve) => {
     req.on('response', (res) => {
       res.resume();
@@ -104,10 +196,12 @@ export async function partialRequest(
     });
     req.on('error', () => resolve(null));
   });
+  const interim = new Promise<http.InformationEvent>((resolve) => req.once('information', resolve));
   const closed = new Promise<void>((resolve) => req.on('close', () => resolve()));
   req.write(sent);
-  await waitFor('the server to store part of the body', stored);
-  return { req, closed, response };
+  await waitFor('the server to read what was sent', () => arrived(h, req));
+  await waitFor('the request to get where the test wants it', until);
+  return { req, closed, response, interim };
 }
 
 /** Sends raw bytes over a fresh TCP connection and returns everything the server wrote until it closed. */

@@ -1,31 +1,38 @@
 // Interrupted and concurrent requests to one upload (issue: "an interrupted PATCH keeps what arrived", "two
 // PATCHes to one upload at once never corrupt it", "a lock held by a dead connection must not block the upload
-// forever"). The offset HEAD reports is always what is durably stored and always accepted by the next PATCH.
-import { statSync } from 'node:fs';
+// forever"), on both blob stores. The offset HEAD reports is always what is durably stored and always accepted by the
+// next PATCH; bytes still arriving are never counted; once an upload completed or was removed the store keeps nothing
+// of it.
 import { Readable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Uploads } from '../../src/domain/uploads/uploads.js';
+import { PART_BYTES } from '../../src/blob/s3-blob-store.js';
 import { noise, sha256 } from '../files/fixtures.js';
+import { storedNames } from '../helpers/blobs.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
-import { append, blobOf, blobPath, head, partialRequest, startUpload, uploadRow } from './helpers.js';
+import {
+  anotherInstance,
+  append,
+  appendInStore,
+  blobOf,
+  head,
+  leftovers,
+  partialRequest,
+  startUpload,
+  uploadRow,
+  waitFor,
+} from './helpers.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
 const KiB = 1024;
+const MiB = 1024 * KiB;
 const settings = {
   file: {
-    maxFileSizeInBytes: 8 * 1024 * KiB,
+    maxFileSizeInBytes: 32 * MiB,
     uploadMinChunkSizeInBytes: KiB,
-    uploadMaxChunkSizeInBytes: 1024 * KiB,
+    // Room for an append longer than one part of the object store (a multipart upload there).
+    uploadMaxChunkSizeInBytes: 16 * MiB,
   },
-};
-
-const sizeOf = (path: string) => {
-  try {
-    return statSync(path).size;
-  } catch {
-    return 0;
-  }
 };
 
 describeBackends(
@@ -36,8 +43,9 @@ describeBackends(
       alice = await userWithToken(h(), 'alice@interrupt.dev');
     });
 
+    const auth = () => ({ authorization: `Bearer ${alice.token}` });
     const patchHeaders = (offset: number, complete = false) => ({
-      authorization: `Bearer ${alice.token}`,
+      ...auth(),
       'content-type': 'application/partial-upload',
       'upload-offset': String(offset),
       'upload-complete': complete ? '?1' : '?0',
@@ -51,12 +59,15 @@ describeBackends(
       return { elementId, ...started };
     }
 
-    /** Finishes an upload from wherever HEAD says it is, and checks the element's file is exactly `data`. */
+    /**
+     * Finishes an upload from wherever HEAD says it is, after checking that the store holds exactly the bytes that
+     * offset counts; then checks the element's file is exactly `data` and that nothing of the upload is left.
+     */
     async function finishAndCheck(path: string, elementId: string, data: Buffer) {
       // Once the server is done with the cut-off request (its lease is released): until then it may still be writing
       // bytes past the offset HEAD reports and commit them, and a PATCH at that offset would rightly get 409.
       const id = path.slice('/upload/'.length);
-      await waitUntil(async () => (await uploadRow(h(), id))?.lease_token === null);
+      await waitFor('the lease to be released', async () => (await uploadRow(h(), id))?.lease_token === null);
       const probe = await head(h(), alice.token, path);
       expect(probe.status).toBe(204);
       const offset = Number(probe.headers.get('upload-offset'));
@@ -65,6 +76,9 @@ describeBackends(
       expect(done.status).toBe(201);
       const element = await h().request('GET', `/${elementId}`, { token: alice.token });
       expect(element.json.file.hash.sha256).toBe(sha256(data).toString('hex'));
+      const download = await fetch(`${h().url}/${elementId}/file`, { headers: auth() });
+      expect(sha256(Buffer.from(await download.arrayBuffer())).equals(sha256(data))).toBe(true);
+      expect(await leftovers(h(), id, elementId)).toEqual([]);
       return offset;
     }
 
@@ -73,15 +87,8 @@ describeBackends(
         const data = noise(600 * KiB, 31);
         const { path, id, elementId } = await begin(data);
         const sent = data.subarray(KiB, KiB + 300 * KiB);
-        const cut = await partialRequest(
-          h(),
-          'PATCH',
-          path,
-          patchHeaders(KiB),
-          599 * KiB,
-          sent,
-          () => sizeOf(blobPath(h(), id)) > KiB,
-        );
+        const cut = await partialRequest(h(), 'PATCH', path, patchHeaders(KiB), 599 * KiB, sent);
+        expect((await uploadRow(h(), id))!.offset).toBe(KiB);
         cut.req.destroy();
         await cut.closed;
         const offset = await finishAndCheck(path, elementId, data);
@@ -89,9 +96,27 @@ describeBackends(
         expect(offset).toBeLessThanOrEqual(KiB + 300 * KiB);
       });
 
+      it('an append cut off once part of it is in the store keeps all that arrived; until then no instance counts it', async () => {
+        // Longer than one part of the object store: there the append is a multipart upload with a part stored.
+        const data = noise(PART_BYTES + 4 * MiB, 40);
+        const { path, id, elementId } = await begin(data);
+        const sent = data.subarray(KiB, KiB + PART_BYTES + MiB);
+        const cut = await partialRequest(h(), 'PATCH', path, patchHeaders(KiB), data.length - KiB, sent, () =>
+          appendInStore(h(), id, KiB),
+        );
+        // An instance with no request of its own to end answers with the committed offset, not the bytes in flight.
+        const seen = await anotherInstance(h()).state({ userId: alice.id, tokenId: null }, id);
+        expect(seen.offset).toBe(KiB);
+        cut.req.destroy();
+        await cut.closed;
+        const offset = await finishAndCheck(path, elementId, data);
+        expect(offset).toBeGreaterThan(KiB + PART_BYTES);
+        expect(offset).toBeLessThanOrEqual(KiB + sent.length);
+      });
+
       it('an interrupted completing PATCH does not complete the upload', async () => {
         const data = noise(500 * KiB, 32);
-        const { path, id, elementId } = await begin(data);
+        const { path, elementId } = await begin(data);
         const cut = await partialRequest(
           h(),
           'PATCH',
@@ -99,7 +124,6 @@ describeBackends(
           patchHeaders(KiB, true),
           499 * KiB,
           data.subarray(KiB, 200 * KiB),
-          () => sizeOf(blobPath(h(), id)) > KiB,
         );
         cut.req.destroy();
         await cut.closed;
@@ -107,6 +131,7 @@ describeBackends(
         expect(probe.status).toBe(204);
         expect(probe.headers.get('upload-complete')).toBe('?0');
         expect((await h().request('GET', `/${elementId}`, { token: alice.token })).json.data.hasFile).toBeUndefined();
+        expect(await storedNames(h(), elementId)).toEqual([]);
         await finishAndCheck(path, elementId, data);
       });
 
@@ -115,12 +140,10 @@ describeBackends(
         const elementId = await createElement(h(), alice.token, { type: 'Doc' });
         const uploadsOf = async () =>
           (await h().db.query<{ id: string }>('SELECT id FROM uploads WHERE element_id = $1', [elementId])).rows;
-        const start = (interop: Record<string, string>) => ({
-          authorization: `Bearer ${alice.token}`,
-          'upload-complete': '?0',
-          ...interop,
-        });
+        const start = (interop: Record<string, string>) => ({ ...auth(), 'upload-complete': '?0', ...interop });
 
+        // Cut off once the server has created the upload and taken part of its first chunk.
+        let uploadId = '';
         const anonymous = await partialRequest(
           h(),
           'POST',
@@ -128,19 +151,20 @@ describeBackends(
           start({}),
           400 * KiB,
           data.subarray(0, 100 * KiB),
-          () => true,
+          async () => {
+            uploadId = (await uploadsOf())[0]?.id ?? '';
+            return uploadId !== '';
+          },
         );
-        // Wait until the server has created the upload and stored part of its first chunk.
-        let uploadId = '';
-        await waitUntil(async () => {
-          const rows = await uploadsOf();
-          uploadId = rows[0]?.id ?? '';
-          return uploadId !== '' && sizeOf(blobPath(h(), uploadId)) > 0;
-        });
         anonymous.req.destroy();
         await anonymous.closed;
-        // The row goes first, then the bytes.
-        await waitUntil(async () => (await uploadsOf()).length === 0 && (await blobOf(h(), uploadId)) === null);
+        // The row goes first, then the bytes (looked for by name: reading them could race with their removal).
+        await waitFor(
+          'the upload to be removed',
+          async () => (await uploadsOf()).length === 0 && (await storedNames(h(), uploadId)).length === 0,
+        );
+        expect(await blobOf(h(), uploadId)).toBeNull();
+        expect(await leftovers(h(), uploadId, elementId)).toEqual([]);
 
         const told = await partialRequest(
           h(),
@@ -149,13 +173,8 @@ describeBackends(
           start({ 'upload-draft-interop-version': '6' }),
           400 * KiB,
           data.subarray(0, 100 * KiB),
-          () => true,
         );
-        const location = await new Promise<string>((resolve) =>
-          told.req.on('information', (info) => resolve(String(info.headers.location))),
-        );
-        const id = location.slice('/upload/'.length);
-        await waitUntil(() => sizeOf(blobPath(h(), id)) > 0);
+        const location = String((await told.interim).headers.location);
         told.req.destroy();
         await told.closed;
         const offset = await finishAndCheck(location, elementId, data);
@@ -174,7 +193,6 @@ describeBackends(
           patchHeaders(KiB),
           699 * KiB,
           data.subarray(KiB, 200 * KiB),
-          () => sizeOf(blobPath(h(), id)) > KiB,
         );
         // The client gave up on the stalled request and sends the same range again.
         const second = await append(h(), alice.token, path, KiB, data.subarray(KiB, 600 * KiB), false);
@@ -199,13 +217,13 @@ describeBackends(
           patchHeaders(KiB),
           499 * KiB,
           data.subarray(KiB, 150 * KiB),
-          () => sizeOf(blobPath(h(), id)) > KiB,
         );
         const probe = await head(h(), alice.token, path);
         await stalled.closed;
         const offset = Number(probe.headers.get('upload-offset'));
+        expect(offset).toBeGreaterThan(KiB);
         expect(offset).toBe((await uploadRow(h(), id))!.offset);
-        expect(offset).toBe(sizeOf(blobPath(h(), id)));
+        expect((await blobOf(h(), id))!.equals(data.subarray(0, offset))).toBe(true);
         const next = await append(h(), alice.token, path, offset, data.subarray(offset, offset + 100 * KiB), false);
         expect(next.status).toBe(204);
         await finishAndCheck(path, elementId, data);
@@ -213,7 +231,7 @@ describeBackends(
 
       it('DELETE while a PATCH is running ends it and removes the upload', async () => {
         const data = noise(300 * KiB, 36);
-        const { path, id } = await begin(data);
+        const { path, id, elementId } = await begin(data);
         const stalled = await partialRequest(
           h(),
           'PATCH',
@@ -221,12 +239,12 @@ describeBackends(
           patchHeaders(KiB),
           299 * KiB,
           data.subarray(KiB, 100 * KiB),
-          () => sizeOf(blobPath(h(), id)) > KiB,
         );
         expect((await h().request('DELETE', path, { token: alice.token })).status).toBe(204);
         await stalled.closed;
         expect(await uploadRow(h(), id)).toBeNull();
         expect(await blobOf(h(), id)).toBeNull();
+        expect(await leftovers(h(), id, elementId)).toEqual([]);
       });
 
       it('a lease held elsewhere (another instance) gives 409; a lease of a dead instance runs out', async () => {
@@ -253,9 +271,7 @@ describeBackends(
         const { path, id, elementId } = await begin(data);
         expect((await append(h(), alice.token, path, KiB, data.subarray(KiB, 100 * KiB), false)).status).toBe(204);
         // A second instance on the same database and blob store, with no hash state of its own.
-        const { db, clock, blobs, elements, files } = h().services;
-        const other = new Uploads(db, h().config.settings, clock, blobs, elements, files);
-        const result = await other.append(
+        const result = await anotherInstance(h()).append(
           { userId: alice.id, tokenId: null },
           id,
           Readable.from([data.subarray(100 * KiB, 200 * KiB)]),
@@ -292,13 +308,5 @@ describeBackends(
       });
     });
   },
-  { settings },
+  { settings, blobs: true },
 );
-
-async function waitUntil(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
-  const until = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -2,15 +2,15 @@
 // interop version 5 and sends PATCH bodies without a media type; 'ietf-draft-05' announces 6 and sends
 // `application/partial-upload`). Each upload is cut off in the middle of a PATCH (the client aborts while the body
 // is half sent), resumed with `start()` (HEAD for the offset, then PATCH from there), and checked byte for byte
-// and by digest.
+// and by digest, on both blob stores.
 
-import { statSync } from 'node:fs';
+import type { ClientRequest } from 'node:http';
 import { Readable } from 'node:stream';
 import * as tus from 'tus-js-client';
 import { beforeAll, expect, it } from 'vitest';
 import { noise, reprDigest, sha256 } from '../files/fixtures.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
-import { blobPath, uploadRow, waitFor } from './helpers.js';
+import { arrived, blobOf, leftovers, uploadRow, waitFor, watchConnections } from './helpers.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
@@ -30,11 +30,17 @@ interface Exchange {
   offset: string | undefined;
 }
 
+/** The request a stalling stack left hanging: the Node request, and the half body it is sending. */
+interface Stalled {
+  request: ClientRequest;
+  half: Readable;
+}
+
 /**
  * tus-js-client's own Node HTTP stack, except that its `stallAt`-th PATCH sends only half its body and then waits
  * forever (a connection that hangs), so that the test can abort the upload in the middle of a request.
  */
-function stallingStack(stallAt: number, onStall: () => void) {
+function stallingStack(stallAt: number, onStall: (stalled: Stalled) => void) {
   const inner = new tus.DefaultHttpStack({});
   let patches = 0;
   return {
@@ -44,12 +50,13 @@ function stallingStack(stallAt: number, onStall: () => void) {
       const send = req.send.bind(req);
       req.send = (body?: unknown) => {
         if (method === 'PATCH' && ++patches === stallAt && Buffer.isBuffer(body)) {
-          onStall();
           const half = new Readable({ read() {} });
           half.push(body.subarray(0, body.length / 2));
           // The stack sets Content-Length from `size`: the server expects the whole chunk.
           (half as Readable & { size: number }).size = body.length;
-          return send(half as never);
+          const sent = send(half as never);
+          onStall({ request: req.getUnderlyingObject() as ClientRequest, half });
+          return sent;
         }
         return send(body as never);
       };
@@ -64,6 +71,7 @@ describeBackends(
     let alice: User;
     beforeAll(async () => {
       alice = await userWithToken(h(), 'alice@tus.dev');
+      watchConnections(h()); // before tus-js-client connects: its connections are kept alive across requests
     });
 
     for (const [protocol, extra] of [
@@ -76,7 +84,7 @@ describeBackends(
         const data = noise(5 * CHUNK + 12_345, protocol.length + Object.keys(extra).length);
         const exchanges: Exchange[] = [];
         let uploadId = '';
-        let stalled = false;
+        const stall: { stalled?: Stalled } = {};
 
         const outcome: { resolve: (v: 'success') => void; reject: (e: Error) => void } = {
           resolve: () => {},
@@ -94,7 +102,9 @@ describeBackends(
           },
           retryDelays: null, // resumption is driven by the test
           storeFingerprintForResuming: false,
-          httpStack: stallingStack(3, () => (stalled = true)),
+          httpStack: stallingStack(3, (stalled) => {
+            stall.stalled = stalled;
+          }),
           onAfterResponse: (req, res) => {
             exchanges.push({
               method: req.getMethod(),
@@ -110,16 +120,12 @@ describeBackends(
         } as tus.UploadOptions);
         upload.start();
 
-        // The third PATCH hangs half-way; once the server has stored part of it, the client gives up on it.
-        await waitFor('the client to send half of a chunk', () => stalled && uploadId !== '');
+        // The third PATCH hangs half-way; once the server has read the half that was sent, the client gives up on it.
+        await waitFor('the client to send half of a chunk', () => stall.stalled !== undefined && uploadId !== '');
         const before = (await uploadRow(h(), uploadId))!.offset;
-        await waitFor('the server to store part of the stalled chunk', () => {
-          try {
-            return statSync(blobPath(h(), uploadId)).size > before;
-          } catch {
-            return false;
-          }
-        });
+        const { request, half } = stall.stalled!;
+        await waitFor('the server to read the half chunk', () => half.readableLength === 0 && arrived(h(), request));
+        expect((await uploadRow(h(), uploadId))!.offset).toBe(before); // bytes still arriving are not counted
         await upload.abort();
         await waitFor(
           'the server to commit the bytes that arrived',
@@ -128,6 +134,7 @@ describeBackends(
         const kept = (await uploadRow(h(), uploadId))!.offset;
         expect(kept).toBeGreaterThan(before);
         expect(kept).toBeLessThan(before + CHUNK);
+        expect((await blobOf(h(), uploadId))!.equals(data.subarray(0, kept))).toBe(true);
 
         // Resume: the client asks for the offset (HEAD) and sends the rest from there.
         finished = new Promise<'success'>((resolve, reject) => Object.assign(outcome, { resolve, reject }));
@@ -153,12 +160,14 @@ describeBackends(
         expect(Buffer.from(await download.arrayBuffer()).equals(data)).toBe(true);
         expect(download.headers.get('repr-digest')).toBe(reprDigest(data));
         expect(await uploadRow(h(), uploadId)).toBeNull();
+        expect(await leftovers(h(), uploadId, elementId)).toEqual([]);
       });
     }
 
     it('a digest mismatch reaches the client as an error, and nothing is stored', async () => {
       const elementId = await createElement(h(), alice.token, { type: 'Doc' });
       const data = noise(2 * CHUNK + 10, 77);
+      let uploadId = '';
       const error = await new Promise<Error>((resolve, reject) => {
         new tus.Upload(data, {
           endpoint: `${h().url}/${elementId}/file`,
@@ -166,13 +175,21 @@ describeBackends(
           chunkSize: CHUNK,
           headers: { Authorization: `Bearer ${alice.token}`, 'Repr-Digest': reprDigest(Buffer.from('other bytes')) },
           retryDelays: null,
+          onAfterResponse: (req, res) => {
+            const location = res.getHeader('Location');
+            if (req.getMethod() === 'POST' && location) uploadId = location.replace('/upload/', '');
+          },
           onSuccess: () => reject(new Error('the upload should have failed')),
           onError: resolve,
         } as tus.UploadOptions).start();
       });
       expect(String(error)).toMatch(/response code: 400/);
       expect((await h().request('GET', `/${elementId}`, { token: alice.token })).json.data.hasFile).toBeUndefined();
+      // The upload starts over at offset 0: its chunks are discarded, and the element got no file.
+      expect((await uploadRow(h(), uploadId))!.offset).toBe(0);
+      expect(await blobOf(h(), uploadId)).toBeNull();
+      expect(await leftovers(h(), uploadId, elementId)).toEqual([]);
     });
   },
-  { settings },
+  { settings, blobs: true },
 );
