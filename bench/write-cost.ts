@@ -8,15 +8,24 @@
 //             rows, the access keys and, through triggers, the access index and the search document)
 // then EXPLAIN ANALYZE of `create`, summed over many runs: the time of each trigger and of the statement.
 //
+// --variant name=file.sql (repeatable) measures a changed schema before it becomes a migration: the data set is
+// copied once per variant (a database made from it as a template on PostgreSQL, a copy of the data directory on
+// PGlite), the file's SQL is applied to the copy (dropping a trigger, a constraint or the search column, replacing
+// a function), and `create` runs on every copy in turn, round after round. --cpu (PostgreSQL) runs one statement at
+// a time through one connection and reports statements per CPU second of its server process (/proc/<pid>/stat),
+// which a machine busy with other work disturbs far less than a rate per second.
+//
 //   node --import tsx bench/write-cost.ts [--backend postgres|pglite] [--nodes N] [--seconds S] [--rounds R]
+//     [--variant name=file.sql ...] [--cpu]
 import { randomUUID } from 'node:crypto';
+import { cpSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { hashToken } from '../src/domain/accounts/tokens.js';
 import type { Db } from '../src/storage/db.js';
-import { migrate } from '../src/storage/migrate.js';
+import { migrate, splitStatements } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { insertNodeAs } from '../src/storage/queries/elements.js';
@@ -29,37 +38,59 @@ const { values: args } = parseArgs({
     nodes: { type: 'string', default: '10000' },
     seconds: { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
+    variant: { type: 'string', multiple: true, default: [] },
+    cpu: { type: 'boolean', default: false },
   },
 });
 const seconds = Number(args.seconds);
+const pglite = args.backend === 'pglite';
 class Rollback extends Error {}
 const say = (msg: string) => process.stderr.write(`${msg}\n`);
+const variants = (args.variant ?? []).map((v) => {
+  const [name, file] = v.split('=') as [string, string];
+  return { name, sql: readFileSync(file, 'utf8') };
+});
 
-let cluster: PgCluster | null = null;
-let dataDir: string | null = null;
-let db: Db;
-if (args.backend === 'pglite') {
-  dataDir = await mkdtemp(join(tmpdir(), 'trellis-write-cost-'));
-  db = await openPglite(dataDir);
-} else {
-  cluster = await startCluster(say);
-  db = await openPostgres(cluster.url, 10);
-}
-const inFlight = args.backend === 'pglite' ? 1 : 32;
+const cluster: PgCluster | null = pglite ? null : await startCluster(say);
+const work = await mkdtemp(join(tmpdir(), 'trellis-write-cost-'));
+const pool = args.cpu ? 1 : 10;
+/** The database `name` of the run: a database of the cluster, or a PGlite data directory. */
+const open = (name: string) =>
+  cluster ? openPostgres(cluster.url.replace(/\/[^/]*$/, `/write_cost_${name}`), pool) : openPglite(join(work, name));
+const inFlight = pglite || args.cpu ? 1 : 32;
+const copies = new Map<string, Db>();
+let db: Db | null = null;
 
 try {
+  const admin = cluster ? await openPostgres(cluster.url, 1) : null;
+  await admin?.query('CREATE DATABASE write_cost_current');
+  db = await open('current');
   await migrate(db);
   const ds = await generateDataset(db, { nodes: Number(args.nodes), users: 200 }, say);
   await db.query('CREATE TABLE bench_b2 (LIKE elements INCLUDING ALL)');
   await db.query('ALTER TABLE bench_b2 DROP COLUMN search');
   await db.query('CREATE TABLE bench_b2s (LIKE elements INCLUDING ALL)');
+  if (variants.length > 0) {
+    await db.close();
+    for (const v of variants) {
+      if (admin) await admin.query(`CREATE DATABASE write_cost_${v.name} TEMPLATE write_cost_current`);
+      else cpSync(join(work, 'current'), join(work, v.name), { recursive: true });
+      const copy = await open(v.name);
+      for (const statement of splitStatements(v.sql)) await copy.query(statement);
+      await copy.query('ANALYZE');
+      copies.set(v.name, copy);
+    }
+    db = await open('current');
+  }
+  await admin?.close();
+  const main = db;
   const users = ds.users.map((u) => ({ id: u.id, credentials: { tokenHash: hashToken(u.token) } }));
   const data = (k: number) => ({ name: `note ${k}`, text: `a note about the benchmark, number ${k}` });
   const threeRows = (table: string) => (k: number) => {
     const user = users[k % users.length]!;
     const node = randomUUID();
     const now = new Date().toISOString();
-    return db.query(
+    return main.query(
       `INSERT INTO ${table} (id, type, start_id, end_id, data, created, updated) VALUES
          ($1::uuid, 'Note', NULL, NULL, $2::jsonb, $3::timestamptz, $3::timestamptz),
          ($4::uuid, 'OWNS', $5::uuid, $1::uuid, '{}'::jsonb, $3::timestamptz, $3::timestamptz),
@@ -68,43 +99,59 @@ try {
       `write_cost_${table}`,
     );
   };
-  const create = async (k: number) => {
+  const create = (on: Db) => async (k: number) => {
     const user = users[k % users.length]!;
     const node = { id: randomUUID(), type: 'Note', data: data(k), parentId: null, ownsId: randomUUID() };
-    const result = await insertNodeAs(db, user.credentials, new Date(), { ...node, createdId: randomUUID() });
+    const result = await insertNodeAs(on, user.credentials, new Date(), { ...node, createdId: randomUUID() });
     if (!result.inserted) throw new Error(`create as ${user.id} failed: ${JSON.stringify(result)}`);
   };
-  const variants: Record<string, (k: number) => Promise<unknown>> = {
-    b2: (k) =>
-      db.query(
-        'INSERT INTO bench_b2 (id, type, data, created, updated) VALUES ($1, $2, $3, $4, $4)',
-        [randomUUID(), 'Note', data(k), new Date().toISOString()],
-        'write_cost_b2',
-      ),
-    b2x3: threeRows('bench_b2'),
-    b2x3s: threeRows('bench_b2s'),
-    create,
+  const measured: Array<{ name: string; on: Db; one: (k: number) => Promise<unknown> }> = [
+    {
+      name: 'b2',
+      on: main,
+      one: (k) =>
+        main.query(
+          'INSERT INTO bench_b2 (id, type, data, created, updated) VALUES ($1, $2, $3, $4, $4)',
+          [randomUUID(), 'Note', data(k), new Date().toISOString()],
+          'write_cost_b2',
+        ),
+    },
+    { name: 'b2x3', on: main, one: threeRows('bench_b2') },
+    { name: 'b2x3s', on: main, one: threeRows('bench_b2s') },
+    { name: 'create', on: main, one: create(main) },
+    ...[...copies].map(([name, on]) => ({ name, on, one: create(on) })),
+  ];
+  // The CPU seconds the server process behind `on`'s one connection has used (utime + stime, clock ticks of 10 ms).
+  const cpuSeconds = async (on: Db) => {
+    const { rows } = await on.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const fields = readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
   };
+  const unit = args.cpu ? 'statements/CPU s' : 'statements/s';
   const rates: Record<string, number[]> = {};
   for (let round = 1; round <= Number(args.rounds); round++)
-    for (const [name, one] of Object.entries(variants)) {
+    for (const { name, on, one } of measured) {
       for (let i = 0; i < 200; i++) await one(i);
       const until = Date.now() + seconds * 1000;
       let n = 0;
+      const before = args.cpu ? await cpuSeconds(on) : 0;
       await Promise.all(
         Array.from({ length: inFlight }, async () => {
           while (Date.now() < until) await one(n++);
         }),
       );
-      rates[name] = [...(rates[name] ?? []), n / seconds];
-      say(`round ${round}  ${name.padEnd(6)} ${Math.round(n / seconds).toLocaleString('en-US')} statements/s`);
+      const rate = args.cpu ? n / Math.max(0.01, (await cpuSeconds(on)) - before) : n / seconds;
+      rates[name] = [...(rates[name] ?? []), rate];
+      say(`round ${round}  ${name.padEnd(12)} ${Math.round(rate).toLocaleString('en-US')} ${unit}`);
     }
-  const best = (name: string) => Math.max(...rates[name]!);
-  process.stdout.write(`\n${args.backend}, ${args.nodes} nodes, best of ${args.rounds} rounds of ${seconds} s:\n`);
-  for (const name of Object.keys(variants))
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  process.stdout.write(
+    `\n${args.backend}, ${args.nodes} nodes, ${inFlight} in flight, median of ${args.rounds} rounds of ${seconds} s:\n`,
+  );
+  for (const { name } of measured)
     process.stdout.write(
-      `  ${name.padEnd(6)} ${Math.round(best(name)).toLocaleString('en-US').padStart(7)} statements/s` +
-        `  ${(best(name) / best('b2x3')).toFixed(2)} x b2x3\n`,
+      `  ${name.padEnd(12)} ${Math.round(median(rates[name]!)).toLocaleString('en-US').padStart(7)} ${unit}` +
+        `  ${(median(rates[name]!) / median(rates.b2x3!)).toFixed(2)} x b2x3   (${rates[name]!.map((r) => Math.round(r)).join(', ')})\n`,
     );
 
   // Where the create statement's time goes: EXPLAIN ANALYZE reports each trigger's time; summed over many runs.
@@ -114,7 +161,7 @@ try {
     explained.set(key, { ms: entry.ms + ms, calls: entry.calls + calls });
   };
   const runs = 300;
-  await db
+  await main
     .transaction(async (tx) => {
       // The statement's text and parameters, as insertNodeAs sends them, captured from a call on a wrapper.
       let captured: { text: string; values: unknown[] } | null = null;
@@ -145,7 +192,8 @@ try {
   for (const [key, { ms, calls }] of explained)
     process.stdout.write(`  ${key.padEnd(48)} ${((ms / runs) * 1000).toFixed(0).padStart(6)} µs  (${calls} calls)\n`);
 } finally {
-  await db.close();
-  if (cluster) await cluster.stop();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  for (const copy of copies.values()) await copy.close();
+  await db?.close();
+  await cluster?.stop();
+  await rm(work, { recursive: true, force: true });
 }
