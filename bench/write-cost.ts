@@ -29,7 +29,7 @@ import { migrate, splitStatements } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { insertNodeAs } from '../src/storage/queries/elements.js';
-import { type PgCluster, startCluster } from './lib/cluster.js';
+import { benchServerSettings, type PgCluster, startCluster } from './lib/cluster.js';
 import { generateDataset } from './lib/dataset.js';
 
 const { values: args } = parseArgs({
@@ -51,7 +51,7 @@ const variants = (args.variant ?? []).map((v) => {
   return { name, sql: readFileSync(file, 'utf8') };
 });
 
-const cluster: PgCluster | null = pglite ? null : await startCluster(say);
+const cluster: PgCluster | null = pglite ? null : await startCluster(say, benchServerSettings());
 const work = await mkdtemp(join(tmpdir(), 'trellis-write-cost-'));
 const pool = args.cpu ? 1 : 10;
 /** The database `name` of the run: a database of the cluster, or a PGlite data directory. */
