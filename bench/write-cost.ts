@@ -51,7 +51,15 @@ const variants = (args.variant ?? []).map((v) => {
   return { name, sql: readFileSync(file, 'utf8') };
 });
 
-const cluster: PgCluster | null = pglite ? null : await startCluster(say, benchServerSettings());
+// pg_stat_statements times every statement, the ones triggers run included: what the create's parts cost, side by
+// side with the baselines under the same load.
+const cluster: PgCluster | null = pglite
+  ? null
+  : await startCluster(say, {
+      ...benchServerSettings(),
+      shared_preload_libraries: 'pg_stat_statements',
+      'pg_stat_statements.track': 'all',
+    });
 const work = await mkdtemp(join(tmpdir(), 'trellis-write-cost-'));
 const pool = args.cpu ? 1 : 10;
 /** The database `name` of the run: a database of the cluster, or a PGlite data directory. */
@@ -153,6 +161,34 @@ try {
       `  ${name.padEnd(12)} ${Math.round(median(rates[name]!)).toLocaleString('en-US').padStart(7)} ${unit}` +
         `  ${(median(rates[name]!) / median(rates.b2x3!)).toFixed(2)} x b2x3   (${rates[name]!.map((r) => Math.round(r)).join(', ')})\n`,
     );
+
+  // Every statement's mean execution time, nested ones included, over a round of all of them interleaved.
+  if (cluster) {
+    await main.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await main.query('SELECT pg_stat_statements_reset()');
+    const rounds = 2000;
+    let k = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (k < rounds * measured.length) {
+          const i = k++;
+          await measured[i % measured.length]!.one(i);
+        }
+      }),
+    );
+    const { rows } = await main.query<{ calls: string; mean: number; db: string; query: string }>(
+      `SELECT calls, total_exec_time / calls * 1000 AS mean, substr(d.datname, 12) AS db,
+              left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS query
+       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+       WHERE query NOT LIKE '%pg_stat_statements%' AND calls >= ${rounds}
+       ORDER BY total_exec_time DESC LIMIT 16`,
+    );
+    process.stdout.write(`\npg_stat_statements, ${rounds} of each interleaved, 4 in flight, mean execution time:\n`);
+    for (const r of rows)
+      process.stdout.write(
+        `  ${Math.round(r.mean).toString().padStart(6)} us  ${String(r.calls).padStart(6)} calls  ${r.db.padEnd(8)} ${r.query}\n`,
+      );
+  }
 
   // Where the create statement's time goes: EXPLAIN ANALYZE reports each trigger's time; summed over many runs.
   const explained = new Map<string, { ms: number; calls: number }>();
