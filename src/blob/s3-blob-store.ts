@@ -95,6 +95,8 @@ function contiguous(chunks: Chunk[]): { total: number; run: Chunk[] } {
 
 export class S3BlobStore implements BlobStore {
   private readonly client: S3Client;
+  /** The client of the GetObject requests whose bodies a download streams (see the constructor). */
+  private readonly downloads: S3Client;
   private readonly bucket: string;
   private readonly prefix: string;
   private readonly endpoint: string;
@@ -104,7 +106,7 @@ export class S3BlobStore implements BlobStore {
     this.prefix = options.prefix;
     this.endpoint = options.endpoint ?? `the AWS endpoint of ${options.region}`;
     const agent = { keepAlive: true, maxSockets: 256 };
-    this.client = new S3Client({
+    const common = {
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
       region: options.region,
       credentials: options.credentials,
@@ -113,12 +115,20 @@ export class S3BlobStore implements BlobStore {
       // refuse streamed uploads (411 MissingContentLength); the SHA-256 of every file is checked here anyway.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      requestHandler: {
-        connectionTimeout: options.timeoutMs,
-        requestTimeout: options.timeoutMs,
-        httpAgent: new HttpAgent(agent),
-        httpsAgent: new HttpsAgent(agent),
-      },
+    } as const;
+    const connections = {
+      connectionTimeout: options.timeoutMs,
+      httpAgent: new HttpAgent(agent),
+      httpsAgent: new HttpsAgent(agent),
+    };
+    // A connection silent for longer than the timeout fails its request (socketTimeout; requestTimeout alone would
+    // only log a warning, and a store that stops answering would hold the request, and the shutdown, for ever).
+    this.client = new S3Client({ ...common, requestHandler: { ...connections, socketTimeout: options.timeoutMs } });
+    // A download's body goes at the pace of its reader, who may pause for longer than the store may be silent (a
+    // reader too slow is the HTTP layer's to cut off): there only the wait for the store's answer is timed.
+    this.downloads = new S3Client({
+      ...common,
+      requestHandler: { ...connections, requestTimeout: options.timeoutMs, throwOnRequestTimeout: true },
     });
   }
 
@@ -371,7 +381,7 @@ export class S3BlobStore implements BlobStore {
     const name = this.fileName(key, tag);
     let out: GetObjectCommandOutput;
     try {
-      out = await this.client.send(
+      out = await this.downloads.send(
         new GetObjectCommand({
           Bucket: this.bucket,
           Key: name,

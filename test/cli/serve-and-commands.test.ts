@@ -1,24 +1,13 @@
 // The operating contract: `trellis serve`, config errors, the DATA_DIR lock, graceful shutdown, and the database
 // commands beside a running embedded server (through its admin socket) and on PostgreSQL directly.
-import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { runCli, spawnCli, waitForHttp } from '../helpers/process.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort, runCli, spawnCli, waitForHttp } from '../helpers/process.js';
 
 async function token(url: string, identifier: string, password: string): Promise<string> {
   const res = await fetch(`${url}/token`, {
@@ -216,90 +205,6 @@ describe('trellis serve (embedded PGlite)', () => {
     const again = await runCli(['token:revoke', '--dry-run'], { DATA_DIR: dataDir });
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('0 active token(s) match.');
-  });
-});
-
-describe('trellis serve (embedded PGlite) after kill -9', () => {
-  it('lets a resumable upload cut off by the crash go on at once from the offset HEAD reports, to a whole file', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'trellis-crash-'));
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const start = async () => {
-      const server = spawnCli(['serve'], { DATA_DIR: dataDir, PORT: String(port) });
-      await waitForHttp(`${url}/error/404/not-found`);
-      return server;
-    };
-    let server = await start();
-    try {
-      const registered = await fetch(`${url}/register`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ type: 'User', uniqueUserIdentifier: 'crash@example.dev', password: 'pw-crash' }),
-      });
-      expect(registered.status).toBe(201);
-      const auth = { authorization: `Bearer ${await token(url, 'crash@example.dev', 'pw-crash')}` };
-      const created = await fetch(`${url}/`, {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ type: 'Doc' }),
-      });
-      const id = created.headers.get('location')!.slice(1);
-      const first = Buffer.from('first bytes;');
-      const started = await fetch(`${url}/${id}/file`, {
-        method: 'POST',
-        headers: { ...auth, 'upload-complete': '?0' },
-        body: first,
-      });
-      expect(started.status).toBe(204);
-      const uploadPath = started.headers.get('location')!;
-      const blob = join(dataDir, 'files', uploadPath.slice(8, 10), uploadPath.slice(8));
-
-      // A completing append that is under way (it holds the upload's lease) when the process dies.
-      const stalled = request(`${url}${uploadPath}`, {
-        method: 'PATCH',
-        headers: {
-          ...auth,
-          'content-type': 'application/partial-upload',
-          'upload-offset': String(first.length),
-          'upload-complete': '?1',
-          'content-length': String(1 << 20),
-        },
-      });
-      stalled.on('error', () => {});
-      stalled.write(Buffer.alloc(4096, 7));
-      for (const until = Date.now() + 10_000; statSync(blob).size <= first.length; ) {
-        if (Date.now() > until) throw new Error('the append did not start');
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      server.kill('SIGKILL');
-      await server.done;
-      stalled.destroy();
-
-      server = await start();
-      const head = await fetch(`${url}${uploadPath}`, { method: 'HEAD', headers: auth });
-      expect(head.status).toBe(204);
-      expect(head.headers.get('upload-offset')).toBe(String(first.length)); // the cut-off bytes were never committed
-      const rest = Buffer.from('and the rest');
-      const completed = await fetch(`${url}${uploadPath}`, {
-        method: 'PATCH',
-        headers: {
-          ...auth,
-          'content-type': 'application/partial-upload',
-          'upload-offset': String(first.length),
-          'upload-complete': '?1',
-        },
-        body: rest,
-      });
-      expect(completed.status).toBe(201); // not a 409 for the dead process's lease
-      const file = await fetch(`${url}/${id}/file`, { headers: auth });
-      const whole = Buffer.concat([first, rest]);
-      expect(Buffer.from(await file.arrayBuffer()).equals(whole)).toBe(true);
-      expect(file.headers.get('repr-digest')).toBe(`sha-256=:${createHash('sha256').update(whole).digest('base64')}:`);
-    } finally {
-      if (server.exitCode === null) server.kill('SIGKILL');
-      await server.done;
-      await rm(dataDir, { recursive: true, force: true });
-    }
   });
 });
 

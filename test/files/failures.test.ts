@@ -1,29 +1,21 @@
 // Uploads that fail: a client that goes away half-way, bodies over the size limit (refused early, from the
 // declared length or as soon as the stream passes the limit). Each must leave the previous file, the metadata and
-// the temporary directory exactly as they were.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+// the store's temporary blobs exactly as they were, on the disk store and on the object store (faults of the object
+// store itself: s3-failures.test.ts).
 import http from 'node:http';
-import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
+import { PART_BYTES } from '../../src/blob/s3-blob-store.js';
+import { currentNames, elementBytes, storedNames, temporaryBlobs } from '../helpers/blobs.js';
 import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
+import { waitFor } from '../uploads/helpers.js';
 import { noise, rawRequest, reprDigest } from './fixtures.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
 
-const tmpDir = (h: Harness) => join(h.dataDir, 'files', 'tmp');
-const tmpEntries = (h: Harness) => readdirSync(tmpDir(h));
-const blobPath = (h: Harness, id: string) => join(h.dataDir, 'files', id.slice(0, 2), id);
+const MiB = 1024 * 1024;
 
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-/** Bytes of the temporary files the server is writing right now. */
-const tmpBytes = (h: Harness) => tmpEntries(h).reduce((sum, name) => sum + statSync(join(tmpDir(h), name)).size, 0);
+const noTemporaryBlobs = (h: Harness) =>
+  waitFor('no temporary blob', async () => (await temporaryBlobs(h)).length === 0);
 
 async function snapshot(h: Harness, id: string, token: string) {
   const element = await h.request('GET', `/${id}`, { token });
@@ -32,8 +24,9 @@ async function snapshot(h: Harness, id: string, token: string) {
 }
 
 /**
- * Starts an upload, sends `sent` of the `declared` bytes, waits until the server has written part of them to a
- * temporary file, then drops the connection. Resolves once the socket is gone.
+ * Starts an upload, sends `sent` of the `declared` bytes, waits until the server has begun to store them in a
+ * temporary blob, then drops the connection. Resolves once the socket is gone. The object store shows an object on
+ * its way in once its first part is full (the bytes before are in memory), so `sent` must be more than a part.
  */
 async function disconnectHalfWay(
   h: Harness,
@@ -49,52 +42,57 @@ async function disconnectHalfWay(
   });
   req.on('error', () => {}); // the destroy below is the point
   req.write(noise(sent, 9));
-  await waitFor('the server to stream into a temporary file', () => tmpBytes(h) > 0);
+  await waitFor('the server to stream into a temporary blob', async () => (await temporaryBlobs(h)).length > 0);
   req.destroy();
   await new Promise((resolve) => req.on('close', resolve));
 }
 
-describeBackends('element files: interrupted uploads', (h) => {
-  let alice: User;
-  beforeAll(async () => {
-    alice = await userWithToken(h(), 'alice@interrupt.dev');
-  });
-
-  it('keeps the old file when a client disconnects half-way through a PUT, and removes the temporary file', async () => {
-    const id = await createElement(h(), alice.token, { type: 'Doc' });
-    const old = Buffer.from('the old, intact file');
-    const first = await h().request('POST', `/${id}/file`, {
-      token: alice.token,
-      raw: new Uint8Array(old),
-      headers: { 'upload-complete': '?1' },
+describeBackends(
+  'element files: interrupted uploads',
+  (h) => {
+    let alice: User;
+    beforeAll(async () => {
+      alice = await userWithToken(h(), 'alice@interrupt.dev');
     });
-    expect(first.status).toBe(201);
-    const before = await snapshot(h(), id, alice.token);
 
-    await disconnectHalfWay(h(), 'PUT', id, alice.token, 8 * 1024 * 1024, 4 * 1024 * 1024);
-    await waitFor('the temporary file to be removed', () => tmpEntries(h()).length === 0);
+    it('keeps the old file when a client disconnects half-way through a PUT, and removes the temporary blob', async () => {
+      const id = await createElement(h(), alice.token, { type: 'Doc' });
+      const old = Buffer.from('the old, intact file');
+      const first = await h().request('POST', `/${id}/file`, {
+        token: alice.token,
+        raw: new Uint8Array(old),
+        headers: { 'upload-complete': '?1' },
+      });
+      expect(first.status).toBe(201);
+      const before = await snapshot(h(), id, alice.token);
 
-    expect(await snapshot(h(), id, alice.token)).toEqual(before);
-    expect(readFileSync(blobPath(h(), id)).equals(old)).toBe(true);
-    expect(readdirSync(join(h().dataDir, 'files', id.slice(0, 2))).filter((n) => n.startsWith(id))).toEqual([id]);
-  });
+      await disconnectHalfWay(h(), 'PUT', id, alice.token, 2 * PART_BYTES, PART_BYTES + 4 * MiB);
+      await noTemporaryBlobs(h());
 
-  it('leaves an element without a file when the first upload is cut off', async () => {
-    const id = await createElement(h(), alice.token, { type: 'Doc' });
-    const before = await snapshot(h(), id, alice.token);
-    await disconnectHalfWay(h(), 'POST', id, alice.token, 4 * 1024 * 1024, 1024 * 1024);
-    await waitFor('the temporary file to be removed', () => tmpEntries(h()).length === 0);
-    expect(await snapshot(h(), id, alice.token)).toEqual(before);
-    expect(before.fileStatus).toBe(404);
-    // The service is fine afterwards: the same element takes a complete upload.
-    const ok = await h().request('POST', `/${id}/file`, {
-      token: alice.token,
-      raw: new Uint8Array(Buffer.from('ok')),
-      headers: { 'upload-complete': '?1' },
+      expect(await snapshot(h(), id, alice.token)).toEqual(before);
+      expect((await elementBytes(h(), id))?.equals(old)).toBe(true);
+      expect(await storedNames(h(), id)).toEqual(await currentNames(h(), id));
     });
-    expect(ok.status).toBe(201);
-  });
-});
+
+    it('leaves an element without a file when the first upload is cut off', async () => {
+      const id = await createElement(h(), alice.token, { type: 'Doc' });
+      const before = await snapshot(h(), id, alice.token);
+      await disconnectHalfWay(h(), 'POST', id, alice.token, 2 * PART_BYTES, PART_BYTES + MiB);
+      await noTemporaryBlobs(h());
+      expect(await snapshot(h(), id, alice.token)).toEqual(before);
+      expect(before.fileStatus).toBe(404);
+      expect(await storedNames(h(), id)).toEqual([]);
+      // The service is fine afterwards: the same element takes a complete upload.
+      const ok = await h().request('POST', `/${id}/file`, {
+        token: alice.token,
+        raw: new Uint8Array(Buffer.from('ok')),
+        headers: { 'upload-complete': '?1' },
+      });
+      expect(ok.status).toBe(201);
+    });
+  },
+  { blobs: true },
+);
 
 const MAX = 1000;
 
@@ -120,9 +118,9 @@ describeBackends(
     });
 
     async function expectUnchanged(before: Awaited<ReturnType<typeof snapshot>>) {
-      await waitFor('no temporary file', () => tmpEntries(h()).length === 0);
+      await noTemporaryBlobs(h());
       expect(await snapshot(h(), id, alice.token)).toEqual(before);
-      expect(readFileSync(blobPath(h(), id)).equals(old)).toBe(true);
+      expect((await elementBytes(h(), id))?.equals(old)).toBe(true);
     }
 
     it('accepts exactly the maximum size', async () => {
@@ -211,5 +209,8 @@ describeBackends(
       expect(exact.status).toBe(201);
     });
   },
-  { settings: { file: { maxFileSizeInBytes: MAX, uploadMaxChunkSizeInBytes: MAX, uploadMinChunkSizeInBytes: 100 } } },
+  {
+    settings: { file: { maxFileSizeInBytes: MAX, uploadMaxChunkSizeInBytes: MAX, uploadMinChunkSizeInBytes: 100 } },
+    blobs: true,
+  },
 );

@@ -1,13 +1,12 @@
 // The object-store blob store against a real S3-compatible store (the throw-away Ceph cluster of the test run): what
-// each operation leaves in the bucket, object by object. Skipped when the s3 blob store is not under test.
+// each operation leaves in the bucket, object by object (its sweep against the database: sweep.test.ts). Skipped
+// when the s3 blob store is not under test.
 import { createHash, randomBytes } from 'node:crypto';
-import { CreateMultipartUploadCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { SweepPolicy } from '../../src/blob/blob-store.js';
 import { PartialAppendError } from '../../src/blob/blob-store.js';
 import { S3BlobStore } from '../../src/blob/s3-blob-store.js';
 import { ObjectStoreError } from '../../src/blob/s3-errors.js';
-import { collect, emptyPrefix, objectsUnder, testBucket, unfinishedUploads } from '../helpers/blobs.js';
+import { collect, emptyPrefix, objectsUnder, unfinishedUploads } from '../helpers/blobs.js';
 import { blobStoresUnderTest, newS3Prefix } from '../helpers/harness.js';
 
 const MiB = 1024 * 1024;
@@ -21,17 +20,6 @@ const from = (...parts: Array<Buffer | string | Error>) =>
       yield Buffer.from(p);
     }
   })();
-
-const policy = (over: Partial<SweepPolicy> = {}): SweepPolicy => ({
-  graceMs: 0,
-  wanted: async () => new Set(),
-  tags: async () => new Map(),
-  settleAside: async (_key, settle) => {
-    await settle(undefined);
-    return true;
-  },
-  ...over,
-});
 
 describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a real object store', () => {
   let prefix: string;
@@ -168,53 +156,6 @@ describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a re
     expect(sha(await collect((await store.open(ELEMENT, undefined, sha(whole)))!.stream))).toBe(sha(whole));
     expect(await unfinishedUploads(`${prefix}/`)).toEqual([]);
     await store.delete(ELEMENT);
-  });
-
-  it('sweeps what a crash left: temporary objects, unreferenced chunks and versions, unfinished multipart uploads', async () => {
-    const { client, bucket } = testBucket();
-    const put = (name: string, body: string) =>
-      client.send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}/${name}`, Body: body }));
-    const live = 'a1000000-1111-4222-8333-944445555666';
-    const gone = 'a2000000-1111-4222-8333-944445555666';
-    const element = 'a3000000-1111-4222-8333-944445555666';
-    await put('tmp/0123456789abcdef', 'a direct upload that never finished');
-    await put(`${live}/c-000000000000000`, 'live upload');
-    await put(`${gone}/c-000000000000000`, 'upload whose row is gone');
-    await put(`${element}/f-${'a'.repeat(64)}`, 'the committed version');
-    await put(`${element}/f-${'b'.repeat(64)}`, 'a version whose commit never came');
-    await put('not-ours/whatever', 'left alone');
-    const started = await client.send(
-      new CreateMultipartUploadCommand({ Bucket: bucket, Key: `${prefix}/${live}/c-000000000000011` }),
-    );
-    await client.send(
-      new UploadPartCommand({
-        Bucket: bucket,
-        Key: `${prefix}/${live}/c-000000000000011`,
-        UploadId: started.UploadId,
-        PartNumber: 1,
-        Body: 'x',
-      }),
-    );
-    // With a grace that nothing has reached, nothing goes.
-    const young = await store.sweep(policy({ graceMs: 3_600_000 }));
-    expect(young).toEqual({ temporary: 0, orphans: 0, restored: 0, dropped: 0 });
-    const tags = new Map([[element, 'a'.repeat(64)]]);
-    const report = await store.sweep(
-      policy({
-        wanted: async (keys) => new Set(keys.filter((k) => k === live)),
-        tags: async () => tags,
-        settleAside: async (key, settle) => {
-          await settle(tags.get(key));
-          return true;
-        },
-      }),
-    );
-    expect(report).toEqual({ temporary: 2, orphans: 1, restored: 0, dropped: 1 });
-    expect(await names()).toEqual(
-      [`${live}/c-000000000000000`, `${element}/f-${'a'.repeat(64)}`, 'not-ours/whatever'].sort(),
-    );
-    expect(await unfinishedUploads(`${prefix}/`)).toEqual([]);
-    await emptyPrefix(`${prefix}/`);
   });
 
   it('turns a store that does not answer into an ObjectStoreError that names no bucket', async () => {

@@ -118,7 +118,8 @@ describe.skipIf(!runs)('two instances on one PostgreSQL and one bucket', () => {
     const data = noise(100 * KiB, 13);
     const started = await startUpload(a, token, id, { body: data.subarray(0, 40 * KiB) });
     // Instance a dies while appending at 40 KiB: it had stored a chunk (never committed) and begun a multipart
-    // upload, and it held the lease.
+    // upload, and it held the lease. A moment a real kill cannot aim at (killed-instance.test.ts kills one while
+    // the body streams): the chunk is complete in the bucket, its offset not in the database.
     const { client, bucket } = testBucket();
     const chunk = (offset: number) => `${a.s3Prefix}/${started.id}/c-${String(offset).padStart(15, '0')}`;
     await client.send(

@@ -1,4 +1,5 @@
-// A service process for the descriptor-exhaustion tests: starts the real server from the environment, prints its
+// A service process for the descriptor-exhaustion tests: starts the real server from the environment (settings in
+// TRELLIS_TEST_SETTINGS, the object store's credentials in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY), prints its
 // URL, then on stdin `exhaust` opens descriptors until the process has none left (EMFILE) and `release` closes
 // them again. Started under `prlimit --nofile` so that exhausting takes a few thousand opens, not a million.
 import { closeSync, openSync } from 'node:fs';
@@ -6,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { validateSettings } from '../../src/config/load.js';
 import { startServer } from '../../src/server.js';
 
+const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = process.env;
 const server = await startServer({
   settings: validateSettings(JSON.parse(process.env.TRELLIS_TEST_SETTINGS ?? '{}')),
   runtime: {
@@ -16,7 +18,7 @@ const server = await startServer({
     anonymousUserId: null,
     logLevel: 'silent',
     configPath: null,
-    s3Credentials: null,
+    s3Credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : null,
   },
 });
 console.log(JSON.stringify({ url: server.url }));

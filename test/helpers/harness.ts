@@ -137,8 +137,32 @@ export interface TestResponse {
   json: any;
 }
 
-/** The settings and credentials of a harness on the object store: the test bucket, under `prefix`. */
-function s3Settings(settings: Record<string, unknown>, prefix: string) {
+/** What a test needs to talk to a service: its URL and requests over the socket (see `Harness.request`). */
+export type ServiceClient = Pick<Harness, 'url' | 'request'>;
+
+/** A client of the service at `url` (a harness's, or one running in a child process). */
+export function serviceClient(url: string): ServiceClient {
+  const request = async (method: string, path: string, init: RequestOptions = {}): Promise<TestResponse> => {
+    const headers: Record<string, string> = { ...(init.headers ?? {}) };
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    let body: BodyInit | undefined = init.raw;
+    if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await fetch(url + path, { method, headers, body, redirect: 'manual' });
+    const text = await response.text();
+    let json: unknown;
+    if (text.length > 0 && /json/.test(response.headers.get('content-type') ?? '')) json = JSON.parse(text);
+    const { status } = response;
+    checkExchange(url, { method, path, status, headers: response.headers, text, requestBody: init.body });
+    return { status, headers: response.headers, text, json };
+  };
+  return { url, request };
+}
+
+/** The settings and credentials of a service on the object store: the test bucket, under `prefix`. */
+export function s3Settings(settings: Record<string, unknown>, prefix: string) {
   const store = inject('s3') as { endpoint: string; accessKeyId: string; secretAccessKey: string; bucket: string };
   if (!store) throw new Error('the s3 blob store was requested but no object store was provided (run npm test)');
   const file = (settings.file ?? {}) as Record<string, unknown>;
@@ -194,22 +218,7 @@ export async function startHarness(
   const address = app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
   registerDocument(url, app.swagger());
-  const request = async (method: string, path: string, init: RequestOptions = {}): Promise<TestResponse> => {
-    const headers: Record<string, string> = { ...(init.headers ?? {}) };
-    if (init.token) headers.authorization = `Bearer ${init.token}`;
-    let body: BodyInit | undefined = init.raw;
-    if (init.body !== undefined) {
-      body = JSON.stringify(init.body);
-      headers['content-type'] ??= 'application/json';
-    }
-    const response = await fetch(url + path, { method, headers, body, redirect: 'manual' });
-    const text = await response.text();
-    let json: unknown;
-    if (text.length > 0 && /json/.test(response.headers.get('content-type') ?? '')) json = JSON.parse(text);
-    const { status } = response;
-    checkExchange(url, { method, path, status, headers: response.headers, text, requestBody: init.body });
-    return { status, headers: response.headers, text, json };
-  };
+  const { request } = serviceClient(url);
   return {
     backend,
     blobStore,
@@ -258,7 +267,7 @@ export function describeBackends(title: string, body: (h: () => Harness) => void
 }
 
 /** Registers a user and returns its id and a fresh token. */
-export async function userWithToken(h: Harness, identifier: string, password = 'correct horse battery staple') {
+export async function userWithToken(h: ServiceClient, identifier: string, password = 'correct horse battery staple') {
   const reg = await h.request('POST', '/register', {
     body: { type: 'User', uniqueUserIdentifier: identifier, password },
   });
@@ -273,7 +282,7 @@ export async function userWithToken(h: Harness, identifier: string, password = '
 
 /** Attaches `bytes` as the element's file (a direct upload named `filename`); throws unless it is stored. */
 export async function attachFile(
-  h: Harness,
+  h: ServiceClient,
   token: string,
   id: string,
   bytes: Buffer,
@@ -286,7 +295,7 @@ export async function attachFile(
 
 /** Creates an element and returns its id. */
 export async function createElement(
-  h: Harness,
+  h: ServiceClient,
   token: string,
   body: Record<string, unknown>,
   parent?: string,

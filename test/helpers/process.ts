@@ -1,6 +1,9 @@
 // Spawning the real CLI as a child process.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ENTRY = fileURLToPath(new URL('./cli-entry.ts', import.meta.url));
@@ -50,4 +53,45 @@ export async function waitForHttp(url: string, timeoutMs = 60_000): Promise<void
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+}
+
+/** A TCP port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export type Instance = ChildProcess & { done: Promise<Finished>; url: string };
+
+/**
+ * `trellis serve` in a child process on DATA_DIR `dataDir` with `settings` (written to a file there as the
+ * configuration), resolved once it answers; killed when it does not answer within `timeoutMs` (a new embedded
+ * database takes long on a loaded machine). `env` adds DATABASE_URL, credentials and the like.
+ */
+export async function serveInstance(
+  dataDir: string,
+  settings: Record<string, unknown>,
+  env: Record<string, string> = {},
+  timeoutMs = 150_000,
+): Promise<Instance> {
+  const config = join(dataDir, 'test-settings.json'); // JSON is YAML
+  await writeFile(config, JSON.stringify(settings));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawnCli(['serve'], { DATA_DIR: dataDir, PORT: String(port), TRELLIS_CONFIG: config, ...env });
+  const exited = child.done.then((end) => {
+    throw new Error(`trellis serve exited with ${end.code} before answering: ${end.stderr}`);
+  });
+  try {
+    await Promise.race([waitForHttp(`${url}/error/404/not-found`, timeoutMs), exited]);
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await child.done;
+    throw error;
+  }
+  return Object.assign(child, { url });
 }

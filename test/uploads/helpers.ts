@@ -2,24 +2,16 @@
 // store), and a raw HTTP/1.1 client for what fetch hides (interim responses, bodies cut off half-way, stalled bodies).
 import http from 'node:http';
 import net, { type Socket } from 'node:net';
-import { ListPartsCommand } from '@aws-sdk/client-s3';
 import { parseDictionary } from 'structured-headers';
 import { Uploads } from '../../src/domain/uploads/uploads.js';
-import {
-  currentNames,
-  storedNames,
-  temporaryBlobs,
-  testBucket,
-  unfinishedUploads,
-  uploadBytes,
-} from '../helpers/blobs.js';
-import type { Harness, TestResponse } from '../helpers/harness.js';
+import { currentNames, storedNames, temporaryBlobs, uploadBytes } from '../helpers/blobs.js';
+import type { Harness, ServiceClient, TestResponse } from '../helpers/harness.js';
 
 const bytes = (b: Buffer) => new Uint8Array(b);
 
 /** POST (or PUT) /<id>/file with `Upload-Complete: ?0`; returns the response and the upload path. */
 export async function startUpload(
-  h: Harness,
+  h: ServiceClient,
   token: string,
   elementId: string,
   options: { body?: Buffer; headers?: Record<string, string>; method?: 'POST' | 'PUT' } = {},
@@ -35,7 +27,7 @@ export async function startUpload(
 
 /** PATCH of an upload in the spec's shape. */
 export function append(
-  h: Harness,
+  h: ServiceClient,
   token: string,
   path: string,
   offset: number,
@@ -55,7 +47,7 @@ export function append(
   });
 }
 
-export const head = (h: Harness, token: string, path: string) => h.request('HEAD', path, { token });
+export const head = (h: ServiceClient, token: string, path: string) => h.request('HEAD', path, { token });
 
 export function limitsOf(res: TestResponse): Record<string, number> {
   const value = res.headers.get('upload-limit');
@@ -77,22 +69,6 @@ export async function uploadRow(h: Harness, id: string) {
 
 /** The bytes stored for upload `key` (through the blob store, whichever it is), or null. */
 export const blobOf = (h: Harness, key: string): Promise<Buffer | null> => uploadBytes(h, key);
-
-/**
- * Whether the store already holds part of an append to upload `key` at `offset` whose body is still arriving. On
- * disk the upload's file grows past `offset`. In the bucket an append is one object, which a body shorter than one
- * part (the store's PART_BYTES) becomes only once it ends; a longer one is a multipart upload of that object whose
- * first part is stored while the rest arrives.
- */
-export async function appendInStore(h: Harness, key: string, offset: number): Promise<boolean> {
-  if (h.s3Prefix === null) return ((await h.services.blobs.size(key)) ?? 0) > offset;
-  const { client, bucket } = testBucket();
-  for (const u of await unfinishedUploads(`${h.s3Prefix}/${key}/c-`)) {
-    const parts = await client.send(new ListPartsCommand({ Bucket: bucket, Key: u.name, UploadId: u.uploadId }));
-    if ((parts.Parts ?? []).length > 0) return true;
-  }
-  return false;
-}
 
 /**
  * What the store holds that nothing should once upload `uploadId` completed or was removed: names kept for the

@@ -7,12 +7,11 @@ import { Readable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PART_BYTES } from '../../src/blob/s3-blob-store.js';
 import { noise, sha256 } from '../files/fixtures.js';
-import { storedNames } from '../helpers/blobs.js';
+import { appendInStore, storedNames } from '../helpers/blobs.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 import {
   anotherInstance,
   append,
-  appendInStore,
   blobOf,
   head,
   leftovers,
