@@ -39,6 +39,7 @@ import {
 import { guarded, meter, type SourceFailure } from './meter.js';
 import { compose, type Piece } from './s3-compose.js';
 import { ObjectStoreError, objectStoreCall } from './s3-errors.js';
+import { ObjectReader } from './s3-reader.js';
 
 const TAG = /^[A-Za-z0-9]{1,128}$/;
 const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|c-(\d{15}))$/;
@@ -124,12 +125,10 @@ export class S3BlobStore implements BlobStore {
     // A connection silent for longer than the timeout fails its request (socketTimeout; requestTimeout alone would
     // only log a warning, and a store that stops answering would hold the request, and the shutdown, for ever).
     this.client = new S3Client({ ...common, requestHandler: { ...connections, socketTimeout: options.timeoutMs } });
-    // A download's body goes at the pace of its reader, who may pause for longer than the store may be silent (a
-    // reader too slow is the HTTP layer's to cut off): there only the wait for the store's answer is timed.
-    this.downloads = new S3Client({
-      ...common,
-      requestHandler: { ...connections, requestTimeout: options.timeoutMs, throwOnRequestTimeout: true },
-    });
+    // Downloads read bodies with a handler of their own (s3-reader.ts, docs/decisions/023). A body goes at the pace
+    // of its reader, who may pause for longer than the store may be silent (a reader too slow is the HTTP layer's to
+    // cut off): the handler times the store only while it waits for the store's bytes.
+    this.downloads = new S3Client({ ...common, requestHandler: new ObjectReader(options.timeoutMs) });
   }
 
   private fileName(key: string, tag: string): string {

@@ -120,7 +120,10 @@ describeBackends(
       expect(got).toEqual({ length: SIZE, sha256: sha256(file.bytes).toString('hex'), declared: SIZE });
     });
   },
-  { settings: { server: { bodyIdleTimeoutInSeconds: 1, bodyMinBytesPerSecond: 0, bodyRateWindowInSeconds: 2 } } },
+  {
+    settings: { server: { bodyIdleTimeoutInSeconds: 1, bodyMinBytesPerSecond: 0, bodyRateWindowInSeconds: 2 } },
+    blobs: true,
+  },
 );
 
 describeBackends(
@@ -141,5 +144,6 @@ describeBackends(
   },
   {
     settings: { server: { bodyIdleTimeoutInSeconds: 30, bodyMinBytesPerSecond: 8 * MiB, bodyRateWindowInSeconds: 2 } },
+    blobs: true,
   },
 );
