@@ -187,8 +187,11 @@ class Connection {
       return false;
     }
     const more = exchange.data(this.buffer.subarray(0, n));
+    // Kept for the next GET: it reads on, to let go of the connection (and its descriptor) as soon as the store
+    // closes it.
+    if (this.idle) return true;
     // Paused by whoever reads the body, not by the store: its silence does not count then.
-    if (!more && !this.idle) this.socket.setTimeout(0);
+    if (!more) this.socket.setTimeout(0);
     return more;
   }
 

@@ -188,4 +188,32 @@ for (const backend of runs ? backendsUnderTest() : [])
       expect(received.length).toBe(bytes.length);
       expect(received.equals(bytes)).toBe(true);
     }, 60_000);
+
+    it('closes the connection of a download whose store falls silent while the service waits for its bytes', async () => {
+      // The answer has begun (status and length are out): all the service can do is stop, and the client sees a body
+      // shorter than announced.
+      const id = await createElement(h, token, { type: 'Doc' });
+      const bytes = noise(48 * 1024 * 1024, 8);
+      const sha256 = createHash('sha256').update(bytes).digest('hex');
+      await plant(h, `${id}/f-${sha256}`, bytes);
+      const meta = { contentLength: bytes.length, extension: 'bin', mimeType: 'application/octet-stream' };
+      await h.db.query('UPDATE elements SET file = $2 WHERE id = $1', [id, { ...meta, hash: { sha256 } }]);
+      try {
+        const got = await new Promise<{ status: number; length: number }>((resolve, reject) => {
+          const req = http.get(`${h.url}/${id}/file`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+            let length = 0;
+            res.once('data', () => relay.stall());
+            res.on('data', (c: Buffer) => (length += c.length));
+            res.on('error', () => {});
+            res.on('close', () => resolve({ status: res.statusCode!, length }));
+          });
+          req.on('error', reject);
+        });
+        expect(got.status).toBe(200);
+        expect(got.length).toBeLessThan(bytes.length);
+      } finally {
+        relay.restore();
+      }
+      expect((await h.request('GET', `/${id}`, { token })).status).toBe(200);
+    }, 60_000);
   });

@@ -214,15 +214,21 @@ describe('S3 GetObject handler against a scripted HTTP server', () => {
     expect(store.connections()).toBe(2);
   });
 
-  it('sends a GET again on a new connection when the store closed the kept one', async () => {
-    const { store, reader } = await setUp((_head, _n, socket) => {
-      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello');
+  it('lets go of a kept connection the store closes, and sends a GET again when the store closes one under it', async () => {
+    const { store, reader } = await setUp((_head, n, socket) => {
+      // The second GET arrives on the kept connection just as the store closes it.
+      if (n === 2) socket.destroy();
+      else socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello');
     });
-    expect((await collect((await reader.handle(store.request)).response.body)).toString()).toBe('hello');
+    const get = async () => (await collect((await reader.handle(store.request)).response.body)).toString();
+    expect(await get()).toBe('hello');
+    expect(await get()).toBe('hello');
+    expect(store.connections()).toBe(2);
     store.closeAll();
     await sleep(50);
-    expect((await collect((await reader.handle(store.request)).response.body)).toString()).toBe('hello');
-    expect(store.connections()).toBe(2);
+    expect(await get()).toBe('hello');
+    expect(store.connections()).toBe(3);
+    expect(store.heads).toHaveLength(4);
   });
 
   it('fails when the store falls silent, before the answer and in its body', async () => {
