@@ -36,7 +36,7 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { migrate } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
-import { benchServerSettings, freePort, type PgCluster, startCluster, startObjectStore } from './lib/cluster.js';
+import { freePort, type PgCluster, startCluster, startObjectStore } from './lib/cluster.js';
 import { type CpuSplit, cpuSplitDuring, formatCpuSplit } from './lib/cpu-split.js';
 import {
   type Dataset,
@@ -923,7 +923,7 @@ const LARGE_REQUESTS: LargeRequest[] = [
 async function largeScenario() {
   const sizes = [settings.nodes, Number(argv['large-nodes'] ?? 1_000_000)];
   const p50 = new Map<string, number>();
-  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`), benchServerSettings());
+  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
   for (const nodes of sizes) {
     const label = largeLabel(nodes);
     const database = `bench_large_${label.toLowerCase()}`;
@@ -1002,7 +1002,7 @@ async function s3Scenarios() {
   const dataDir = join(work, 'data-s3');
   await mkdir(dataDir, { recursive: true });
   const database = 'bench_s3';
-  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`), benchServerSettings());
+  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
   const admin = await openPostgres(cluster.url, 1);
   await admin.query(`DROP DATABASE IF EXISTS ${database}`);
   await admin.query(`CREATE DATABASE ${database}`);
@@ -1155,7 +1155,7 @@ async function applyExperiments(db: Awaited<ReturnType<typeof openPostgres>>) {
 async function prepareDatabase(backend: Backend, dataDir: string): Promise<{ ds: Dataset; dbUrl: string | null }> {
   let dbUrl: string | null = null;
   if (backend === 'postgres') {
-    cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`), benchServerSettings());
+    cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
     dbUrl = cluster.url;
   }
   log(`generating the ${backend} data set (${settings.nodes.toLocaleString('en-US')} nodes, ${settings.users} users)`);

@@ -29,7 +29,7 @@ import { migrate, splitStatements } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
 import { insertNodeAs } from '../src/storage/queries/elements.js';
-import { benchServerSettings, type PgCluster, startCluster } from './lib/cluster.js';
+import { type PgCluster, startCluster } from './lib/cluster.js';
 import { generateDataset } from './lib/dataset.js';
 
 const { values: args } = parseArgs({
@@ -56,7 +56,6 @@ const variants = (args.variant ?? []).map((v) => {
 const cluster: PgCluster | null = pglite
   ? null
   : await startCluster(say, {
-      ...benchServerSettings(),
       shared_preload_libraries: 'pg_stat_statements',
       'pg_stat_statements.track': 'all',
     });

@@ -1,5 +1,3 @@
-import { totalmem } from 'node:os';
-
 // Typed access to scripts/pg-cluster.mjs (plain JS without declarations): a throw-away PostgreSQL server, for the
 // benchmarks and the tests.
 export interface PgCluster {
@@ -32,16 +30,6 @@ export async function startCluster(
   settings?: Record<string, string | number>,
 ): Promise<PgCluster> {
   return (await module()).startCluster({ log, settings });
-}
-
-/**
- * The server settings the benchmark measures under: a quarter of the memory for shared_buffers (at most 8 GiB), as
- * PostgreSQL's documentation advises for a dedicated server and docs/operations.md for Trellis, instead of the
- * 128 MiB default, which holds neither data set's working set (the 1M set's elements table alone is 2.4 GB).
- */
-export function benchServerSettings(): Record<string, string> {
-  const mib = Math.min(8192, Math.floor(totalmem() / 4 / 2 ** 20));
-  return { shared_buffers: `${mib}MB` };
 }
 
 export async function freePort(): Promise<number> {

@@ -315,8 +315,7 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
         `all-visible pages after ${attempt} VACUUM(s): ${rows.map((r) => `${r.relname} ${r.relallvisible} of ${r.relpages}`).join(', ')}`,
       );
   }
-  // The load's dirty pages written out now rather than by the checkpointer while the first scenario is measured:
-  // with shared_buffers holding the whole data set that would be gigabytes, in the measurement's CPU.
+  // The load's dirty pages written out now rather than by the checkpointer while the first scenario is measured.
   await db.query('CHECKPOINT');
 
   return {
