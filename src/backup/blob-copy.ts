@@ -3,9 +3,10 @@
 // checked against the element's metadata, then placed under the element's id. The placements are settled once the
 // load's transaction has ended: kept when it committed, removed when it did not.
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
-import type { BlobStore, Replacement } from '../blob/blob-store.js';
+import { BlobLimitError, type BlobStore, type Replacement } from '../blob/blob-store.js';
 import { blobTag } from '../domain/files/files.js';
 import type { FileMeta } from '../domain/files/types.js';
 import { BackupError } from './format.js';
@@ -27,10 +28,13 @@ export async function copyIntoBlobStore(
   given: FileMeta | undefined,
   placed: Replacement[],
 ): Promise<FileMeta> {
-  const temp = await blobs.write(createReadStream(source), {
-    maxBytes: Number.MAX_SAFE_INTEGER,
-    headBytes: SNIFF_BYTES,
-  });
+  // The file's size is the limit: an object store sizes its parts by it.
+  const { size } = await stat(source);
+  const temp = await blobs
+    .write(createReadStream(source), { maxBytes: size, headBytes: SNIFF_BYTES })
+    .catch((error: unknown) => {
+      throw error instanceof BlobLimitError ? new BackupError(name, 'grew while it was being read') : error;
+    });
   try {
     const sha256 = temp.sha256.toString('hex');
     if (given && given.hash.sha256 !== null && given.hash.sha256 !== sha256)

@@ -21,7 +21,6 @@ import {
   ListObjectsV2Command,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import {
   type Appended,
   type AppendOptions,
@@ -39,6 +38,7 @@ import {
 import { guarded, meter, type SourceFailure } from './meter.js';
 import { compose, type Piece } from './s3-compose.js';
 import { ObjectStoreError, objectStoreCall } from './s3-errors.js';
+import { MAX_PARTS, PartBuffers, putStream } from './s3-put.js';
 import { ObjectReader } from './s3-reader.js';
 
 const TAG = /^[A-Za-z0-9]{1,128}$/;
@@ -46,11 +46,21 @@ const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|c-(\d{15}))$/;
 /** Digits of a chunk's offset in its name: enough for the 5 TiB storage ceiling, and names sort by offset. */
 const OFFSET_DIGITS = 15;
 /**
- * Parts of the uploads this store streams (lib-storage buffers up to QUEUE of them): S3's minimum part is 5 MiB, and
- * larger parts mean fewer requests for the same memory.
+ * Parts of the uploads this store streams, QUEUE of them sent at once while the next fills: S3's minimum part is
+ * 5 MiB, and larger parts mean fewer requests for the same memory.
  */
 export const PART_BYTES = 8 * 1024 * 1024;
 export const QUEUE = 4;
+
+/**
+ * The part size for an object of at most `maxBytes`: PART_BYTES, or as many whole MiB as keep it within S3's
+ * MAX_PARTS (so a file limit above about 78 GiB costs each upload larger buffers).
+ */
+export function partBytes(maxBytes: number): number {
+  const MiB = 1024 * 1024;
+  if (!Number.isFinite(maxBytes)) return PART_BYTES;
+  return Math.max(PART_BYTES, Math.ceil(maxBytes / MAX_PARTS / MiB) * MiB);
+}
 /** Keys per sweep batch (one query to the database each). */
 const SWEEP_BATCH = 500;
 
@@ -232,32 +242,15 @@ export class S3BlobStore implements BlobStore {
   }
 
   /**
-   * Streams `source` into the object `name` (one PUT, or a multipart upload past one part). A failure of the source
-   * itself is what this rejects with (a limit passed, a client that went away), not the SDK's report of it.
+   * Streams `source`, at most `maxBytes` long, into the object `name` (one PUT, or a multipart upload past one part).
+   * A failure of the source itself is what this rejects with (a limit passed, a client that went away), not the
+   * store's report of it.
    */
-  private async put(name: string, source: AsyncIterable<Buffer>): Promise<void> {
-    const failed: SourceFailure = {};
-    async function* watched() {
-      try {
-        yield* source;
-      } catch (error) {
-        Object.assign(failed, { error });
-        throw error;
-      }
-    }
-    const upload = new Upload({
-      client: this.client,
-      params: { Bucket: this.bucket, Key: name, Body: Readable.from(watched(), { objectMode: false }) },
-      partSize: PART_BYTES,
-      queueSize: QUEUE,
-      leavePartsOnError: false,
-    });
-    try {
-      await upload.done();
-    } catch (error) {
-      if ('error' in failed) throw failed.error;
-      throw new ObjectStoreError('Upload', error);
-    }
+  private put(name: string, source: AsyncIterable<Uint8Array>, maxBytes: number): Promise<void> {
+    // Buffers of its own for each upload, let go when it ends: an instance that took one upload an hour ago does not
+    // keep its memory, and allocating them again costs nothing next to sending them.
+    const buffers = new PartBuffers(partBytes(maxBytes), QUEUE + 1);
+    return putStream({ client: this.client, bucket: this.bucket, key: name }, source, buffers, QUEUE);
   }
 
   async write(source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<TempBlob> {
@@ -271,7 +264,7 @@ export class S3BlobStore implements BlobStore {
       },
     });
     try {
-      await this.put(temp, m.pass(source));
+      await this.put(temp, m.pass(source), options.maxBytes);
     } catch (error) {
       await this.removeLater([temp]);
       throw error;
@@ -342,7 +335,7 @@ export class S3BlobStore implements BlobStore {
     // arrived; limits are checked after this guard, so passing one still fails the upload.
     const failure: SourceFailure = {};
     try {
-      await this.put(name, m.pass(options.keepPartial ? guarded(source, failure) : source));
+      await this.put(name, m.pass(options.keepPartial ? guarded(source, failure) : source), options.maxBytes);
     } catch (error) {
       await this.removeLater([name]);
       throw error;
