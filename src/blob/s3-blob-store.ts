@@ -50,7 +50,7 @@ const OFFSET_DIGITS = 15;
  * 5 MiB, and larger parts mean fewer requests for the same memory.
  */
 export const PART_BYTES = 8 * 1024 * 1024;
-export const QUEUE = 4;
+export const QUEUE = 3;
 
 /**
  * The part size for an object of at most `maxBytes`: PART_BYTES, or as many whole MiB as keep it within S3's

@@ -1,8 +1,7 @@
 // A byte stream of unknown length into one object: one PutObject when it fits in one part, else a multipart upload
-// with a few parts in flight. Parts are gathered in buffers of a pool and each buffer is used again once its part is
-// stored, so an upload of any size costs the process the same few buffers (docs/decisions/025). lib-storage's
-// `Upload` concatenates every part into a fresh buffer instead, and the garbage of a large upload kept the process'
-// memory 60-90 MiB above its resting size until the collector caught up.
+// with a few parts in flight. Parts are gathered in buffers each used again once its part is stored, so an upload of
+// any size costs the process the same few buffers; lib-storage's `Upload` concatenates every part into a fresh
+// buffer instead, garbage the collector frees late (docs/decisions/025).
 import {
   AbortMultipartUploadCommand,
   type CompletedPart,
