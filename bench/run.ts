@@ -11,6 +11,10 @@
 //   --large              also what grows with the graph: searches, Cypher, a 10,000-children page, a user with 5,000
 //                        grants and GET /<id>, on a 1M-node data set against the run's own size (PostgreSQL)
 //   --large-nodes N      the large data set's size (default 1,000,000)
+//   --large-keep DIR     keep --large's PostgreSQL cluster and data sets in DIR and reuse them in later runs
+//                        (generated once, measured again and again)
+//   --pg-set NAME=VALUE  a setting of the bench's PostgreSQL server (repeatable); with pg_stat_statements in
+//                        shared_preload_libraries, --large reports the statements of each measurement
 //   --backends a,b       postgres,pglite (default both)
 //   --only REGEX         run only the scenarios whose name matches (baselines they need still run)
 //   --seconds N          seconds per measurement (default 10, quick 2)
@@ -69,6 +73,8 @@ const { values: argv } = parseArgs({
     sql: { type: 'string', multiple: true },
     'generic-plans': { type: 'boolean', default: false },
     'large-nodes': { type: 'string' },
+    'large-keep': { type: 'string' },
+    'pg-set': { type: 'string', multiple: true },
     'no-build': { type: 'boolean', default: false },
   },
 });
@@ -88,6 +94,13 @@ const settings = {
 };
 for (const b of settings.backends) if (b !== 'postgres' && b !== 'pglite') throw new Error(`unknown backend ${b}`);
 const only = argv.only ? new RegExp(argv.only, 'i') : null;
+const pgSettings: Record<string, string> = Object.fromEntries(
+  (argv['pg-set'] ?? []).map((kv) => {
+    const at = kv.indexOf('=');
+    if (at < 1) throw new Error(`--pg-set ${kv}: expected NAME=VALUE`);
+    return [kv.slice(0, at), kv.slice(at + 1)];
+  }),
+);
 const wanted = (...scenarios: string[]) => !only || scenarios.some((s) => only.test(s));
 
 const started = Date.now();
@@ -125,6 +138,8 @@ async function measure(
   baseUrl: string,
   requests: HttpRequest[],
   connections = settings.connections,
+  /** Called between the warm-up and the measurement. */
+  beforeMeasuring?: () => Promise<void> | undefined,
 ): Promise<Measured> {
   // Other work on the machine skews every number: note how busy it is just before (nothing of ours runs then).
   const busy = await machineBusy(quick ? 250 : 500);
@@ -132,6 +147,7 @@ async function measure(
     `${what}: warming up ${settings.warmupSeconds}s, measuring ${settings.seconds}s${busy !== null && busy > 0.1 ? ` (machine ${Math.round(busy * 100)}% busy beforehand)` : ''}`,
   );
   await runLoad(tool, { baseUrl, requests, connections, seconds: settings.warmupSeconds }, work);
+  await beforeMeasuring?.();
   const [r, cpu] = await Promise.all([
     runLoad(tool, { baseUrl, requests, connections, seconds: settings.seconds }, work),
     cpuSplitDuring(settings.seconds),
@@ -923,20 +939,42 @@ const LARGE_REQUESTS: LargeRequest[] = [
 async function largeScenario() {
   const sizes = [settings.nodes, Number(argv['large-nodes'] ?? 1_000_000)];
   const p50 = new Map<string, number>();
-  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
-  for (const nodes of sizes) {
-    const label = largeLabel(nodes);
-    const database = `bench_large_${label.toLowerCase()}`;
-    const admin = await openPostgres(cluster!.url, 1);
+  const keepDir = argv['large-keep'];
+  // A kept cluster is --large's own (the other scenarios' data sets are thrown away); the data sets in it are
+  // generated once and measured by later runs too, with the server settings of each run.
+  if (!keepDir) cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`), pgSettings);
+  const server = keepDir ? await startCluster((msg) => log(`pg-cluster: ${msg}`), pgSettings, keepDir) : cluster!;
+  try {
+    for (const nodes of sizes) await largeSize(server, nodes, sizes, p50, keepDir);
+  } finally {
+    if (keepDir) await server.stop();
+  }
+}
+
+async function largeSize(
+  server: PgCluster,
+  nodes: number,
+  sizes: number[],
+  p50: Map<string, number>,
+  keepDir: string | undefined,
+) {
+  const label = largeLabel(nodes);
+  const database = `bench_large_${label.toLowerCase()}`;
+  const url = server.url.replace(/\/[^/]*$/, `/${database}`);
+  const dataDir = join(work, `data-${database}`);
+  await mkdir(dataDir, { recursive: true });
+  const kept = keepDir ? join(keepDir, `${database}.json`) : null;
+  let ds: Dataset;
+  if (kept && existsSync(kept)) {
+    ds = JSON.parse(readFileSync(kept, 'utf8')) as Dataset;
+    log(`--large: reusing the ${nodes.toLocaleString('en-US')}-node data set in ${database} (${kept})`);
+  } else {
+    const admin = await openPostgres(server.url, 1);
     await admin.query(`DROP DATABASE IF EXISTS ${database}`);
     await admin.query(`CREATE DATABASE ${database}`);
     await admin.close();
-    const url = cluster!.url.replace(/\/[^/]*$/, `/${database}`);
-    const dataDir = join(work, `data-${database}`);
-    await mkdir(dataDir, { recursive: true });
     log(`--large: generating ${nodes.toLocaleString('en-US')} nodes and the probes in ${database}`);
     const db = await openPostgres(url);
-    let ds: Dataset;
     try {
       await migrate(db);
       ds = await generateDataset(db, { nodes, users: settings.users, probes: true }, log);
@@ -944,45 +982,102 @@ async function largeScenario() {
     } finally {
       await db.close();
     }
-    datasets[`postgres-${label}`] = { ...ds.counts, seconds: ds.seconds, targets: ds.targets.length };
-    const trellis = await startTrellis('postgres', url, dataDir);
-    try {
-      for (const scenario of LARGE_REQUESTS) {
-        const name = `${scenario.name} (${label})`;
-        const requests = scenario.requests(ds);
-        const problem = await check(
-          `${trellis.baseUrl}${requests[0]!.path}`,
-          { method: requests[0]!.method, headers: requests[0]!.headers, body: requests[0]!.body },
-          200,
-        );
-        if (problem) {
-          rows.push(failedRow(name, 'postgres', problem));
-          continue;
-        }
-        const row = requestRow(name, 'postgres', await measure(name, trellis.baseUrl, requests, scenario.connections));
-        const small = p50.get(scenario.name);
-        if (small === undefined) {
-          p50.set(scenario.name, row.p50!);
-          row.note = `${(ds.counts.nodes + ds.counts.relations).toLocaleString('en-US')} elements; ${scenario.connections} client(s)`;
-        } else if (scenario.p50Limit !== undefined) {
-          latencyTarget(row, scenario.p50Limit, null);
-          row.note = `${largeLabel(sizes[0]!)}: p50 ${small.toFixed(2)} ms`;
-        } else {
-          row.ratio = row.p50! / small;
-          row.baseline = `${largeLabel(sizes[0]!)} p50`;
-          row.target = `p50 <= 1.5 x ${largeLabel(sizes[0]!)}`;
-          row.met = row.status === 'measured' ? row.ratio <= 1.5 : null;
-          row.note = `${largeLabel(sizes[0]!)}: p50 ${small.toFixed(2)} ms`;
-        }
-        rows.push(row);
+    // Written last: a data set whose generation was cut short is generated again.
+    if (kept) await writeFile(kept, JSON.stringify(ds));
+  }
+  datasets[`postgres-${label}`] = { ...ds.counts, seconds: ds.seconds, targets: ds.targets.length };
+  const stats = await statementStats(url);
+  const trellis = await startTrellis('postgres', url, dataDir);
+  try {
+    for (const scenario of LARGE_REQUESTS) {
+      const name = `${scenario.name} (${label})`;
+      // --only picks among these rows when it names any of them (`--only grows` runs them all).
+      if (LARGE_REQUESTS.some((r) => wanted(r.name)) && !wanted(scenario.name)) continue;
+      const requests = scenario.requests(ds);
+      const problem = await check(
+        `${trellis.baseUrl}${requests[0]!.path}`,
+        { method: requests[0]!.method, headers: requests[0]!.headers, body: requests[0]!.body },
+        200,
+      );
+      if (problem) {
+        rows.push(failedRow(name, 'postgres', problem));
+        continue;
       }
-    } finally {
-      await trellis.stop();
+      const measured = await measure(name, trellis.baseUrl, requests, scenario.connections, () => stats?.reset());
+      const statements = await stats?.report(measured.requests);
+      const row = requestRow(name, 'postgres', measured);
+      const pgCpu = measured.cpu?.postgres;
+      const perRequest = [
+        pgCpu !== undefined && measured.rps > 0 ? `PostgreSQL ${Math.round((pgCpu / measured.rps) * 1e6)} us CPU` : '',
+        statements ?? '',
+      ]
+        .filter(Boolean)
+        .join('; ');
+      if (perRequest) log(`${name}: per request ${perRequest}`);
+      const small = p50.get(scenario.name);
+      if (small === undefined) {
+        p50.set(scenario.name, row.p50!);
+        row.note = `${(ds.counts.nodes + ds.counts.relations).toLocaleString('en-US')} elements; ${scenario.connections} client(s)`;
+      } else if (scenario.p50Limit !== undefined) {
+        latencyTarget(row, scenario.p50Limit, null);
+        row.note = `${largeLabel(sizes[0]!)}: p50 ${small.toFixed(2)} ms`;
+      } else {
+        row.ratio = row.p50! / small;
+        row.baseline = `${largeLabel(sizes[0]!)} p50`;
+        row.target = `p50 <= 1.5 x ${largeLabel(sizes[0]!)}`;
+        row.met = row.status === 'measured' ? row.ratio <= 1.5 : null;
+        row.note = `${largeLabel(sizes[0]!)}: p50 ${small.toFixed(2)} ms`;
+      }
+      rows.push(row);
     }
-    const drop = await openPostgres(cluster!.url, 1);
+  } finally {
+    await trellis.stop();
+    await stats?.close();
+  }
+  if (!keepDir) {
+    const drop = await openPostgres(server.url, 1);
     await drop.query(`DROP DATABASE ${database}`);
     await drop.close();
   }
+}
+
+/**
+ * With pg_stat_statements loaded (--pg-set shared_preload_libraries=pg_stat_statements): what the database did for
+ * a measurement, per request of it: the statements that ran at least once a request, with their mean execution time
+ * and the shared buffers they found (hit) and had to read. Null without the module.
+ */
+async function statementStats(url: string) {
+  const db = await openPostgres(url, 1);
+  const { rows: loaded } = await db.query<{ setting: string }>(
+    `SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'`,
+  );
+  if (!loaded[0]?.setting.includes('pg_stat_statements')) {
+    await db.close();
+    return null;
+  }
+  await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  return {
+    reset: async () => {
+      await db.query('SELECT pg_stat_statements_reset()');
+    },
+    report: async (requests: number) => {
+      const { rows } = await db.query<{ query: string; calls: string; mean: number; hit: string; read: string }>(
+        `SELECT s.query, s.calls, s.mean_exec_time AS mean, s.shared_blks_hit AS hit, s.shared_blks_read AS read
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+         WHERE d.datname = current_database() AND s.query NOT LIKE '%pg_stat_statements%'
+         ORDER BY s.total_exec_time DESC LIMIT 3`,
+      );
+      return rows
+        .filter((r) => Number(r.calls) >= requests * 0.5)
+        .map((r) => {
+          const calls = Number(r.calls);
+          const what = r.query.replace(/\s+/g, ' ').slice(0, 40);
+          return `"${what}..." ${(calls / requests).toFixed(1)} x, ${(r.mean * 1000).toFixed(0)} us, ${(Number(r.hit) / calls).toFixed(1)} hit ${(Number(r.read) / calls).toFixed(1)} read`;
+        })
+        .join('; ');
+    },
+    close: () => db.close(),
+  };
 }
 
 /**
@@ -1002,7 +1097,7 @@ async function s3Scenarios() {
   const dataDir = join(work, 'data-s3');
   await mkdir(dataDir, { recursive: true });
   const database = 'bench_s3';
-  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
+  cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`), pgSettings);
   const admin = await openPostgres(cluster.url, 1);
   await admin.query(`DROP DATABASE IF EXISTS ${database}`);
   await admin.query(`CREATE DATABASE ${database}`);
@@ -1155,7 +1250,7 @@ async function applyExperiments(db: Awaited<ReturnType<typeof openPostgres>>) {
 async function prepareDatabase(backend: Backend, dataDir: string): Promise<{ ds: Dataset; dbUrl: string | null }> {
   let dbUrl: string | null = null;
   if (backend === 'postgres') {
-    cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`));
+    cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`), pgSettings);
     dbUrl = cluster.url;
   }
   log(`generating the ${backend} data set (${settings.nodes.toLocaleString('en-US')} nodes, ${settings.users} users)`);

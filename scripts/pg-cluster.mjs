@@ -7,6 +7,10 @@
 //
 //   await withCluster(async (cluster) => { ... }); // start, run, always stop
 //
+//   await startCluster({ keepDir: '/var/tmp/x' }); // a kept cluster: started on the data
+//                                                  // already there (initdb only the first
+//                                                  // time), stopped cleanly, never removed
+//
 // Plain ESM, node builtins only. Finds initdb/pg_ctl ($TRELLIS_PG_BINDIR, then
 // PATH, then the highest /usr/lib/postgresql/*/bin). When they are missing and
 // we are root, installs Debian's `postgresql` package with apt-get; otherwise
@@ -18,7 +22,15 @@
 // SIGHUP. Progress messages go to stderr (or to the `log` callback).
 
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants as fsConstants, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import {
+  accessSync,
+  existsSync,
+  constants as fsConstants,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+} from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -248,7 +260,8 @@ function stopSync(c) {
       '-D',
       c.dataDir,
       '-m',
-      'immediate',
+      // A kept cluster runs without fsync: only a clean shutdown leaves its data whole for the next start.
+      c.keep ? 'fast' : 'immediate',
       '-w',
       '-t',
       '10',
@@ -257,6 +270,7 @@ function stopSync(c) {
   } catch {
     /* fall through to the pid kill */
   }
+  if (c.keep) return;
   killPostmaster(c);
   try {
     rmSync(c.dir, { recursive: true, force: true, maxRetries: 3 });
@@ -332,6 +346,8 @@ function installHandlers() {
  * @param {string} [options.user]  database superuser name (default "postgres")
  * @param {string} [options.database]  database in the url (default "postgres")
  * @param {boolean} [options.install]  allow apt-get install as root (default true)
+ * @param {string} [options.keepDir]  keep the cluster in this directory: reuse the data there when it holds a
+ *   cluster (the settings apply anew at each start), shut it down cleanly on stop and leave it in place
  * @returns {Promise<{ url: string, host: string, port: number, user: string, database: string,
  *   version: string, binDir: string, dir: string, dataDir: string, socketDir: string,
  *   logFile: string, startMs: number, stop: () => Promise<void> }>}
@@ -342,6 +358,7 @@ export async function startCluster({
   user = 'postgres',
   database = 'postgres',
   install = true,
+  keepDir,
 } = {}) {
   const t0 = Date.now();
   const binDir = await ensurePgBinaries({ log, install });
@@ -352,16 +369,19 @@ export async function startCluster({
   // When root, the cluster must live somewhere the postgres user can reach: /tmp
   // rather than e.g. a $TMPDIR under /root.
   const base = osUser ? '/tmp' : tmpdir();
-  const dir = await mkdtemp(join(base, 'trellis-pg-'));
+  const keep = Boolean(keepDir);
+  if (keep) await mkdir(keepDir, { recursive: true });
+  const dir = keep ? realpathSync(keepDir) : await mkdtemp(join(base, 'trellis-pg-'));
   const dataDir = join(dir, 'data');
   const socketDir = join(dir, 'sock');
   const logFile = join(dir, 'server.log');
-  const c = { dir, dataDir, binDir, user: osUser, stopped: false };
+  const reuse = keep && existsSync(join(dataDir, 'PG_VERSION'));
+  const c = { dir, dataDir, binDir, user: osUser, stopped: false, keep };
   live.add(c);
   installHandlers();
 
   try {
-    await mkdir(socketDir, { mode: 0o700 });
+    await mkdir(socketDir, { mode: 0o700, recursive: true });
     if (osUser) {
       await chown(dir, osUser.uid, osUser.gid);
       await chown(socketDir, osUser.uid, osUser.gid);
@@ -369,9 +389,10 @@ export async function startCluster({
     }
 
     // initdb
+    if (reuse) log(`reusing the kept cluster in ${dir}`);
     const initArgs = ['-D', dataDir, '-U', user, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'];
     if (Number.parseInt(version, 10) >= 14) initArgs.push('--no-instructions');
-    {
+    if (!reuse) {
       const [cmd, args] = asUser(osUser, join(binDir, 'initdb'), initArgs);
       const r = await capture(cmd, args, { cwd: dir, env: { ...process.env, LC_ALL: 'C', LANG: 'C' } });
       if (r.code !== 0) {
@@ -467,17 +488,17 @@ export async function startCluster({
             '-D',
             dataDir,
             '-m',
-            'immediate',
+            keep ? 'fast' : 'immediate',
             '-w',
             '-t',
-            '30',
+            keep ? '120' : '30',
           ]);
           const r = await capture(cmd, args, { cwd: dir }).catch((e) => ({ code: 1, stderr: String(e), stdout: '' }));
           if (r.code !== 0) {
             log(`pg_ctl stop failed (exit code ${r.code}): ${(r.stderr + r.stdout).trim()}; killing the postmaster`);
             killPostmaster(c);
           }
-          await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+          if (!keep) await rm(dir, { recursive: true, force: true, maxRetries: 3 });
           c.stopped = true;
           live.delete(c);
         })();

@@ -12,6 +12,7 @@ interface PgClusterModule {
   startCluster(options?: {
     log?: (msg: string) => void;
     settings?: Record<string, string | number>;
+    keepDir?: string;
   }): Promise<PgCluster>;
   freePort(host?: string): Promise<number>;
 }
@@ -25,11 +26,13 @@ function module(): Promise<PgClusterModule> {
   return loaded;
 }
 
+/** `keepDir`: a cluster kept in that directory, reused when it is there already, stopped cleanly, not removed. */
 export async function startCluster(
   log: (msg: string) => void,
   settings?: Record<string, string | number>,
+  keepDir?: string,
 ): Promise<PgCluster> {
-  return (await module()).startCluster({ log, settings });
+  return (await module()).startCluster({ log, settings, keepDir });
 }
 
 export async function freePort(): Promise<number> {
