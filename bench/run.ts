@@ -13,6 +13,8 @@
 //   --large-nodes N      the large data set's size (default 1,000,000)
 //   --large-keep DIR     keep --large's PostgreSQL cluster and data sets in DIR and reuse them in later runs
 //                        (generated once, measured again and again)
+//   --large-cold         --large without its warm-up (pg_prewarm, a whole cycle of each row's requests): what a server
+//                        measures right after it started
 //   --pg-set NAME=VALUE  a setting of the bench's PostgreSQL server (repeatable); with pg_stat_statements in
 //                        shared_preload_libraries, --large reports the statements of each measurement
 //   --backends a,b       postgres,pglite (default both)
@@ -74,6 +76,7 @@ const { values: argv } = parseArgs({
     'generic-plans': { type: 'boolean', default: false },
     'large-nodes': { type: 'string' },
     'large-keep': { type: 'string' },
+    'large-cold': { type: 'boolean', default: false },
     'pg-set': { type: 'string', multiple: true },
     'no-build': { type: 'boolean', default: false },
   },
@@ -940,16 +943,25 @@ async function largeScenario() {
   const sizes = [settings.nodes, Number(argv['large-nodes'] ?? 1_000_000)];
   const p50 = new Map<string, number>();
   const keepDir = argv['large-keep'];
-  // A kept cluster is --large's own (the other scenarios' data sets are thrown away); the data sets in it are
-  // generated once and measured by later runs too, with the server settings of each run.
-  if (!keepDir) cluster ??= await startCluster((msg) => log(`pg-cluster: ${msg}`), pgSettings);
-  const server = keepDir ? await startCluster((msg) => log(`pg-cluster: ${msg}`), pgSettings, keepDir) : cluster!;
+  // A server of its own, sized as docs/operations.md advises for the large data set, so that the other scenarios keep
+  // theirs; kept in keepDir, its data sets are generated once and measured by later runs too, with each run's settings.
+  const server = await startCluster(
+    (msg) => log(`pg-cluster (--large): ${msg}`),
+    { ...LARGE_SERVER_SETTINGS, ...pgSettings },
+    keepDir,
+  );
   try {
     for (const nodes of sizes) await largeSize(server, nodes, sizes, p50, keepDir);
   } finally {
-    if (keepDir) await server.stop();
+    await server.stop();
   }
 }
+
+/**
+ * --large's PostgreSQL: buffers that hold the 1M data set's working set (docs/operations.md, "Memory"). Huge pages
+ * are PostgreSQL's default `try`: used where the machine has them reserved.
+ */
+const LARGE_SERVER_SETTINGS = { shared_buffers: '4GB' };
 
 async function largeSize(
   server: PgCluster,
@@ -987,12 +999,15 @@ async function largeSize(
   }
   datasets[`postgres-${label}`] = { ...ds.counts, seconds: ds.seconds, targets: ds.targets.length };
   const stats = await statementStats(url);
+  const warm = !argv['large-cold'];
+  if (warm) await prewarm(url);
   const trellis = await startTrellis('postgres', url, dataDir);
   try {
     for (const scenario of LARGE_REQUESTS) {
       const name = `${scenario.name} (${label})`;
-      // --only picks among these rows when it names any of them (`--only grows` runs them all).
-      if (LARGE_REQUESTS.some((r) => wanted(r.name)) && !wanted(scenario.name)) continue;
+      // --only picks among these rows when it names any of them with its size (`--only grows` runs them all).
+      const picked = (row: string) => sizes.some((n) => wanted(`${row} (${largeLabel(n)})`));
+      if (LARGE_REQUESTS.some((r) => picked(r.name)) && !picked(scenario.name)) continue;
       const requests = scenario.requests(ds);
       const problem = await check(
         `${trellis.baseUrl}${requests[0]!.path}`,
@@ -1002,6 +1017,12 @@ async function largeSize(
       if (problem) {
         rows.push(failedRow(name, 'postgres', problem));
         continue;
+      }
+      if (warm) {
+        await stats?.reset();
+        const sent = await warmCycle(name, trellis.baseUrl, requests, scenario.connections);
+        const warming = await stats?.report(sent);
+        if (warming) log(`${name}: per request of the warm-up ${warming}`);
       }
       const measured = await measure(name, trellis.baseUrl, requests, scenario.connections, () => stats?.reset());
       const statements = await stats?.report(measured.requests);
@@ -1042,6 +1063,80 @@ async function largeSize(
 }
 
 /**
+ * --large's warm-up, part 1: the data set's tables and indexes read into shared buffers (pg_prewarm, contrib),
+ * smallest first, so that what does not fit is the largest table's tail. A long-running server's buffers hold its
+ * working set, and after a restart pg_prewarm's autoprewarm (on by default once the module is in
+ * shared_preload_libraries) loads what they held before. Skipped when the buffers hold less than half of the data
+ * set: reading it through them would leave only its last relations there.
+ */
+async function prewarm(url: string) {
+  const db = await openPostgres(url, 1);
+  try {
+    const { rows: available } = await db.query(`SELECT 1 FROM pg_available_extensions WHERE name = 'pg_prewarm'`);
+    if (available.length === 0) {
+      log('--large warm-up: pg_prewarm is not available, the buffers are warmed by the requests alone');
+      return;
+    }
+    const { rows: sizes } = await db.query<{ bytes: string; buffers: string }>(
+      `SELECT sum(pg_relation_size(c.oid)) AS bytes,
+              (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers') AS buffers
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname IN ('public', 'pg_toast') AND c.relkind IN ('r', 'i', 't', 'm') AND c.relpersistence = 'p'`,
+    );
+    if (Number(sizes[0]!.bytes) > 2 * Number(sizes[0]!.buffers)) {
+      log(
+        `--large warm-up: no pg_prewarm, the data set (${Math.round(Number(sizes[0]!.bytes) / MiB)} MiB) is more than twice the buffers`,
+      );
+      return;
+    }
+    await db.query('CREATE EXTENSION IF NOT EXISTS pg_prewarm');
+    const t0 = Date.now();
+    const { rows } = await db.query<{ blocks: string }>(
+      `SELECT pg_prewarm(c.oid) AS blocks
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname IN ('public', 'pg_toast') AND c.relkind IN ('r', 'i', 't', 'm') AND c.relpersistence = 'p'
+       ORDER BY pg_relation_size(c.oid), c.oid`,
+    );
+    const { rows: buffers } = await db.query<{ setting: string }>(
+      `SELECT current_setting('shared_buffers') AS setting`,
+    );
+    const blocks = rows.reduce((sum, r) => sum + Number(r.blocks), 0);
+    log(
+      `--large warm-up: pg_prewarm read ${blocks.toLocaleString('en-US')} blocks (${Math.round((blocks * 8) / 1024)} MiB) into shared_buffers of ${buffers[0]?.setting} in ${((Date.now() - t0) / 1000).toFixed(1)}s`,
+    );
+  } finally {
+    await db.close();
+  }
+}
+
+/** The longest a warm-up cycle runs: the 1M text match's whole cycle would take minutes. */
+const WARM_CYCLE_MS = 60_000;
+
+/**
+ * --large's warm-up, part 2: every request of a row sent once, `connections` at a time (through the server's pool as the load
+ * does), a whole cycle of its targets, or as much of it as WARM_CYCLE_MS allows.
+ */
+async function warmCycle(what: string, baseUrl: string, requests: HttpRequest[], connections: number): Promise<number> {
+  const t0 = Date.now();
+  let next = 0;
+  let failed = 0;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (next < requests.length && Date.now() - t0 < WARM_CYCLE_MS) {
+        const r = requests[next++]!;
+        const response = await fetch(`${baseUrl}${r.path}`, { method: r.method, headers: r.headers, body: r.body });
+        await response.arrayBuffer();
+        if (!response.ok) failed++;
+      }
+    }),
+  );
+  log(
+    `${what}: warmed with ${next.toLocaleString('en-US')} of its ${requests.length.toLocaleString('en-US')} requests in ${((Date.now() - t0) / 1000).toFixed(1)}s${failed ? `, ${failed} FAILED` : ''}`,
+  );
+  return next;
+}
+
+/**
  * With pg_stat_statements loaded (--pg-set shared_preload_libraries=pg_stat_statements): what the database did for
  * a measurement, per request of it: the statements that ran at least once a request, with their mean execution time
  * and the shared buffers they found (hit) and had to read. Null without the module.
@@ -1065,14 +1160,16 @@ async function statementStats(url: string) {
         `SELECT s.query, s.calls, s.mean_exec_time AS mean, s.shared_blks_hit AS hit, s.shared_blks_read AS read
          FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
          WHERE d.datname = current_database() AND s.query NOT LIKE '%pg_stat_statements%'
-         ORDER BY s.total_exec_time DESC LIMIT 3`,
+         ORDER BY s.total_exec_time DESC LIMIT 4`,
       );
       return rows
-        .filter((r) => Number(r.calls) >= requests * 0.5)
+        .filter((r) => Number(r.calls) >= requests * 0.05)
         .map((r) => {
           const calls = Number(r.calls);
-          const what = r.query.replace(/\s+/g, ' ').slice(0, 40);
-          return `"${what}..." ${(calls / requests).toFixed(1)} x, ${(r.mean * 1000).toFixed(0)} us, ${(Number(r.hit) / calls).toFixed(1)} hit ${(Number(r.read) / calls).toFixed(1)} read`;
+          // Statements of one request often begin alike (the element's rendering): the end tells them apart.
+          const text = r.query.replace(/\s+/g, ' ');
+          const what = text.length > 80 ? `${text.slice(0, 40)}...${text.slice(-40)}` : text;
+          return `"${what}" ${(calls / requests).toFixed(1)} x, ${(r.mean * 1000).toFixed(0)} us, ${(Number(r.hit) / calls).toFixed(1)} hit ${(Number(r.read) / calls).toFixed(1)} read`;
         })
         .join('; ');
     },
