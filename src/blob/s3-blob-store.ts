@@ -46,15 +46,15 @@ const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|c-(\d{15}))$/;
 /** Digits of a chunk's offset in its name: enough for the 5 TiB storage ceiling, and names sort by offset. */
 const OFFSET_DIGITS = 15;
 /**
- * Parts of the uploads this store streams, QUEUE of them sent at once while the next fills: S3's minimum part is
- * 5 MiB, and larger parts mean fewer requests for the same memory.
+ * Parts of the uploads this store streams, QUEUE of them sent at once while the next fills: S3's smallest part, since
+ * an upload's memory is its parts and more of them in flight measured no faster (docs/decisions/025).
  */
-export const PART_BYTES = 8 * 1024 * 1024;
-export const QUEUE = 3;
+export const PART_BYTES = 5 * 1024 * 1024;
+export const QUEUE = 2;
 
 /**
  * The part size for an object of at most `maxBytes`: PART_BYTES, or as many whole MiB as keep it within S3's
- * MAX_PARTS (so a file limit above about 78 GiB costs each upload larger buffers).
+ * MAX_PARTS (so a file limit above about 48 GiB costs each upload larger buffers).
  */
 export function partBytes(maxBytes: number): number {
   const MiB = 1024 * 1024;
