@@ -65,10 +65,14 @@ export async function putStream(
   let filled = 0;
   let uploadId: string | null = null;
   const parts: CompletedPart[] = [];
+  let numbered = 0;
   const sending = new Set<Promise<void>>();
   let storeFailure: unknown = null;
 
-  const send = (buffer: Buffer, length: number, partNumber: number) => {
+  const send = (buffer: Buffer, length: number) => {
+    const partNumber = ++numbered;
+    if (partNumber > MAX_PARTS)
+      throw new ObjectStoreError('UploadPart', new Error(`more than ${MAX_PARTS} parts of ${size} bytes`));
     const sent = objectStoreCall('UploadPart', () =>
       client.send(
         new UploadPartCommand({
@@ -105,10 +109,7 @@ export async function putStream(
       if (uploadId === null)
         throw new ObjectStoreError('CreateMultipartUpload', new Error('the store returned no upload id'));
     }
-    const partNumber = parts.length + sending.size + 1;
-    if (partNumber > MAX_PARTS)
-      throw new ObjectStoreError('UploadPart', new Error(`more than ${MAX_PARTS} parts of ${size} bytes`));
-    send(current!, filled, partNumber);
+    send(current!, filled);
     current = buffers.take();
     filled = 0;
     while (sending.size >= inFlight && storeFailure === null) await Promise.race(sending);
@@ -134,7 +135,7 @@ export async function putStream(
       );
       return;
     }
-    if (filled > 0) send(current!, filled, parts.length + sending.size + 1);
+    if (filled > 0) send(current!, filled);
     else buffers.give(current!);
     current = null;
     await Promise.all(sending);
