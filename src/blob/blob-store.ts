@@ -12,6 +12,23 @@ export function checkKey(key: string): string {
   return key;
 }
 
+/**
+ * The bytes of a resumable upload: its key, and the generation the database names as holding its committed bytes.
+ * A writer that takes an upload over from one whose lease ran out (a frozen or partitioned instance, which may still
+ * wake up and write) forks a new generation and never writes into the old one, so the late writer's bytes land
+ * where nothing refers to them: generations are the fence (docs/decisions/026-upload-generations.md).
+ */
+export interface UploadBlob {
+  key: string;
+  /** null: the first generation, which every upload starts with. */
+  generation: string | null;
+}
+
+/** What a completed upload hands to `replace`: its bytes, exactly `size` of them. */
+export interface CompletedUpload extends UploadBlob {
+  size: number;
+}
+
 /** Thrown by `write`/`append` as soon as more than `maxBytes` arrived; nothing is kept. */
 export class BlobLimitError extends Error {
   constructor(readonly limit: number) {
@@ -132,29 +149,44 @@ export interface BlobStore {
   /** Removes a temporary blob that will not be used. */
   discard(temp: TempBlob): Promise<void>;
   /**
-   * Makes `next` (a temporary blob, or the appended bytes of another key, which are moved) the bytes of `key`, or
+   * Makes `next` (a temporary blob, or the bytes of a completed upload, which are moved) the bytes of `key`, or
    * removes the bytes of `key` when `next` is null. `tags` name the database states that refer to the previous and
    * the next bytes; the sweep uses them to settle a replacement interrupted by a crash, and a store that keeps
    * versions side by side names each version by its tag (so that `open` with a tag never yields other bytes).
    */
-  replace(key: string, next: TempBlob | { key: string } | null, tags: ReplaceTags): Promise<Replacement>;
+  replace(key: string, next: TempBlob | CompletedUpload | null, tags: ReplaceTags): Promise<Replacement>;
   /**
-   * Appends `source` to the bytes of `key` (created when missing, only at offset 0), which must currently be at
-   * least `offset` bytes long (longer leftovers of an interrupted append are cut off). On failure the blob is cut
-   * back to `offset`, unless `keepPartial` keeps what arrived (see AppendOptions). The bytes are fsynced before it
-   * resolves.
+   * Appends `source` to the bytes of an upload's generation (created when missing, only at offset 0), which must
+   * currently be at least `offset` bytes long (longer leftovers of an interrupted append are cut off). On failure the
+   * bytes are cut back to `offset`, unless `keepPartial` keeps what arrived (see AppendOptions). The bytes are
+   * durable before it resolves. Only the one writer that holds the upload's lease appends to a generation.
    */
-  append(key: string, offset: number, source: AsyncIterable<Uint8Array>, options: AppendOptions): Promise<Appended>;
+  append(
+    upload: UploadBlob,
+    offset: number,
+    source: AsyncIterable<Uint8Array>,
+    options: AppendOptions,
+  ): Promise<Appended>;
   /**
-   * Opens the bytes of `key` (optionally one range); null when there are none. `size` is the whole length. `tag`
-   * (the database's tag of an element's file, see `replace`) asks for the bytes placed under that tag; without it,
-   * the bytes appended under `key` (an upload).
+   * Makes generation `to` of the upload hold the first `length` bytes of `from` (durably), leaving `from` as it is:
+   * a late writer may still be adding to `from` past `length`, never below it.
+   */
+  fork(from: UploadBlob, to: string, length: number): Promise<void>;
+  /**
+   * Opens the bytes of element `key`'s file (optionally one range); null when there are none. `size` is the whole
+   * length. `tag` (the database's tag of the file, see `replace`) asks for the bytes placed under that tag.
    */
   open(key: string, range?: ByteRange, tag?: string): Promise<{ stream: Readable; size: number } | null>;
-  /** The length of the bytes appended under `key`, or null when there are none. */
-  size(key: string): Promise<number | null>;
-  /** Removes the bytes stored under `key` (no error when there are none). */
+  /** Opens the bytes of an upload's generation (optionally one range); null when there are none. */
+  openUpload(upload: UploadBlob, range?: ByteRange): Promise<{ stream: Readable; size: number } | null>;
+  /** The length of an upload generation's bytes, or null when there are none. */
+  uploadSize(upload: UploadBlob): Promise<number | null>;
+  /** Removes the bytes of element `key`'s file (no error when there are none). */
   delete(key: string): Promise<void>;
+  /** Removes one generation of an upload (a superseded one), whatever a late writer still adds to it. */
+  dropGeneration(upload: UploadBlob): Promise<void>;
+  /** Removes every generation of upload `key` (no error when there are none). */
+  deleteUpload(key: string): Promise<void>;
   /** Clean-up (at startup and periodically): temporary files, bytes nobody refers to, asides of interrupted replacements. */
   sweep(policy: SweepPolicy): Promise<SweepReport>;
   /** Resolves when the background work started so far (removals of dropped bytes) is done. */

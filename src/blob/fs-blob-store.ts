@@ -2,11 +2,13 @@
 // DATA_DIR/files/<first 2 chars>/<key>. New bytes are streamed to DATA_DIR/files/tmp, fsynced and only then
 // renamed into place, so a reader or a crash sees the old bytes or the new ones, never a torn file. A replaced
 // key's previous bytes wait next to it (`<key>.aside-<tag>-<random>`) until the caller's transaction has ended;
-// the sweep settles those a crash left by asking the database which tag won.
+// the sweep settles those a crash left by asking the database which tag won. A resumable upload appends to
+// DATA_DIR/files/<first 2 chars>/<upload id>; a generation forked when a writer takes an upload over lives in
+// <upload id>.g/<generation>, where no late writer of an earlier generation ever writes.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, type Stats } from 'node:fs';
-import { type FileHandle, link, mkdir, open, readdir, rename, rm, stat, truncate } from 'node:fs/promises';
-import { join } from 'node:path';
+import { constants as fsConstants, mkdirSync, type Stats } from 'node:fs';
+import { copyFile, type FileHandle, link, mkdir, open, readdir, rename, rm, stat, truncate } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
@@ -15,6 +17,7 @@ import {
   BLOB_KEY,
   type BlobStore,
   type ByteRange,
+  type CompletedUpload,
   checkKey,
   PartialAppendError,
   type Replacement,
@@ -22,12 +25,15 @@ import {
   type SweepPolicy,
   type SweepReport,
   type TempBlob,
+  type UploadBlob,
   type WriteOptions,
 } from './blob-store.js';
 import { DurableFileSink, syncPath } from './durable-sink.js';
 import { guarded, meter, type SourceFailure } from './meter.js';
 
 const ASIDE = /^([A-Za-z0-9_-]{2,128})\.aside-([A-Za-z0-9]{1,128})-[0-9a-f]{12}$/;
+/** The folder of an upload's forked generations. */
+const GENERATIONS = /^([A-Za-z0-9_-]{2,128})\.g$/;
 const FILE_MODE = 0o600;
 const SWEEP_BATCH = 500;
 
@@ -75,7 +81,7 @@ export class FsBlobStore implements BlobStore {
       if (isMissing(error)) return;
       throw error;
     }
-    const unlink = rm(trashed, { force: true }).catch(() => {});
+    const unlink = rm(trashed, { force: true, recursive: true }).catch(() => {});
     this.unlinking.add(unlink);
     void unlink.finally(() => this.unlinking.delete(unlink));
   }
@@ -95,6 +101,16 @@ export class FsBlobStore implements BlobStore {
   pathOf(key: string): string {
     checkKey(key);
     return join(this.root, key.slice(0, 2), key);
+  }
+
+  /** The file that holds the bytes of an upload's generation. */
+  private uploadPath(upload: UploadBlob): string {
+    if (upload.generation === null) return this.pathOf(upload.key);
+    return join(this.generationsOf(upload.key), checkKey(upload.generation));
+  }
+
+  private generationsOf(key: string): string {
+    return `${this.pathOf(key)}.g`;
   }
 
   async write(source: AsyncIterable<Uint8Array>, options: WriteOptions): Promise<TempBlob> {
@@ -125,7 +141,7 @@ export class FsBlobStore implements BlobStore {
     await rm(temp.temp, { force: true });
   }
 
-  async replace(key: string, next: TempBlob | { key: string } | null, tags: ReplaceTags): Promise<Replacement> {
+  async replace(key: string, next: TempBlob | CompletedUpload | null, tags: ReplaceTags): Promise<Replacement> {
     const path = this.pathOf(key);
     // One file per key: only the previous bytes need a name (their aside), the next ones take the key's.
     const tag = checkTag(tags.previous);
@@ -140,11 +156,12 @@ export class FsBlobStore implements BlobStore {
       hadPrevious = false;
     }
     let placed: number | null = null; // inode of what this replacement put under the key
-    // Bytes moved from another key (a finished upload) go back there on undo: that key still owns them then.
-    const source = next !== null && !('temp' in next) ? this.pathOf(next.key) : null;
+    // Bytes moved from an upload go back there on undo: the upload still owns them then.
+    const source = next !== null && !('temp' in next) ? this.uploadPath(next) : null;
     if (next !== null) {
       try {
-        await rename('temp' in next ? next.temp : this.pathOf(next.key), path);
+        if (source !== null) await checkSize(source, (next as CompletedUpload).size);
+        await rename(source ?? (next as TempBlob).temp, path);
         placed = (await stat(path)).ino;
         await syncPath(dir);
       } catch (error) {
@@ -157,6 +174,8 @@ export class FsBlobStore implements BlobStore {
     return {
       finish: async () => {
         if (hadPrevious) await this.drop(aside);
+        // Generations the upload left behind (superseded ones, or the first one when a fork was moved).
+        if (next !== null && !('temp' in next)) await this.deleteUpload(next.key);
       },
       undo: async () => {
         const current = await statOrNull(path);
@@ -184,13 +203,14 @@ export class FsBlobStore implements BlobStore {
   }
 
   async append(
-    key: string,
+    upload: UploadBlob,
     offset: number,
     source: AsyncIterable<Uint8Array>,
     options: AppendOptions,
   ): Promise<Appended> {
-    const path = this.pathOf(key);
-    const dir = join(this.root, key.slice(0, 2));
+    const key = upload.key;
+    const path = this.uploadPath(upload);
+    const dir = dirname(path);
     await mkdir(dir, { recursive: true });
     const existing = (await statOrNull(path))?.size ?? null;
     if (existing === null) {
@@ -227,11 +247,47 @@ export class FsBlobStore implements BlobStore {
     return { size: m.state.size, total: offset + m.state.size, head: m.head() };
   }
 
+  async fork(from: UploadBlob, to: string, length: number): Promise<void> {
+    const target = this.uploadPath({ key: from.key, generation: to });
+    const dir = dirname(target);
+    await mkdir(dir, { recursive: true });
+    await syncPath(dirname(dir));
+    if (length === 0) return; // the first append creates the file
+    // A copy (a clone where the filesystem can make one), cut to the committed length: what a late writer adds past
+    // it is not wanted, and it never writes below it. Made durable under a temporary name, then renamed into place.
+    const temp = join(this.tmpDir, randomBytes(16).toString('hex'));
+    try {
+      await copyFile(this.uploadPath(from), temp, fsConstants.COPYFILE_FICLONE);
+      const copied = (await stat(temp)).size;
+      if (copied < length) throw new Error(`blob ${from.key} holds ${copied} bytes, expected at least ${length}`);
+      await truncate(temp, length);
+      const handle = await open(temp, 'r+');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, target);
+      await syncPath(dir);
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
+  }
+
   // The tag is not needed: under the element's row lock the file under the key is the one the database refers to.
   async open(key: string, range?: ByteRange, _tag?: string): Promise<{ stream: Readable; size: number } | null> {
+    return this.openPath(this.pathOf(key), range);
+  }
+
+  async openUpload(upload: UploadBlob, range?: ByteRange): Promise<{ stream: Readable; size: number } | null> {
+    return this.openPath(this.uploadPath(upload), range);
+  }
+
+  private async openPath(path: string, range?: ByteRange): Promise<{ stream: Readable; size: number } | null> {
     let handle: FileHandle;
     try {
-      handle = await open(this.pathOf(key), 'r');
+      handle = await open(path, 'r');
     } catch (error) {
       if (isMissing(error)) return null;
       throw error;
@@ -247,12 +303,21 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
-  async size(key: string): Promise<number | null> {
-    return (await statOrNull(this.pathOf(key)))?.size ?? null;
+  async uploadSize(upload: UploadBlob): Promise<number | null> {
+    return (await statOrNull(this.uploadPath(upload)))?.size ?? null;
   }
 
   async delete(key: string): Promise<void> {
     await this.drop(this.pathOf(key));
+  }
+
+  async dropGeneration(upload: UploadBlob): Promise<void> {
+    await this.drop(this.uploadPath(upload));
+  }
+
+  async deleteUpload(key: string): Promise<void> {
+    await this.drop(this.pathOf(key));
+    await this.drop(this.generationsOf(key));
   }
 
   async sweep(policy: SweepPolicy): Promise<SweepReport> {
@@ -302,22 +367,39 @@ export class FsBlobStore implements BlobStore {
           }
         });
       }
-      const keys = (await readdir(dir)).filter((name) => BLOB_KEY.test(name));
+      const entries = await readdir(dir);
+      const present = new Set(entries.filter((name) => BLOB_KEY.test(name)));
+      // Generation folders are checked with the key they belong to: they go when its upload has ended.
+      const forked = new Map<string, string>();
+      for (const name of entries) {
+        const match = GENERATIONS.exec(name);
+        if (match) forked.set(match[1]!, name);
+      }
+      const keys = [...new Set([...present, ...forked.keys()])];
       for (let i = 0; i < keys.length; i += SWEEP_BATCH) {
         const batch: string[] = [];
-        for (const key of keys.slice(i, i + SWEEP_BATCH))
-          if (settled(await statOrNull(join(dir, key)))) batch.push(key);
+        for (const key of keys.slice(i, i + SWEEP_BATCH)) {
+          const path = join(dir, present.has(key) ? key : forked.get(key)!);
+          if (settled(await statOrNull(path))) batch.push(key);
+        }
         if (batch.length === 0) continue;
         const wanted = await policy.wanted(batch);
         for (const key of batch) {
           if (wanted.has(key)) continue;
           await rm(join(dir, key), { force: true });
+          if (forked.has(key)) await rm(join(dir, forked.get(key)!), { force: true, recursive: true });
           report.orphans++;
         }
       }
     }
     return report;
   }
+}
+
+/** Refuses to place an upload whose stored length is not the committed one. */
+async function checkSize(path: string, size: number): Promise<void> {
+  const stored = (await statOrNull(path))?.size ?? null;
+  if (stored !== size) throw new Error(`upload ${path} holds ${stored ?? 'no'} bytes, its offset says ${size}`);
 }
 
 /** Resolves once a stream has closed (and so released its file descriptor), whatever its outcome. */

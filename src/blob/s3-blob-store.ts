@@ -2,6 +2,7 @@
 // under an optional prefix P, so that several instances on several machines share them:
 //   P<key>/f-<tag>      the file of element <key> whose database tag (its SHA-256) is <tag>
 //   P<key>/c-<offset>   a chunk of upload <key>, starting at byte <offset>: one object per append
+//   P<key>/g-<gen>/c-<offset>  a chunk of generation <gen> of upload <key>, forked when a writer took it over
 //   Ptmp/<random>       a direct upload on its way in, copied to its element's name once it is checked
 // Objects cannot be renamed or appended to. A replacement therefore writes the new version beside the old one and the
 // database's commit switches between them: a download asks for the version its row names, so it never gets bytes whose
@@ -26,6 +27,7 @@ import {
   type AppendOptions,
   type BlobStore,
   type ByteRange,
+  type CompletedUpload,
   checkKey,
   PartialAppendError,
   type Replacement,
@@ -33,6 +35,7 @@ import {
   type SweepPolicy,
   type SweepReport,
   type TempBlob,
+  type UploadBlob,
   type WriteOptions,
 } from './blob-store.js';
 import { guarded, meter, type SourceFailure } from './meter.js';
@@ -42,7 +45,7 @@ import { MAX_PARTS, PartBuffers, putStream } from './s3-put.js';
 import { ObjectReader } from './s3-reader.js';
 
 const TAG = /^[A-Za-z0-9]{1,128}$/;
-const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|c-(\d{15}))$/;
+const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|(?:g-[A-Za-z0-9_-]{2,128}\/)?c-(\d{15}))$/;
 /** Digits of a chunk's offset in its name: enough for the 5 TiB storage ceiling, and names sort by offset. */
 const OFFSET_DIGITS = 15;
 /**
@@ -145,8 +148,14 @@ export class S3BlobStore implements BlobStore {
     return `${this.prefix}${checkKey(key)}/f-${checkTag(tag)}`;
   }
 
-  private chunkName(key: string, offset: number): string {
-    return `${this.prefix}${checkKey(key)}/c-${String(offset).padStart(OFFSET_DIGITS, '0')}`;
+  /** Where the chunks of an upload's generation are named. */
+  private chunkBase(upload: UploadBlob): string {
+    const generation = upload.generation === null ? '' : `g-${checkKey(upload.generation)}/`;
+    return `${this.prefix}${checkKey(upload.key)}/${generation}c-`;
+  }
+
+  private chunkName(upload: UploadBlob, offset: number): string {
+    return `${this.chunkBase(upload)}${String(offset).padStart(OFFSET_DIGITS, '0')}`;
   }
 
   private call<T>(operation: string, send: () => Promise<T>): Promise<T> {
@@ -276,24 +285,24 @@ export class S3BlobStore implements BlobStore {
     await this.removeLater([temp.temp]); // the request's outcome is decided; a leftover is the sweep's
   }
 
-  async replace(key: string, next: TempBlob | { key: string } | null, tags: ReplaceTags): Promise<Replacement> {
+  async replace(key: string, next: TempBlob | CompletedUpload | null, tags: ReplaceTags): Promise<Replacement> {
     const previous = tags.previous === 'none' ? null : this.fileName(key, tags.previous);
     const target = next === null ? null : this.fileName(key, tags.next);
     // The same tag is the same SHA-256, so the same bytes: the version stays, whatever happens.
     const same = previous !== null && previous === target;
     if (next !== null) {
       const pieces: Piece[] =
-        'temp' in next
-          ? [{ name: next.temp, start: 0, size: next.size }]
-          : contiguous(await this.chunks(next.key)).run.map((c) => ({ name: c.name, start: 0, size: c.size }));
+        'temp' in next ? [{ name: next.temp, start: 0, size: next.size }] : await this.committed(next);
       await compose(this.client, this.bucket, target!, pieces);
     }
     return {
       finish: async () => {
-        // Committed: the previous version and the chunks the file came from are nobody's any more.
+        // Committed: the previous version and the chunks the file came from (of every generation of the upload)
+        // are nobody's any more.
         const gone = previous !== null && !same ? [previous] : [];
         if (next !== null && !('temp' in next)) {
-          for (const c of await this.chunks(next.key).catch(() => [])) gone.push(c.name);
+          const base = `${this.prefix}${checkKey(next.key)}/`;
+          for await (const o of this.list(base)) if (!o.name.startsWith(`${base}f-`)) gone.push(o.name);
         }
         await this.removeLater(gone);
       },
@@ -304,9 +313,23 @@ export class S3BlobStore implements BlobStore {
     };
   }
 
-  /** The chunk objects of upload `key`, by offset. */
-  private async chunks(key: string): Promise<Chunk[]> {
-    const base = `${this.prefix}${checkKey(key)}/c-`;
+  /** The chunks that hold exactly the `size` committed bytes of an upload, as pieces to compose. */
+  private async committed(upload: CompletedUpload): Promise<Piece[]> {
+    const pieces: Piece[] = [];
+    let total = 0;
+    for (const chunk of contiguous(await this.chunks(upload)).run) {
+      if (total === upload.size) break;
+      pieces.push({ name: chunk.name, start: 0, size: chunk.size });
+      total += chunk.size;
+    }
+    if (total !== upload.size)
+      throw new Error(`upload ${upload.key} holds ${total} bytes in its chunks, its offset says ${upload.size}`);
+    return pieces;
+  }
+
+  /** The chunk objects of an upload's generation, by offset. */
+  private async chunks(upload: UploadBlob): Promise<Chunk[]> {
+    const base = this.chunkBase(upload);
     const chunks: Chunk[] = [];
     for await (const o of this.list(base)) {
       const digits = o.name.slice(base.length);
@@ -316,12 +339,13 @@ export class S3BlobStore implements BlobStore {
   }
 
   async append(
-    key: string,
+    upload: UploadBlob,
     offset: number,
     source: AsyncIterable<Uint8Array>,
     options: AppendOptions,
   ): Promise<Appended> {
-    const chunks = await this.chunks(key);
+    const key = upload.key;
+    const chunks = await this.chunks(upload);
     const { total, run } = contiguous(chunks);
     if (run.length === 0 && offset > 0) throw new Error(`blob ${key} is missing, expected ${offset} bytes`);
     if (total < offset) throw new Error(`blob ${key} holds ${total} bytes, expected at least ${offset}`);
@@ -329,7 +353,7 @@ export class S3BlobStore implements BlobStore {
       throw new Error(`blob ${key} has no chunk boundary at ${offset}`);
     // Leftovers of an append whose offset was never committed (an instance that died after storing it).
     await this.remove(chunks.filter((c) => c.start >= offset).map((c) => c.name));
-    const name = this.chunkName(key, offset);
+    const name = this.chunkName(upload, offset);
     const m = meter(options);
     // With keepPartial, a failing source ends the stream as if it were complete, so the object holds all that
     // arrived; limits are checked after this guard, so passing one still fails the upload.
@@ -356,9 +380,24 @@ export class S3BlobStore implements BlobStore {
     return { size, total: offset + size, head: m.head() };
   }
 
+  async fork(from: UploadBlob, to: string, length: number): Promise<void> {
+    if (length === 0) return; // the first append creates the first chunk
+    // One chunk at offset 0 of the new generation, copied in the store from the committed chunks of the old one.
+    await compose(
+      this.client,
+      this.bucket,
+      this.chunkName({ key: from.key, generation: to }, 0),
+      await this.committed({ ...from, size: length }),
+    );
+  }
+
   async open(key: string, range?: ByteRange, tag?: string): Promise<{ stream: Readable; size: number } | null> {
     if (tag !== undefined) return this.openFile(key, tag, range);
-    const { total, run } = contiguous(await this.chunks(key));
+    return this.openUpload({ key, generation: null }, range);
+  }
+
+  async openUpload(upload: UploadBlob, range?: ByteRange): Promise<{ stream: Readable; size: number } | null> {
+    const { total, run } = contiguous(await this.chunks(upload));
     if (run.length === 0) return null;
     const wanted = range ?? { start: 0, end: total - 1 };
     return { stream: Readable.from(this.readChunks(run, wanted), { objectMode: false }), size: total };
@@ -402,13 +441,26 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  async size(key: string): Promise<number | null> {
-    const { total, run } = contiguous(await this.chunks(key));
+  async uploadSize(upload: UploadBlob): Promise<number | null> {
+    const { total, run } = contiguous(await this.chunks(upload));
     return run.length === 0 ? null : total;
   }
 
   async delete(key: string): Promise<void> {
-    const prefix = `${this.prefix}${checkKey(key)}/`;
+    await this.removeAll(`${this.prefix}${checkKey(key)}/`);
+  }
+
+  async dropGeneration(upload: UploadBlob): Promise<void> {
+    // A late writer's multipart upload is aborted too: its next part fails, and it stops.
+    await this.removeAll(this.chunkBase(upload));
+  }
+
+  async deleteUpload(key: string): Promise<void> {
+    await this.delete(key);
+  }
+
+  /** Removes every object under `prefix`, and the multipart uploads on their way there. */
+  private async removeAll(prefix: string): Promise<void> {
     for await (const u of this.unfinished(prefix)) await this.abortUpload(u.name, u.uploadId);
     const names: string[] = [];
     for await (const o of this.list(prefix)) names.push(o.name);

@@ -21,6 +21,8 @@ async function* chunks(...parts: Array<string | Error>) {
 
 /** The disk store names only the previous bytes (their aside). */
 const tags = (previous: string) => ({ previous, next: 'next' });
+/** The first generation of an upload's bytes. */
+const first = (key: string) => ({ key, generation: null });
 
 describe('FsBlobStore', () => {
   let root: string;
@@ -131,29 +133,53 @@ describe('FsBlobStore', () => {
 
   it('moves the bytes of another key into place', async () => {
     const upload = '9d1f0e2a-1111-4222-8333-944445555666';
-    await store.append(upload, 0, chunks('chunk one, '), { maxBytes: 100 });
-    await store.append(upload, 11, chunks('chunk two'), { maxBytes: 100 });
-    await (await store.replace(KEY, { key: upload }, tags('none'))).finish();
+    await store.append(first(upload), 0, chunks('chunk one, '), { maxBytes: 100 });
+    await store.append(first(upload), 11, chunks('chunk two'), { maxBytes: 100 });
+    await (await store.replace(KEY, { ...first(upload), size: 20 }, tags('none'))).finish();
     expect(read(KEY)).toBe('chunk one, chunk two');
     expect(existsSync(store.pathOf(upload))).toBe(false);
   });
 
   it('appends, and cuts back to the offset when an append fails or leftovers exist', async () => {
     const key = 'ad1f0e2a-1111-4222-8333-944445555666';
-    expect(await store.append(key, 0, chunks('abc'), { maxBytes: 10, headBytes: 2 })).toEqual({
+    expect(await store.append(first(key), 0, chunks('abc'), { maxBytes: 10, headBytes: 2 })).toEqual({
       size: 3,
       total: 3,
       head: Buffer.from('ab'),
     });
-    await expect(store.append(key, 3, chunks('def', new Error('gone')), { maxBytes: 10 })).rejects.toThrow('gone');
+    await expect(store.append(first(key), 3, chunks('def', new Error('gone')), { maxBytes: 10 })).rejects.toThrow(
+      'gone',
+    );
     expect(read(key)).toBe('abc');
-    await expect(store.append(key, 3, chunks('defg', 'hijk'), { maxBytes: 5 })).rejects.toBeInstanceOf(BlobLimitError);
+    await expect(store.append(first(key), 3, chunks('defg', 'hijk'), { maxBytes: 5 })).rejects.toBeInstanceOf(
+      BlobLimitError,
+    );
     expect(read(key)).toBe('abc');
-    await expect(store.append(key, 4, chunks('x'), { maxBytes: 5 })).rejects.toThrow(/expected at least 4/);
-    expect(await store.append(key, 2, chunks('Z'), { maxBytes: 5 })).toMatchObject({ size: 1, total: 3 });
+    await expect(store.append(first(key), 4, chunks('x'), { maxBytes: 5 })).rejects.toThrow(/expected at least 4/);
+    expect(await store.append(first(key), 2, chunks('Z'), { maxBytes: 5 })).toMatchObject({ size: 1, total: 3 });
     expect(read(key)).toBe('abZ');
-    expect(await store.size(key)).toBe(3);
-    expect(await store.size(KEY)).toBeNull();
+    expect(await store.uploadSize(first(key))).toBe(3);
+    expect(await store.uploadSize(first(KEY))).toBeNull();
+  });
+
+  it('forks a generation of an upload that a late writer of the old one cannot touch', async () => {
+    const key = 'cd1f0e2a-1111-4222-8333-944445555666';
+    const next = { key, generation: 'ed1f0e2a-1111-4222-8333-944445555666' };
+    await store.append(first(key), 0, chunks('committed '), { maxBytes: 100 });
+    await store.append(first(key), 10, chunks('late'), { maxBytes: 100 }); // never committed
+    await store.fork(first(key), next.generation, 10);
+    expect(await store.uploadSize(next)).toBe(10);
+    await store.append(next, 10, chunks('mine'), { maxBytes: 100 });
+    // The late writer goes on in its own generation, at the very same offset: the new one keeps its bytes.
+    await store.append(first(key), 10, chunks('LATE!'), { maxBytes: 100 });
+    expect(await text((await store.openUpload(next))!.stream)).toBe('committed mine');
+    await store.dropGeneration(first(key));
+    expect(await store.uploadSize(first(key))).toBeNull();
+    await expect(store.replace(KEY, { ...next, size: 15 }, tags('none'))).rejects.toThrow(/holds 14 bytes/);
+    await (await store.replace(KEY, { ...next, size: 14 }, tags('none'))).finish();
+    await store.settled();
+    expect(read(KEY)).toBe('committed mine');
+    expect(existsSync(`${store.pathOf(key)}.g`)).toBe(false);
   });
 
   it('opens whole blobs and ranges, and null for missing ones', async () => {

@@ -12,6 +12,8 @@ import { blobStoresUnderTest, newS3Prefix } from '../helpers/harness.js';
 const MiB = 1024 * 1024;
 const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';
 const UPLOAD = '9d1f0e2a-1111-4222-8333-944445555666';
+/** The first generation of an upload's bytes. */
+const first = (key: string) => ({ key, generation: null });
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const from = (...parts: Array<Buffer | string | Error>) =>
   (async function* () {
@@ -99,36 +101,45 @@ describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a re
   });
 
   it('stores each append as its own object, cuts leftovers at the offset, and keeps what a broken body sent', async () => {
-    expect(await store.size(UPLOAD)).toBeNull();
-    await expect(store.append(UPLOAD, 3, from('x'), { maxBytes: 10 })).rejects.toThrow(/missing, expected 3/);
-    expect((await store.append(UPLOAD, 0, from('first '), { maxBytes: 100 })).total).toBe(6);
-    expect((await store.append(UPLOAD, 6, from('second '), { maxBytes: 100 })).total).toBe(13);
+    expect(await store.uploadSize(first(UPLOAD))).toBeNull();
+    await expect(store.append(first(UPLOAD), 3, from('x'), { maxBytes: 10 })).rejects.toThrow(/missing, expected 3/);
+    expect((await store.append(first(UPLOAD), 0, from('first '), { maxBytes: 100 })).total).toBe(6);
+    expect((await store.append(first(UPLOAD), 6, from('second '), { maxBytes: 100 })).total).toBe(13);
     // An append whose offset never reached the database (its instance died): the next append at 13 cuts it.
-    await store.append(UPLOAD, 13, from('lost'), { maxBytes: 100 });
-    expect(await store.size(UPLOAD)).toBe(17);
-    const kept = store.append(UPLOAD, 13, from('third', new Error('gone')), { maxBytes: 100, keepPartial: true });
+    await store.append(first(UPLOAD), 13, from('lost'), { maxBytes: 100 });
+    expect(await store.uploadSize(first(UPLOAD))).toBe(17);
+    const kept = store.append(first(UPLOAD), 13, from('third', new Error('gone')), {
+      maxBytes: 100,
+      keepPartial: true,
+    });
     await expect(kept).rejects.toBeInstanceOf(PartialAppendError);
     await expect(kept).rejects.toMatchObject({ total: 18 });
-    await expect(store.append(UPLOAD, 18, from('toolong'), { maxBytes: 3 })).rejects.toMatchObject({
+    await expect(store.append(first(UPLOAD), 18, from('toolong'), { maxBytes: 3 })).rejects.toMatchObject({
       name: 'BlobLimitError',
     });
     const check = () => {
       throw new Error('refused');
     };
-    await expect(store.append(UPLOAD, 18, from('!'), { maxBytes: 3, check })).rejects.toThrow('refused');
-    expect(await store.size(UPLOAD)).toBe(18);
+    await expect(store.append(first(UPLOAD), 18, from('!'), { maxBytes: 3, check })).rejects.toThrow('refused');
+    expect(await store.uploadSize(first(UPLOAD))).toBe(18);
     expect(await names()).toEqual([
       `${UPLOAD}/c-000000000000000`,
       `${UPLOAD}/c-000000000000006`,
       `${UPLOAD}/c-000000000000013`,
     ]);
-    expect((await collect((await store.open(UPLOAD))!.stream)).toString()).toBe('first second third');
-    expect((await collect((await store.open(UPLOAD, { start: 4, end: 14 }))!.stream)).toString()).toBe('t second th');
-    await expect(store.append(UPLOAD, 10, from('x'), { maxBytes: 3 })).rejects.toThrow(/no chunk boundary at 10/);
+    expect((await collect((await store.openUpload(first(UPLOAD)))!.stream)).toString()).toBe('first second third');
+    expect((await collect((await store.openUpload(first(UPLOAD), { start: 4, end: 14 }))!.stream)).toString()).toBe(
+      't second th',
+    );
+    await expect(store.append(first(UPLOAD), 10, from('x'), { maxBytes: 3 })).rejects.toThrow(
+      /no chunk boundary at 10/,
+    );
 
     // Completion with small chunks: streamed through this process into the element's version.
     const whole = Buffer.from('first second third');
-    await (await store.replace(ELEMENT, { key: UPLOAD }, { previous: 'none', next: sha(whole) })).finish();
+    await (
+      await store.replace(ELEMENT, { ...first(UPLOAD), size: whole.length }, { previous: 'none', next: sha(whole) })
+    ).finish();
     expect(await names()).toEqual([`${ELEMENT}/f-${sha(whole)}`]);
     expect(await collect((await store.open(ELEMENT, undefined, sha(whole)))!.stream)).toEqual(whole);
     await store.delete(ELEMENT);
@@ -144,17 +155,49 @@ describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a re
       randomBytes(7),
     ];
     let offset = 0;
-    for (const part of parts) offset = (await store.append(UPLOAD, offset, from(part), { maxBytes: 8 * MiB })).total;
+    for (const part of parts)
+      offset = (await store.append(first(UPLOAD), offset, from(part), { maxBytes: 8 * MiB })).total;
     const whole = Buffer.concat(parts);
-    const failed = await store.replace(ELEMENT, { key: UPLOAD }, { previous: 'none', next: sha(whole) });
+    const failed = await store.replace(
+      ELEMENT,
+      { ...first(UPLOAD), size: whole.length },
+      { previous: 'none', next: sha(whole) },
+    );
     expect(sha(await collect((await store.open(ELEMENT, undefined, sha(whole)))!.stream))).toBe(sha(whole));
     await failed.undo(); // the upload keeps its chunks, the element has no version
     expect((await names()).filter((n) => n.startsWith(ELEMENT))).toEqual([]);
-    expect(await store.size(UPLOAD)).toBe(whole.length);
-    await (await store.replace(ELEMENT, { key: UPLOAD }, { previous: 'none', next: sha(whole) })).finish();
+    expect(await store.uploadSize(first(UPLOAD))).toBe(whole.length);
+    await (
+      await store.replace(ELEMENT, { ...first(UPLOAD), size: whole.length }, { previous: 'none', next: sha(whole) })
+    ).finish();
     expect(await names()).toEqual([`${ELEMENT}/f-${sha(whole)}`]);
     expect(sha(await collect((await store.open(ELEMENT, undefined, sha(whole)))!.stream))).toBe(sha(whole));
     expect(await unfinishedUploads(`${prefix}/`)).toEqual([]);
+    await store.delete(ELEMENT);
+  });
+
+  it('forks a generation of an upload that a late writer of the old one cannot touch', async () => {
+    const next = { key: UPLOAD, generation: 'ed1f0e2a-1111-4222-8333-944445555666' };
+    await store.append(first(UPLOAD), 0, from('committed '), { maxBytes: 100 });
+    await store.append(first(UPLOAD), 10, from('late'), { maxBytes: 100 }); // never committed
+    await store.fork(first(UPLOAD), next.generation, 10);
+    expect(await store.uploadSize(next)).toBe(10);
+    await store.append(next, 10, from('mine'), { maxBytes: 100 });
+    // The late writer goes on in its own generation, at the very same offset: the new one keeps its bytes.
+    await store.append(first(UPLOAD), 10, from('LATE!'), { maxBytes: 100 });
+    expect((await collect((await store.openUpload(next))!.stream)).toString()).toBe('committed mine');
+    await store.dropGeneration(first(UPLOAD));
+    expect(await store.uploadSize(first(UPLOAD))).toBeNull();
+    expect(await names()).toEqual([
+      `${UPLOAD}/g-${next.generation}/c-000000000000000`,
+      `${UPLOAD}/g-${next.generation}/c-000000000000010`,
+    ]);
+    const whole = Buffer.from('committed mine');
+    await expect(store.replace(ELEMENT, { ...next, size: 15 }, { previous: 'none', next: sha(whole) })).rejects.toThrow(
+      /holds 14 bytes/,
+    );
+    await (await store.replace(ELEMENT, { ...next, size: 14 }, { previous: 'none', next: sha(whole) })).finish();
+    expect(await names()).toEqual([`${ELEMENT}/f-${sha(whole)}`]);
     await store.delete(ELEMENT);
   });
 
@@ -168,7 +211,7 @@ describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a re
       timeoutMs: 2_000,
       credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
     });
-    const error = await dead.size(UPLOAD).catch((e: unknown) => e);
+    const error = await dead.uploadSize(first(UPLOAD)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ObjectStoreError);
     expect((error as Error).message).not.toContain(s3.bucket);
   });

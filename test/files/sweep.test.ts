@@ -76,7 +76,7 @@ describeBackends(
       // The bytes of an upload whose row is gone, and the file of an element that is gone (a crash between deleting
       // the row and its bytes).
       const orphanUpload = newId();
-      await blobs.append(orphanUpload, 0, source('nobody wants me'), { maxBytes: 100 });
+      await blobs.append({ key: orphanUpload, generation: null }, 0, source('nobody wants me'), { maxBytes: 100 });
       const orphanFile = newId();
       const orphanTemp = await blobs.write(source('element gone'), { maxBytes: 100 });
       await (await blobs.replace(orphanFile, orphanTemp, { previous: 'none', next: tagOf('element gone') })).finish();
@@ -90,7 +90,7 @@ describeBackends(
         'INSERT INTO uploads (id, element_id, user_id, created, expires) VALUES ($1, $2, $3, $4, $4)',
         [uploadId, target, userId, now],
       );
-      await blobs.append(uploadId, 0, source('first chunk'), { maxBytes: 100 });
+      await blobs.append({ key: uploadId, generation: null }, 0, source('first chunk'), { maxBytes: 100 });
       // A multipart upload an instance died in the middle of, even one under a live upload's name.
       if (onS3()) await plantUnfinishedUpload(h(), `${uploadId}/c-000000000000011`);
 
@@ -142,7 +142,9 @@ describeBackends(
       const { blobs } = h().services;
       await blobs.write(source('someone is uploading'), { maxBytes: 100 });
       const orphan = newId();
-      await blobs.append(orphan, 0, source('just stored by another instance'), { maxBytes: 100 });
+      await blobs.append({ key: orphan, generation: null }, 0, source('just stored by another instance'), {
+        maxBytes: 100,
+      });
       if (onS3()) await plantUnfinishedUpload(h(), `${orphan}/c-000000000000031`);
       expect(await h().services.files.sweep(3600_000)).toEqual(nothing);
       expect(await temporaryBlobs(h())).toHaveLength(onS3() ? 2 : 1);

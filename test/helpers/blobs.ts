@@ -181,9 +181,12 @@ export async function elementBytes(h: Harness, id: string): Promise<Buffer | nul
   return blob ? await collect(blob.stream) : null;
 }
 
-/** The bytes appended under upload `id`, or null when there are none. */
+/** The bytes appended under upload `id` (the generation its row names), or null when there are none. */
 export async function uploadBytes(h: Harness, id: string): Promise<Buffer | null> {
-  const blob = await h.services.blobs.open(id);
+  const { rows } = await h.db.query<{ generation: string | null }>('SELECT generation FROM uploads WHERE id = $1', [
+    id,
+  ]);
+  const blob = await h.services.blobs.openUpload({ key: id, generation: rows[0]?.generation ?? null });
   return blob ? await collect(blob.stream) : null;
 }
 

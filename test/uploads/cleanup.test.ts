@@ -104,7 +104,7 @@ describeBackends(
       const live = await upload();
       const orphan = newId();
       const bytes = Readable.from([Buffer.from('chunk of an upload whose row is gone')]);
-      await h().services.blobs.append(orphan, 0, bytes, { maxBytes: 100 });
+      await h().services.blobs.append({ key: orphan, generation: null }, 0, bytes, { maxBytes: 100 });
       await h().services.files.sweep(0);
       expect(await blobOf(h(), orphan)).toBeNull();
       expect(await blobOf(h(), live.id)).not.toBeNull();

@@ -1,7 +1,5 @@
 // The pieces of resumable uploads on their own (no database, no HTTP): appends that keep what arrived, a
-// finished upload's bytes moved into place and back, the in-memory hash states, the in-flight registry, and the
-// header fields.
-import { createHash } from 'node:crypto';
+// finished upload's bytes moved into place and back, the in-flight registry, and the header fields.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,12 +13,13 @@ import {
   uploadCompleteValue,
   uploadLimitField,
 } from '../../src/domain/uploads/upload-fields.js';
-import { UploadHashes } from '../../src/domain/uploads/upload-hashes.js';
 import { UploadsInFlight } from '../../src/domain/uploads/upload-inflight.js';
 import { Problem } from '../../src/errors.js';
 
 const UPLOAD = '9d1f0e2a-1111-4222-8333-944445555666';
 const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';
+/** The upload's bytes in their first generation. */
+const BYTES = { key: UPLOAD, generation: null };
 
 async function* chunks(...parts: Array<string | Error>) {
   for (const part of parts) {
@@ -41,9 +40,9 @@ describe('FsBlobStore appends of uploads', () => {
   const read = (key: string) => readFileSync(store.pathOf(key), 'utf8');
 
   it('keepPartial keeps the bytes that arrived before the source failed, and says how many', async () => {
-    await store.append(UPLOAD, 0, chunks('abc'), { maxBytes: 100 });
+    await store.append(BYTES, 0, chunks('abc'), { maxBytes: 100 });
     const failure = await store
-      .append(UPLOAD, 3, chunks('def', 'ghi', new Error('client went away')), { maxBytes: 100, keepPartial: true })
+      .append(BYTES, 3, chunks('def', 'ghi', new Error('client went away')), { maxBytes: 100, keepPartial: true })
       .catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(PartialAppendError);
     expect((failure as PartialAppendError).total).toBe(9);
@@ -52,30 +51,30 @@ describe('FsBlobStore appends of uploads', () => {
   });
 
   it('keepPartial with nothing arrived rethrows the source error; limits and failed checks still cut back', async () => {
-    await store.append(UPLOAD, 0, chunks('abc'), { maxBytes: 100 });
+    await store.append(BYTES, 0, chunks('abc'), { maxBytes: 100 });
     await expect(
-      store.append(UPLOAD, 3, chunks(new Error('at once')), { maxBytes: 100, keepPartial: true }),
+      store.append(BYTES, 3, chunks(new Error('at once')), { maxBytes: 100, keepPartial: true }),
     ).rejects.toThrow('at once');
     await expect(
-      store.append(UPLOAD, 3, chunks('defg', 'hijk'), { maxBytes: 5, keepPartial: true }),
+      store.append(BYTES, 3, chunks('defg', 'hijk'), { maxBytes: 5, keepPartial: true }),
     ).rejects.toBeInstanceOf(BlobLimitError);
     expect(read(UPLOAD)).toBe('abc');
     const tooSmall = new Error('below the minimum');
     const check = (size: number) => {
       if (size < 5) throw tooSmall;
     };
-    await expect(store.append(UPLOAD, 3, chunks('de'), { maxBytes: 100, keepPartial: true, check })).rejects.toBe(
+    await expect(store.append(BYTES, 3, chunks('de'), { maxBytes: 100, keepPartial: true, check })).rejects.toBe(
       tooSmall,
     );
     expect(read(UPLOAD)).toBe('abc');
-    expect(await store.append(UPLOAD, 3, chunks('defgh'), { maxBytes: 100, check })).toMatchObject({
+    expect(await store.append(BYTES, 3, chunks('defgh'), { maxBytes: 100, check })).toMatchObject({
       size: 5,
       total: 8,
     });
   });
 
   it('refuses to append at an offset to bytes that are missing (no hole of zeros)', async () => {
-    await expect(store.append(UPLOAD, 5, chunks('x'), { maxBytes: 10 })).rejects.toThrow(/missing, expected 5/);
+    await expect(store.append(BYTES, 5, chunks('x'), { maxBytes: 10 })).rejects.toThrow(/missing, expected 5/);
     expect(existsSync(store.pathOf(UPLOAD))).toBe(false);
   });
 
@@ -86,37 +85,17 @@ describe('FsBlobStore appends of uploads', () => {
         next: 'next',
       })
     ).finish();
-    await store.append(UPLOAD, 0, chunks('new file'), { maxBytes: 100 });
-    const failed = await store.replace(ELEMENT, { key: UPLOAD }, { previous: 'tagold', next: 'next' });
+    await store.append(BYTES, 0, chunks('new file'), { maxBytes: 100 });
+    const failed = await store.replace(ELEMENT, { ...BYTES, size: 8 }, { previous: 'tagold', next: 'next' });
     expect(read(ELEMENT)).toBe('new file');
     await failed.undo();
     expect(read(ELEMENT)).toBe('old file');
     expect(read(UPLOAD)).toBe('new file');
     // Onto an element without a file, undone: the element has none again, the upload keeps its bytes.
     const other = 'ad1f0e2a-1111-4222-8333-944445555666';
-    await (await store.replace(other, { key: UPLOAD }, { previous: 'none', next: 'next' })).undo();
+    await (await store.replace(other, { ...BYTES, size: 8 }, { previous: 'none', next: 'next' })).undo();
     expect(existsSync(store.pathOf(other))).toBe(false);
     expect(read(UPLOAD)).toBe('new file');
-  });
-});
-
-describe('UploadHashes', () => {
-  it('hands out copies valid for one offset, forgets, and evicts the oldest beyond its capacity', () => {
-    const hashes = new UploadHashes(2);
-    const h = createHash('sha256').update('abc');
-    hashes.keep('a', h, 3);
-    expect(hashes.take('a', 4)).toBeNull();
-    const copy = hashes.take('a', 3)!;
-    copy.update('def');
-    expect(hashes.take('a', 3)!.digest('hex')).toBe(createHash('sha256').update('abc').digest('hex'));
-    expect(copy.digest('hex')).toBe(createHash('sha256').update('abcdef').digest('hex'));
-    hashes.keep('b', createHash('sha256'), 0);
-    hashes.keep('c', createHash('sha256'), 0);
-    expect(hashes.size).toBe(2);
-    expect(hashes.take('a', 3)).toBeNull();
-    hashes.forget('b');
-    expect(hashes.take('b', 0)).toBeNull();
-    expect(hashes.take('c', 0)).not.toBeNull();
   });
 });
 

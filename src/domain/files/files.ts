@@ -8,6 +8,7 @@ import {
   BlobLimitError,
   type BlobStore,
   type ByteRange,
+  type CompletedUpload,
   type Replacement,
   type SweepReport,
   type TempBlob,
@@ -202,7 +203,7 @@ export class Files {
   }
 
   /**
-   * Makes `bytes` (a temporary blob, or the bytes of another key such as a finished resumable upload) the file of
+   * Makes `bytes` (a temporary blob, or the bytes of a completed resumable upload) the file of
    * element `id`, described by `meta`, in one transaction that holds the element's row lock and requires UPDATE.
    * `check` runs under the lock before anything moves; `inTransaction` runs in the same transaction (a completing
    * upload removes its row there). The previous bytes are set aside, dropped after the commit and put back if the
@@ -211,7 +212,7 @@ export class Files {
   async place(
     caller: Caller,
     id: string,
-    bytes: TempBlob | { key: string },
+    bytes: TempBlob | CompletedUpload,
     meta: FileMeta,
     hooks: { check?: (row: ElementRow) => void; inTransaction?: (tx: Queryable) => Promise<void> } = {},
   ): Promise<void> {

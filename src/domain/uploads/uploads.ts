@@ -2,9 +2,11 @@
 // creator, target) and a blob under the upload id. The offset advances only by bytes made durable, so the offset HEAD
 // reports is always one the next PATCH can use; completion moves the blob into place as the element's file. One
 // request appends at a time, and no transaction stays open while a body streams (docs/architecture.md, "Resumable
-// uploads").
-import { createHash, type Hash } from 'node:crypto';
-import { BlobLimitError, type BlobStore, PartialAppendError } from '../../blob/blob-store.js';
+// uploads"). A request that takes an upload over from one whose lease ran out writes to a new generation of its
+// bytes, so the late writer cannot touch what counts; a completion reads the stored bytes back and answers with
+// their length and digest, never with what it believes it wrote (docs/decisions/026-upload-generations.md).
+import { createHash } from 'node:crypto';
+import { BlobLimitError, type BlobStore, PartialAppendError, type UploadBlob } from '../../blob/blob-store.js';
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
@@ -27,7 +29,6 @@ import {
   type UploadLimits,
   type UploadState,
 } from './upload-fields.js';
-import { UploadHashes } from './upload-hashes.js';
 import { UploadsInFlight } from './upload-inflight.js';
 
 /** How long a lease lasts without renewal (clock seconds): the longest a dead instance can block an upload. */
@@ -82,8 +83,16 @@ export interface CleanupReport {
 const inProgress = (problem: Problem, state: UploadState) =>
   new Problem(problem.slug, problem.detail, problem.extensions, { ...problem.headers, ...progressFields(state) });
 
+/** Where the committed bytes of an upload are. */
+const blobOf = (row: sql.UploadRow): UploadBlob => ({ key: row.id, generation: row.generation });
+
+/** What a completion read back from the store: the bytes the file will be. */
+interface StoredBytes {
+  sha256: Buffer;
+  head: Buffer;
+}
+
 export class Uploads {
-  private readonly hashes = new UploadHashes();
   private readonly inFlight = new UploadsInFlight();
 
   constructor(
@@ -185,18 +194,16 @@ export class Uploads {
     const renewal = this.keepLease(upload.id, lease, control);
     try {
       const announced = announce?.(this.stateOf(upload)) ?? false;
-      const hash = createHash('sha256');
       const maxBytes = Math.min(limits.uploadMaxChunkSizeInBytes, limits.maxFileSizeInBytes, length ?? Infinity);
       let size: number;
       try {
-        size = await this.stream(upload, body, hash, maxBytes, control);
+        size = await this.stream(upload, body, maxBytes);
       } catch (error) {
         const kept = error instanceof PartialAppendError ? error.total : 0;
         if (announced && (error instanceof PartialAppendError || isClientAbort(error))) {
           // The client knows where the upload is (104): it can ask for the offset and go on from there.
           const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept);
           if (!row) throw await this.leaseLost(caller, upload.id);
-          this.hashes.keep(upload.id, hash, kept);
           throw inProgress(interrupted(kept), this.stateOf(row));
         }
         // Nobody was told about the upload, or its first chunk broke a limit: it goes.
@@ -212,7 +219,6 @@ export class Uploads {
       }
       const row = await sql.commitAppend(this.db, upload.id, lease, size, size);
       if (!row) throw await this.leaseLost(caller, upload.id);
-      this.hashes.keep(upload.id, hash, size);
       return this.stateOf(row);
     } finally {
       renewal.stop();
@@ -321,7 +327,8 @@ export class Uploads {
     const renewal = this.keepLease(leased.id, lease, control);
     try {
       await this.checkStored(caller, leased, lease);
-      return await this.appendLeased(caller, leased, lease, body, request, control, renewal);
+      const current = leased.taken_over ? await this.takeOver(caller, leased, lease) : leased;
+      return await this.appendLeased(caller, current, lease, body, request, renewal);
     } finally {
       renewal.stop();
       await sql.releaseLease(this.db, leased.id, lease); // a no-op once committed, completed or reset
@@ -339,7 +346,6 @@ export class Uploads {
       contentLength: number | undefined;
       expected: Buffer | null;
     },
-    control: RequestControl,
     renewal: { stop(): void },
   ): Promise<AppendResult> {
     const limits = this.settings.file;
@@ -394,9 +400,6 @@ export class Uploads {
       if (violation) throw inProgress(violation, state);
     }
 
-    const hash =
-      this.hashes.take(upload.id, offset) ??
-      (await this.orGone(caller, upload.id, lease, this.rehash(upload.id, offset)));
     const wholeFileRoom = Math.min(
       limits.maxFileSizeInBytes - offset,
       declared !== null ? declared - offset : Infinity,
@@ -404,13 +407,12 @@ export class Uploads {
     const maxBytes = Math.min(limits.uploadMaxChunkSizeInBytes, wholeFileRoom);
     let size: number;
     try {
-      size = await this.stream(upload, body, hash, maxBytes, control, chunkRules);
+      size = await this.stream(upload, body, maxBytes, chunkRules);
     } catch (error) {
       if (error instanceof PartialAppendError || isClientAbort(error)) {
         const kept = error instanceof PartialAppendError ? error.total : offset;
         const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept - offset, announced);
         if (!row) throw await this.leaseLost(caller, upload.id);
-        this.hashes.keep(upload.id, hash, kept); // it has seen exactly the bytes kept
         throw inProgress(interrupted(kept - offset), this.stateOf(row));
       }
       if (error instanceof BlobLimitError) {
@@ -426,13 +428,18 @@ export class Uploads {
     if (!complete) {
       const row = await sql.commitAppend(this.db, upload.id, lease, total, size, announced);
       if (!row) throw await this.leaseLost(caller, upload.id);
-      this.hashes.keep(upload.id, hash, total);
       return { complete: false, state: this.stateOf(row) };
     }
 
     const violation = wholeFileRule(total, true);
     if (violation) throw inProgress(violation, state);
-    const sha256 = hash.digest();
+    // What is answered and recorded is what the store holds, read back: its length and its digest.
+    const stored = await this.orGone(caller, upload.id, lease, this.readBack(blobOf(upload), total));
+    if (!stored) {
+      await this.drop(upload.id);
+      throw new Problem('gone', 'The stored bytes of this upload were lost; start a new upload.');
+    }
+    const { sha256 } = stored;
     for (const digest of [request.expected, upload.expected_sha256])
       if (digest && !digest.equals(sha256))
         throw await this.discard(
@@ -446,14 +453,14 @@ export class Uploads {
     const meta: FileMeta = {
       contentLength: total,
       extension: upload.extension,
-      mimeType: await detectMimeType(await this.orGone(caller, upload.id, lease, this.head(upload.id, total)), total),
+      mimeType: await detectMimeType(stored.head, total),
       hash: { sha256: sha256.toString('hex') },
     };
     const elementId = upload.element_id;
     try {
       if (elementId === null) throw notFound();
       const started = { ifMatch: upload.if_match ?? undefined, ifNoneMatch: upload.if_none_match ?? undefined };
-      await this.files.place(caller, elementId, { key: upload.id }, meta, {
+      await this.files.place(caller, elementId, { ...blobOf(upload), size: total }, meta, {
         // The start's If-Match / If-None-Match, again under the row lock: a file written meanwhile is not replaced
         // when the client asked for that (412; the upload stays as it was before this request, its bytes kept).
         // Otherwise the completion replaces whatever file is there, whether the upload was started by POST or PUT:
@@ -472,7 +479,6 @@ export class Uploads {
       if (error instanceof Problem && error.slug === 'precondition-failed') throw inProgress(error, state);
       throw error;
     }
-    this.hashes.forget(upload.id);
     return { complete: true, elementId: elementId!, offset: total };
   }
 
@@ -552,7 +558,7 @@ export class Uploads {
    * and has moved the bytes already. `lease` is the caller's own, if it holds one.
    */
   private async checkStored(caller: Caller, upload: sql.UploadRow, lease: string | null = null): Promise<void> {
-    if (((await this.blobs.size(upload.id)) ?? 0) >= upload.offset) return;
+    if (((await this.blobs.uploadSize(blobOf(upload))) ?? 0) >= upload.offset) return;
     const now = await sql.uploadOf(this.db, upload.id, caller.userId);
     if (!now) throw notFound();
     const heldElsewhere =
@@ -562,44 +568,65 @@ export class Uploads {
     throw new Problem('gone', 'The stored bytes of this upload were lost; start a new upload.');
   }
 
-  /** Streams a body into the upload's blob at its offset, hashing it; the bytes of a body that breaks off are kept. */
+  /** Streams a body into the upload's blob at its offset; the bytes of a body that breaks off are kept. */
   private async stream(
     upload: sql.UploadRow,
     body: AsyncIterable<Uint8Array>,
-    hash: Hash,
     maxBytes: number,
-    _control: RequestControl,
     check?: (size: number) => void,
   ): Promise<number> {
     // A body that stalls or crawls is cut off by the HTTP layer (connection-guard.ts), and its bytes are kept like those
     // of any body that breaks off: a hanging connection never keeps the lease for long.
-    const appended = await this.blobs.append(upload.id, upload.offset, body, {
+    const appended = await this.blobs.append(blobOf(upload), upload.offset, body, {
       maxBytes,
       keepPartial: true,
       check,
-      observe: (chunk) => hash.update(chunk),
     });
     return appended.size;
   }
 
-  /** The hash of the first `offset` stored bytes, read back once (this instance had no live hash for them). */
-  private async rehash(id: string, offset: number): Promise<Hash> {
-    const hash = createHash('sha256');
-    if (offset === 0) return hash;
-    const blob = await this.blobs.open(id, { start: 0, end: offset - 1 });
-    if (!blob || blob.size < offset) throw new Error(`upload ${id} has fewer stored bytes than its offset ${offset}`);
-    for await (const chunk of blob.stream) hash.update(chunk as Buffer);
-    return hash;
+  /**
+   * Takes an upload over from a request whose lease ran out without being given back: that request may be frozen
+   * or cut off from the database and still write. The committed bytes are copied into a new generation, which the
+   * row names from now on, and the old one goes; whatever the late request writes lands where nothing refers to it.
+   */
+  private async takeOver(caller: Caller, upload: sql.UploadRow, lease: string): Promise<sql.UploadRow> {
+    const generation = newId();
+    await this.orGone(caller, upload.id, lease, this.blobs.fork(blobOf(upload), generation, upload.offset));
+    const row = await sql.setGeneration(this.db, upload.id, lease, generation);
+    if (!row) {
+      await this.blobs.dropGeneration({ key: upload.id, generation });
+      throw await this.leaseLost(caller, upload.id);
+    }
+    // Left to the upload's end or the sweep when this fails: nothing refers to it any more.
+    await this.blobs.dropGeneration(blobOf(upload)).catch(() => {});
+    return row;
   }
 
-  /** The leading bytes of a completed upload, for content detection. */
-  private async head(id: string, total: number): Promise<Buffer> {
-    if (total === 0) return Buffer.alloc(0);
-    const blob = await this.blobs.open(id, { start: 0, end: Math.min(SNIFF_BYTES, total) - 1 });
-    if (!blob) throw new Error(`upload ${id} has no stored bytes`);
-    const parts: Buffer[] = [];
-    for await (const chunk of blob.stream) parts.push(chunk as Buffer);
-    return Buffer.concat(parts);
+  /**
+   * Reads the upload's stored bytes back: their SHA-256 and their leading bytes (content detection), or null when
+   * the store does not hold exactly `total` of them.
+   */
+  private async readBack(upload: UploadBlob, total: number): Promise<StoredBytes | null> {
+    const hash = createHash('sha256');
+    const head: Buffer[] = [];
+    let headBytes = 0;
+    let size = 0;
+    const blob = await this.blobs.openUpload(upload);
+    if (!blob) return total === 0 ? { sha256: hash.digest(), head: Buffer.alloc(0) } : null;
+    if (blob.size !== total) {
+      blob.stream.destroy();
+      return null;
+    }
+    for await (const chunk of blob.stream as AsyncIterable<Buffer>) {
+      hash.update(chunk);
+      size += chunk.length;
+      if (headBytes < SNIFF_BYTES) {
+        head.push(chunk.subarray(0, SNIFF_BYTES - headBytes));
+        headBytes += head[head.length - 1]!.length;
+      }
+    }
+    return size === total ? { sha256: hash.digest(), head: Buffer.concat(head) } : null;
   }
 
   /**
@@ -611,8 +638,7 @@ export class Uploads {
     // Offset first, bytes next, still under the lease: a crash in between leaves extra bytes (cut off by the next
     // append), never an offset the bytes do not back.
     if (!(await sql.resetUpload(this.db, upload.id, lease))) return leaseLostProblem();
-    await this.blobs.delete(upload.id);
-    this.hashes.keep(upload.id, createHash('sha256'), 0);
+    await this.blobs.dropGeneration(blobOf(upload));
     return inProgress(problem, this.stateOf({ ...upload, offset: 0 }));
   }
 
@@ -652,13 +678,12 @@ export class Uploads {
   }
 
   /**
-   * The row is gone: so go the bytes and the live hash. `endRequests` also ends a request of this instance still
+   * The row is gone: so go the bytes, of every generation. `endRequests` also ends a request of this instance still
    * appending to it (never when the caller is that request itself).
    */
   private async dropBytes(id: string, endRequests = false): Promise<void> {
     if (endRequests) this.inFlight.abort(id);
-    this.hashes.forget(id);
-    await this.blobs.delete(id);
+    await this.blobs.deleteUpload(id);
   }
 
   /** Renews the lease while a request works; a lease found lost (taken over, upload removed) ends the request. */

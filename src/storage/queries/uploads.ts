@@ -19,13 +19,15 @@ export interface UploadRow {
   /** The start's preconditions on the target's file, checked again at completion. */
   if_match: string | null;
   if_none_match: string | null;
+  /** Which generation of the blob holds the committed bytes (null: the first). */
+  generation: string | null;
 }
 
 /** The row and whether its creator may still write its target (false also when the target was deleted). */
 export type UploadAccess = UploadRow & { permitted: boolean };
 
 const COLUMNS = `u.id, u.element_id, u.user_id, u."offset", u.length, u.chunks, u.extension, u.expected_sha256,
-  u.lease_token, u.lease_until, u.created, u.expires, u.if_match, u.if_none_match`;
+  u.lease_token, u.lease_until, u.created, u.expires, u.if_match, u.if_none_match, u.generation`;
 
 /** Uploads only answer their creator: for anyone else the row does not exist. */
 export async function uploadOf(q: Queryable, id: string, userId: string): Promise<UploadAccess | null> {
@@ -91,6 +93,8 @@ export async function releaseAllLeases(q: Queryable): Promise<number> {
 /**
  * Takes the lease for an append at `offset` when nobody holds it (or the holder's lease ran out). Null when the
  * row is gone, its offset moved, or someone else holds it: the caller reads the row again to tell which.
+ * `taken_over`: the lease was taken from a holder whose lease ran out without being given back, which may still
+ * be writing.
  */
 export async function takeLease(
   q: Queryable,
@@ -100,13 +104,32 @@ export async function takeLease(
   token: string,
   now: Date,
   until: Date,
-): Promise<UploadRow | null> {
-  const { rows } = await q.query<UploadRow>(
-    `UPDATE uploads u SET lease_token = $4, lease_until = $6
-     WHERE u.id = $1 AND u.user_id = $2 AND u."offset" = $3 AND (u.lease_until IS NULL OR u.lease_until <= $5)
-     RETURNING ${COLUMNS}`,
+): Promise<(UploadRow & { taken_over: boolean }) | null> {
+  const { rows } = await q.query<UploadRow & { taken_over: boolean }>(
+    `WITH previous AS (
+       SELECT id, lease_token FROM uploads
+       WHERE id = $1 AND user_id = $2 AND "offset" = $3 AND (lease_until IS NULL OR lease_until <= $5)
+       FOR UPDATE)
+     UPDATE uploads u SET lease_token = $4, lease_until = $6 FROM previous
+     WHERE u.id = previous.id
+     RETURNING ${COLUMNS}, previous.lease_token IS NOT NULL AS taken_over`,
     [id, userId, offset, token, now, until],
     'take_upload_lease',
+  );
+  return rows[0] ?? null;
+}
+
+/** Names the generation that holds the upload's bytes from now on, if the caller still holds its lease. */
+export async function setGeneration(
+  q: Queryable,
+  id: string,
+  token: string,
+  generation: string,
+): Promise<UploadRow | null> {
+  const { rows } = await q.query<UploadRow>(
+    `UPDATE uploads u SET generation = $3 WHERE u.id = $1 AND u.lease_token = $2 RETURNING ${COLUMNS}`,
+    [id, token, generation],
+    'set_upload_generation',
   );
   return rows[0] ?? null;
 }

@@ -4,6 +4,7 @@
 import { ACCESS_EPOCH, ACCESS_INDEX, ACCESS_KEYS, ACCESS_RULES } from './access.js';
 import { SEARCH_FUNCTIONS, SEARCH_INDEX } from './search.js';
 import { DATA_LIMITS, EXTENSIONS, TABLES } from './tables.js';
+import { UPLOAD_GENERATIONS } from './upload-generations.js';
 
 export interface Migration {
   version: number;
@@ -24,4 +25,7 @@ const BASELINE = [
   SEARCH_INDEX,
 ].join('');
 
-export const migrations: Migration[] = [{ version: 1, name: 'baseline', sql: BASELINE }];
+export const migrations: Migration[] = [
+  { version: 1, name: 'baseline', sql: BASELINE },
+  { version: 2, name: 'upload generations', sql: UPLOAD_GENERATIONS },
+];
