@@ -87,7 +87,7 @@ export async function leftovers(h: Harness, uploadId: string, elementId?: string
 
 /**
  * The upload service of a second instance on the same database and blob store: none of this one's state in memory
- * (live hashes, requests in flight).
+ * (requests in flight).
  */
 export function anotherInstance(h: Harness): Uploads {
   const { db, clock, blobs, elements, files } = h.services;

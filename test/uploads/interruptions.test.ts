@@ -265,7 +265,7 @@ describeBackends(
         await finishAndCheck(path, elementId, data);
       });
 
-      it('another instance takes over half-way: each recomputes the hash from the stored bytes once; the digest is right', async () => {
+      it('another instance goes on half-way: the completion reads all stored bytes back; the digest is right', async () => {
         const data = noise(300 * KiB, 39);
         const { path, id, elementId } = await begin(data);
         expect((await append(h(), alice.token, path, KiB, data.subarray(KiB, 100 * KiB), false)).status).toBe(204);
@@ -283,7 +283,6 @@ describeBackends(
           { abort: () => {}, interop: null },
         );
         expect(result).toMatchObject({ complete: false, state: { offset: 200 * KiB } });
-        // This instance's hash covers 100 KiB only: it reads the 200 KiB back and goes on.
         await finishAndCheck(path, elementId, data);
       });
 
