@@ -153,7 +153,7 @@ export function readTree(dir: string): Map<string, Buffer> {
 /** The end of the refusal of what is not a regular file inside a backup folder. */
 export const NOT_REGULAR = 'a backup is read only from regular files and folders inside it';
 /** How soon a load refuses a named pipe; a writer to the pipe comes only much later (namedPipe). */
-export const REFUSED_WITHIN_MS = 3_000;
+export const REFUSED_WITHIN_MS = 5_000;
 
 /**
  * Makes a named pipe at `path`. A reader that opens it waits for a writer; one that did so blocked its whole process.
