@@ -15,6 +15,7 @@ import { type BackupElement, elementPath, SUMMARY_FILE, serializeElement } from 
 import { loadBackup } from '../src/backup/load.js';
 import type { Progress } from '../src/backup/progress.js';
 import { FsBlobStore } from '../src/blob/fs-blob-store.js';
+import { validateSettings } from '../src/config/load.js';
 import type { Db } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
@@ -179,9 +180,13 @@ export async function benchBackupLoad(options: {
     const blobs = new FsBlobStore(join(work, 'files'));
 
     const loadPhases = phaseTimer(log);
-    const report = await loadBackup({ db, blobs, identifierKey: 'email', now: new Date() }, backupDir, {
-      progress: loadPhases,
-    });
+    const report = await loadBackup(
+      { db, blobs, identifierKey: 'email', limits: validateSettings({}).element, now: new Date() },
+      backupDir,
+      {
+        progress: loadPhases,
+      },
+    );
     const loadRate = options.elements / report.seconds;
     log(
       `backup:load ${options.backend}: ${options.elements} elements in ${report.seconds.toFixed(1)} s = ${Math.round(loadRate)} elements/s`,

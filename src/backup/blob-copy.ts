@@ -3,38 +3,40 @@
 // checked against the element's metadata, then placed under the element's id. The placements are settled once the
 // load's transaction has ended: kept when it committed, removed when it did not.
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import { BlobLimitError, type BlobStore, type Replacement } from '../blob/blob-store.js';
 import { blobTag } from '../domain/files/files.js';
 import type { FileMeta } from '../domain/files/types.js';
+import type { BackupFolder } from './folder.js';
 import { BackupError } from './format.js';
 
 // file-type needs at most this many leading bytes to recognise a format.
 const SNIFF_BYTES = 4100;
 
 /**
- * Copies `source` (absolute; `name` is its path inside the backup, for messages) to the blob of element `id`, a new
- * element. Returns the metadata to store: the backup's, checked against the bytes, or one derived from the bytes
- * when the backup has none (extension from the file name, MIME type from the content). The placement is added to
- * `placed`, to be settled with `settlePlaced`.
+ * Copies the file `name` of the backup `folder` (a regular file inside it, or a BackupError) to the blob of element
+ * `id`, a new element. Returns the metadata to store: the backup's, checked against the bytes, or one derived from
+ * the bytes when the backup has none (extension from the file name, MIME type from the content). The placement is
+ * added to `placed`, to be settled with `settlePlaced`.
  */
 export async function copyIntoBlobStore(
   blobs: BlobStore,
-  source: string,
+  folder: BackupFolder,
   name: string,
   id: string,
   given: FileMeta | undefined,
   placed: Replacement[],
 ): Promise<FileMeta> {
   // The file's size is the limit: an object store sizes its parts by it.
-  const { size } = await stat(source);
+  const { fd, size } = folder.open(name);
+  const source = createReadStream('', { fd });
   const temp = await blobs
-    .write(createReadStream(source), { maxBytes: size, headBytes: SNIFF_BYTES })
+    .write(source, { maxBytes: size, headBytes: SNIFF_BYTES })
     .catch((error: unknown) => {
       throw error instanceof BlobLimitError ? new BackupError(name, 'grew while it was being read') : error;
-    });
+    })
+    .finally(() => source.destroy()); // closes the descriptor also when the store stopped reading early
   try {
     const sha256 = temp.sha256.toString('hex');
     if (given && given.hash.sha256 !== null && given.hash.sha256 !== sha256)

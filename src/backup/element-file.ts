@@ -1,9 +1,11 @@
 // One element file of a backup: parsed, checked and split into what the service stores where. backup:load parses
 // every file with it once; the relations it holds back until after its pass are parsed again (and must keep their id).
 import { hashToken, TOKEN_PATTERN } from '../domain/accounts/tokens.js';
+import { checkDataLimits, type DataLimits } from '../domain/elements/data-limits.js';
 import type { FileMeta } from '../domain/files/types.js';
 import { isPlainObject, isUuid } from '../domain/values.js';
-import { BackupError, type BackupTokenState, parseJsonObject, TOKEN_STATES } from './format.js';
+import { Problem } from '../errors.js';
+import { BackupError, type BackupTokenState, parseJsonObject, preview, TOKEN_STATES } from './format.js';
 
 interface ParsedToken {
   hash: string | null;
@@ -37,7 +39,7 @@ function isoTimeOf(file: string, key: string, value: unknown): string {
     ? `${m[1]}T${m[2]!.replace(/(\.\d{3})\d+$/, '$1')}${m[3]!.length === 3 ? `${m[3]}:00` : m[3]}`
     : '';
   if (!m || Number.isNaN(Date.parse(normalized)))
-    throw new BackupError(file, `'${key}' must be an ISO 8601 timestamp with an offset, got ${JSON.stringify(value)}`);
+    throw new BackupError(file, `'${key}' must be an ISO 8601 timestamp with an offset, got ${preview(value)}`);
   return value as string;
 }
 
@@ -84,7 +86,7 @@ function parseToken(file: string, data: Record<string, unknown>): ParsedToken {
   if (!TOKEN_STATES.includes(state as BackupTokenState))
     throw new BackupError(
       file,
-      `the token 'state' must be one of ${TOKEN_STATES.join(', ')}, got ${JSON.stringify(data.state)}`,
+      `the token 'state' must be one of ${TOKEN_STATES.join(', ')}, got ${preview(data.state)}`,
     );
   const expires =
     data.expirationDate === undefined || data.expirationDate === null
@@ -96,7 +98,27 @@ function parseToken(file: string, data: Record<string, unknown>): ParsedToken {
   return { hash, state: state as BackupTokenState, expires };
 }
 
-export function parseElement(file: string, text: string, isRelation: boolean, identifierKey: string): ParsedElement {
+/**
+ * The API's limits on what one element holds (the element.* settings), for what the element stores in data and,
+ * apart, in its internal properties: a load stores no element larger than the API lets one be, and no value the
+ * database's serialization would have to recurse into thousands of levels deep.
+ */
+function checkLimits(file: string, id: string, data: Record<string, unknown>, what: string, limits: DataLimits) {
+  try {
+    checkDataLimits(data, limits, what);
+  } catch (error) {
+    if (!(error instanceof Problem)) throw error;
+    throw new BackupError(file, `element ${id}: ${error.detail.replace(/\.$/, '')} (the element.* settings)`);
+  }
+}
+
+export function parseElement(
+  file: string,
+  text: string,
+  isRelation: boolean,
+  identifierKey: string,
+  limits: DataLimits,
+): ParsedElement {
   if (NUL_ESCAPE.test(text))
     throw new BackupError(file, 'contains the character U+0000, which the database cannot store');
   const json = parseJsonObject(file, text);
@@ -150,5 +172,7 @@ export function parseElement(file: string, text: string, isRelation: boolean, id
     parsed.passwordHash = passwordHash ?? null;
   }
   if (!isRelation && type === 'Token') parsed.token = parseToken(file, data);
+  checkLimits(file, parsed.id, data, 'data', limits);
+  checkLimits(file, parsed.id, internal, 'internal properties', limits);
   return parsed;
 }

@@ -31,15 +31,29 @@ export interface BackupSummary {
   backupVersion?: string;
 }
 
-/** A backup that cannot be loaded; `file` is the path (relative to the backup folder) of the offending file. */
+/**
+ * A backup that cannot be loaded; `file` is the path (relative to the backup folder) of the offending file. The
+ * message is one line: a path with control characters in its name is quoted.
+ */
 export class BackupError extends Error {
   constructor(
     readonly file: string,
     message: string,
   ) {
-    super(`${file}: ${message}`);
+    super(`${/[\u0000-\u001f\u007f]/.test(file) ? JSON.stringify(file) : file}: ${message}`);
     this.name = 'BackupError';
   }
+}
+
+/**
+ * A value of a backup as an error message shows it: short, and never by serializing a whole object or array (one
+ * nested thousands of levels deep would overflow the stack, a large one would flood the terminal).
+ */
+export function preview(value: unknown): string {
+  if (Array.isArray(value)) return 'an array';
+  if (value !== null && typeof value === 'object') return 'an object';
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
 /** The JSON object that `file` (its path inside the backup, for messages) holds; anything else is a BackupError. */

@@ -4,9 +4,8 @@
 // index) follows the pass. Any violation is a BackupError naming the file: nothing is written, and the file bytes
 // already copied are removed again. Memory holds an index of ids, not the data
 // (docs/decisions/019-backup-load-one-pass.md).
-import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { BlobStore, Replacement } from '../blob/blob-store.js';
+import type { DataLimits } from '../domain/elements/data-limits.js';
 import type { Db, Queryable } from '../storage/db.js';
 import { deferAccessIndex, rebuildAccessIndex } from '../storage/queries/access.js';
 import {
@@ -25,7 +24,7 @@ import {
 } from '../storage/queries/backup.js';
 import { copyIntoBlobStore, settlePlaced } from './blob-copy.js';
 import { type ParsedElement, parseElement } from './element-file.js';
-import { checkCount, chunks, listElementFiles, readSummary, walk } from './folder.js';
+import { BackupFolder, checkCount, chunks, listElementFiles, readSummary } from './folder.js';
 import { BackupError, type BackupTokenState, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR } from './format.js';
 import { type Progress, silentProgress } from './progress.js';
 
@@ -35,6 +34,8 @@ export interface LoadContext {
   blobs: BlobStore;
   /** The User property holding the login identifier (settings.register.uniqueIdentifier). */
   identifierKey: string;
+  /** What one element may hold (settings.element): the API's limits, which a load enforces as well. */
+  limits: DataLimits;
   /** `created`/`updated` (and token issue dates) of elements that carry none. */
   now: Date;
 }
@@ -79,6 +80,7 @@ const MAX_WARNINGS_KEPT = 200;
 
 /** The backup folder as listed before anything is read: element files (nodes first), file bytes by element id. */
 interface Folder {
+  at: BackupFolder;
   paths: string[];
   nodeCount: number;
   /** Element id -> path of its bytes below file/. */
@@ -124,14 +126,14 @@ export async function loadBackup(ctx: LoadContext, dir: string, options: LoadOpt
   };
 
   if (!options.force && !(await isDatabaseEmpty(ctx.db))) throw new DatabaseNotEmptyError();
-  const folder = await readFolder(dir, warn);
+  const folder = await readFolder(await BackupFolder.at(dir), warn);
   const placed: Replacement[] = [];
   let written: { users: number; tokens: number };
   progress.start('loading', folder.paths.length);
   try {
     written = await ctx.db.transaction(async (tx) => {
       await deferAccessIndex(tx);
-      const load = new Load(ctx, tx, dir, folder, placed, progress, warn, batchSize, await isDatabaseEmpty(tx));
+      const load = new Load(ctx, tx, folder, placed, progress, warn, batchSize, await isDatabaseEmpty(tx));
       const result = await load.run();
       await rebuildAccessIndex(tx);
       return result;
@@ -155,12 +157,12 @@ export async function loadBackup(ctx: LoadContext, dir: string, options: LoadOpt
 }
 
 /** Lists the folder and checks what the summary says of it. */
-async function readFolder(dir: string, warn: (line: string) => void): Promise<Folder> {
-  const summary = await readSummary(dir);
-  const nodePaths = await listElementFiles(dir, NODE_DIR, warn);
-  const relationPaths = await listElementFiles(dir, RELATION_DIR, warn);
+async function readFolder(at: BackupFolder, warn: (line: string) => void): Promise<Folder> {
+  const summary = readSummary(at);
+  const nodePaths = await listElementFiles(at, NODE_DIR, warn);
+  const relationPaths = await listElementFiles(at, RELATION_DIR, warn);
   const filePaths: string[] = [];
-  await walk(dir, FILE_DIR, filePaths);
+  await at.walk(FILE_DIR, filePaths);
   checkCount(summary, 'nodeCount', nodePaths.length);
   checkCount(summary, 'relationCount', relationPaths.length);
   checkCount(summary, 'fileCount', filePaths.length);
@@ -176,7 +178,7 @@ async function readFolder(dir: string, warn: (line: string) => void): Promise<Fo
       throw new BackupError(path, `a second file for element ${owner} (the first is ${files.get(owner)})`);
     files.set(owner, path);
   }
-  return { paths: [...nodePaths, ...relationPaths], nodeCount: nodePaths.length, files };
+  return { at, paths: [...nodePaths, ...relationPaths], nodeCount: nodePaths.length, files };
 }
 
 /** One load, inside its transaction. */
@@ -189,7 +191,6 @@ class Load {
   constructor(
     private readonly ctx: LoadContext,
     private readonly tx: Queryable,
-    private readonly dir: string,
     private readonly folder: Folder,
     private readonly placed: Replacement[],
     private readonly progress: Progress,
@@ -244,9 +245,10 @@ class Load {
     const path = this.folder.paths[at]!;
     return parseElement(
       path,
-      readFileSync(join(this.dir, path), 'utf8'),
+      this.folder.at.readText(path),
       at >= this.folder.nodeCount,
       this.ctx.identifierKey,
+      this.ctx.limits,
     );
   }
 
@@ -288,7 +290,7 @@ class Load {
           this.warn(`${path}: has file metadata but file/ holds no bytes for ${el.id}; loaded without a file`);
         else {
           usedFiles.add(el.id);
-          const size = statSync(join(this.dir, bytes)).size;
+          const size = this.folder.at.size(bytes);
           if (el.fileMeta && el.fileMeta.contentLength !== size)
             throw new BackupError(
               bytes,
@@ -370,7 +372,7 @@ class Load {
       const file =
         bytes === undefined
           ? null
-          : await copyIntoBlobStore(this.ctx.blobs, join(this.dir, bytes), bytes, el.id, el.fileMeta, this.placed);
+          : await copyIntoBlobStore(this.ctx.blobs, this.folder.at, bytes, el.id, el.fileMeta, this.placed);
       const created = el.created ?? this.nowIso;
       rows.push({
         id: el.id,

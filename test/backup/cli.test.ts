@@ -1,15 +1,42 @@
 // The commands as the CLI runs them (`main` in-process): exit codes, messages, progress output; and the progress
 // bar itself.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { lineProgress } from '../../src/backup/progress.js';
 import { main } from '../../src/cli/main.js';
 import { backendsUnderTest } from '../helpers/harness.js';
-import { captureIO, REFERENCE, tempDir, writeBackup } from './helpers.js';
+import { type Finished, type Instance, serveInstance, spawnCli } from '../helpers/process.js';
+import { captureIO, NOT_REGULAR, namedPipe, REFERENCE, tempDir, writeBackup } from './helpers.js';
+
+// A backup:load that opened a named pipe waited for a writer, for ever. The pipes of these tests get one after
+// WRITER_DELAY_SECONDS; a command still running after KILL_AFTER_MS (before that writer) is killed and fails the
+// test. The bound covers the start of a CLI process on a loaded machine, which opens its database too.
+const WRITER_DELAY_SECONDS = 120;
+const KILL_AFTER_MS = 100_000;
+
+/** The CLI in a child process, killed after KILL_AFTER_MS; with the time it took. */
+async function runBounded(args: string[], env: Record<string, string>): Promise<Finished & { ms: number }> {
+  const began = performance.now();
+  const child = spawnCli(args, env);
+  const timer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+  const finished = await child.done;
+  clearTimeout(timer);
+  return { ...finished, ms: performance.now() - began };
+}
+
+/** A backup with a valid node and a named pipe among the element files. */
+async function backupWithPipe(): Promise<string> {
+  const dir = await writeBackup({ 'node/a.json': { type: 'Data', id: randomUUID(), data: {} } }, { version: 'dev' });
+  await mkdir(join(dir, 'node/bb'));
+  namedPipe(join(dir, 'node/bb/pipe.json'), WRITER_DELAY_SECONDS);
+  return dir;
+}
+
+const PIPE_REFUSED = `backup:load: invalid backup, nothing was loaded: node/bb/pipe.json: is a named pipe (FIFO); ${NOT_REGULAR}`;
 
 for (const backend of backendsUnderTest()) {
   describe(`backup commands through the CLI [${backend}]`, () => {
@@ -72,6 +99,39 @@ for (const backend of backendsUnderTest()) {
       expect(usage.stderr.join('\n')).toContain('usage: trellis backup:load <dir> [--force]');
     });
 
+    it('backup:load refuses an element nested 20,000 levels deep or of 43 MB in one line, with exit 1', async () => {
+      const id = randomUUID();
+      const cases: Array<[unknown, string]> = [
+        // Serializing this for the database overflowed the stack: a RangeError and its trace.
+        [
+          `{"type": "Data", "id": "${id}", "data": {"x": ${'['.repeat(20_000)}${']'.repeat(20_000)}}}`,
+          "'data' nests objects and arrays more than 32 levels deep",
+        ],
+        [
+          { type: 'Data', id, data: { text: 'x'.repeat(43_000_000) } },
+          "'data' is 43000012 bytes as stored; an element holds at most 65536 bytes",
+        ],
+      ];
+      for (const [content, why] of cases) {
+        const dir = await writeBackup({ 'node/x.json': content });
+        const io = captureIO();
+        expect(await main(['backup:load', dir, '--force'], env, io)).toBe(1);
+        expect(io.stderr).toEqual([
+          `backup:load: invalid backup, nothing was loaded: node/x.json: element ${id}: ${why} (the element.* settings)`,
+        ]);
+        expect(io.stdout).toEqual([]);
+      }
+    });
+
+    it(
+      'backup:load refuses a named pipe at once, in one line, with exit 1, without waiting for a writer',
+      async () => {
+        const res = await runBounded(['backup:load', await backupWithPipe(), '--force'], env);
+        expect([res.code, res.stderr.trim(), res.stdout]).toEqual([1, PIPE_REFUSED, '']);
+      },
+      KILL_AFTER_MS + 20_000,
+    );
+
     it('backup:create writes the backup, and refuses to write into a folder that is not empty', async () => {
       const out = join(await tempDir(), 'backup');
       const io = captureIO();
@@ -85,6 +145,56 @@ for (const backend of backendsUnderTest()) {
     });
   });
 }
+
+describe('backup:load handed to a running embedded server over its admin socket', () => {
+  let dataDir: string;
+  let server: Instance;
+  beforeAll(async () => {
+    dataDir = await tempDir('trellis-backup-serve-');
+    server = await serveInstance(dataDir, {}, { LOG_LEVEL: 'silent' });
+  }, 180_000);
+  afterAll(async () => {
+    if (server && server.exitCode === null) server.kill('SIGKILL');
+    await server?.done;
+  });
+
+  it(
+    'refuses a named pipe at once, and the server answers requests while the command runs',
+    async () => {
+      const began = performance.now();
+      const cli = spawnCli(['backup:load', await backupWithPipe()], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+      const timer = setTimeout(() => cli.kill('SIGKILL'), KILL_AFTER_MS);
+      let running = true;
+      const done = cli.done.finally(() => {
+        running = false;
+        clearTimeout(timer);
+      });
+      // A server reading the pipe answered nothing until the pipe got a writer; each GET here has a bound.
+      let answered = 0;
+      try {
+        while (running) {
+          const res = await fetch(`${server.url}/instance-configuration`, { signal: AbortSignal.timeout(10_000) });
+          expect(res.status).toBe(200);
+          expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+          expect(await res.json()).toHaveProperty('pageSize');
+          answered++;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      } finally {
+        if (running) cli.kill('SIGKILL');
+      }
+      const res = await done;
+      expect([res.code, res.stderr.trim(), res.stdout]).toEqual([1, PIPE_REFUSED, '']);
+      expect(performance.now() - began).toBeLessThan(KILL_AFTER_MS);
+      expect(answered).toBeGreaterThan(0);
+      // The server goes on: the backup without the pipe loads through it.
+      const clean = await writeBackup({ 'node/a.json': { type: 'Data', id: randomUUID(), data: {} } });
+      const loaded = await runBounded(['backup:load', clean], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+      expect([loaded.code, loaded.stdout]).toEqual([0, expect.stringMatching(/^Loaded 1 nodes, 0 relations/)]);
+    },
+    2 * KILL_AFTER_MS + 20_000,
+  );
+});
 
 describe('progress output', () => {
   it('redraws one bar line in place on a terminal, keeping notes visible', () => {

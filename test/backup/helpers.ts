@@ -1,5 +1,5 @@
 // Helpers of the backup tests: the reference dataset as data, small hand-made backups, and what is stored.
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,11 @@ import type { Harness } from '../helpers/harness.js';
 // Every folder made here, removed when the test file that imported this module is done, so that none pile up in
 // /tmp.
 const created: string[] = [];
-afterAll(() => Promise.all(created.splice(0).map((dir) => rm(dir, { recursive: true, force: true }))));
+const writers: ChildProcess[] = [];
+afterAll(async () => {
+  for (const writer of writers.splice(0)) writer.kill('SIGKILL');
+  await Promise.all(created.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+});
 
 function referenceDataset(): string {
   if (process.env.TRELLIS_REFERENCE_DATASET) return process.env.TRELLIS_REFERENCE_DATASET;
@@ -82,6 +86,7 @@ function loadContext(h: Harness) {
     db: h.db,
     blobs: h.services.blobs,
     identifierKey: h.config.settings.register.uniqueIdentifier,
+    limits: h.config.settings.element,
     now: h.clock.now(),
   };
 }
@@ -143,4 +148,19 @@ export function readTree(dir: string): Map<string, Buffer> {
   };
   visit(dir);
   return out;
+}
+
+/** The end of the refusal of what is not a regular file inside a backup folder. */
+export const NOT_REGULAR = 'a backup is read only from regular files and folders inside it';
+/** How soon a load refuses a named pipe; a writer to the pipe comes only much later (namedPipe). */
+export const REFUSED_WITHIN_MS = 5_000;
+
+/**
+ * Makes a named pipe at `path`. A reader that opens it waits for a writer; one that did so blocked its whole process.
+ * A writer therefore comes after `writerDelaySeconds`, so that such a reader ends, late, rather than hang the test
+ * run (and fails its time bound); it is killed when the test file is done.
+ */
+export function namedPipe(path: string, writerDelaySeconds = 10) {
+  execFileSync('mkfifo', [path]);
+  writers.push(spawn('sh', ['-c', `sleep ${writerDelaySeconds}; echo '{}' > "$1"`, 'sh', path], { stdio: 'ignore' }));
 }

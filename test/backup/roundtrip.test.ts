@@ -108,7 +108,10 @@ describeBackends(
       const other = await otherBlobStore(h());
       try {
         const blobs = other.blobs;
-        const loaded = await loadBackup({ db: second.db, blobs, identifierKey: 'email', now: new Date() }, first);
+        const loaded = await loadBackup(
+          { db: second.db, blobs, identifierKey: 'email', limits: h().config.settings.element, now: new Date() },
+          first,
+        );
         expect(loaded).toMatchObject({ nodes: 782, relations: 1606, files: 1, users: 82, tokens: 89 });
         const blob = await blobs.open(fileOwner.id, undefined, createHash('sha256').update(bytes).digest('hex'));
         expect(await collect(blob!.stream)).toEqual(bytes);

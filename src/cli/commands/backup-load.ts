@@ -22,6 +22,7 @@ export const backupLoad: DbCommand = async ({ config, services }, args, io) => {
         db: services.db,
         blobs: services.blobs,
         identifierKey: config.settings.register.uniqueIdentifier,
+        limits: config.settings.element,
         now: services.clock.now(),
       },
       dir,
