@@ -129,7 +129,10 @@ describeBackends('download filenames', (h) => {
       const put = await h().request('PUT', `/${hidden}/file`, {
         token: alice.token,
         raw: new Uint8Array(Buffer.from('MZ...')),
-        headers: { 'upload-complete': '?1', 'content-disposition': `attachment; filename*=UTF-8''invoice.%E2%80%AEexe` },
+        headers: {
+          'upload-complete': '?1',
+          'content-disposition': `attachment; filename*=UTF-8''invoice.%E2%80%AEexe`,
+        },
       });
       expect(put.status).toBe(201);
       expect((await h().request('GET', `/${hidden}`, { token: alice.token })).json.file.extension).toBe('bin');
