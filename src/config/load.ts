@@ -48,31 +48,55 @@ export function validateSettings(input: unknown): Settings {
     throw new ConfigError(keyOf(first.instancePath), first.message);
   }
   const settings = value as Settings;
+  followGivenSettings(raw as Record<string, unknown>, settings);
   const f = settings.file;
   if (f.maxFileSizeInBytes > STORAGE_CEILING_BYTES)
     throw new ConfigError(
       'file.maxFileSizeInBytes',
       `exceeds the storage ceiling of ${STORAGE_CEILING_BYTES} bytes (5 TiB)`,
     );
-  if (f.uploadMaxChunkSizeInBytes > f.maxFileSizeInBytes)
-    throw new ConfigError('file.uploadMaxChunkSizeInBytes', 'must not exceed file.maxFileSizeInBytes');
+  const given = (path: string) => isGiven(raw as Record<string, unknown>, path);
+  // A maximum chunk derived from a file limit of 0 stays at its own minimum of one byte: no contradiction.
+  if (given('file.uploadMaxChunkSizeInBytes') && f.uploadMaxChunkSizeInBytes > f.maxFileSizeInBytes)
+    throw new ConfigError(
+      'file.uploadMaxChunkSizeInBytes',
+      `${f.uploadMaxChunkSizeInBytes} exceeds file.maxFileSizeInBytes (${f.maxFileSizeInBytes})`,
+    );
   if (f.uploadMinChunkSizeInBytes > f.uploadMaxChunkSizeInBytes)
-    throw new ConfigError('file.uploadMinChunkSizeInBytes', 'must not exceed file.uploadMaxChunkSizeInBytes');
+    throw new ConfigError(
+      'file.uploadMinChunkSizeInBytes',
+      `${f.uploadMinChunkSizeInBytes} exceeds file.uploadMaxChunkSizeInBytes (${f.uploadMaxChunkSizeInBytes}${
+        given('file.uploadMaxChunkSizeInBytes') ? '' : ', which follows file.maxFileSizeInBytes when not set'
+      })`,
+    );
   const p = settings.pageSize;
-  if (p.min > p.max) throw new ConfigError('pageSize.min', 'must not exceed pageSize.max');
+  if (p.min > p.max) throw new ConfigError('pageSize.min', `${p.min} exceeds pageSize.max (${p.max})`);
   if (p.default < p.min || p.default > p.max)
-    throw new ConfigError('pageSize.default', 'must lie between pageSize.min and pageSize.max');
+    throw new ConfigError(
+      'pageSize.default',
+      `${p.default} must lie between pageSize.min (${p.min}) and pageSize.max (${p.max})`,
+    );
   const t = settings.token;
   if (t.minLifetimeInSeconds > t.maxLifetimeInSeconds)
-    throw new ConfigError('token.minLifetimeInSeconds', 'must not exceed token.maxLifetimeInSeconds');
+    throw new ConfigError(
+      'token.minLifetimeInSeconds',
+      `${t.minLifetimeInSeconds} exceeds token.maxLifetimeInSeconds (${t.maxLifetimeInSeconds})`,
+    );
   if (t.defaultLifetimeInSeconds < t.minLifetimeInSeconds || t.defaultLifetimeInSeconds > t.maxLifetimeInSeconds)
-    throw new ConfigError('token.defaultLifetimeInSeconds', 'must lie between the minimum and maximum lifetime');
+    throw new ConfigError(
+      'token.defaultLifetimeInSeconds',
+      `${t.defaultLifetimeInSeconds} must lie between token.minLifetimeInSeconds (${t.minLifetimeInSeconds}) and token.maxLifetimeInSeconds (${t.maxLifetimeInSeconds})`,
+    );
   // A counter forgotten before its longest delay has passed would never let the delay grow to its maximum.
   const lt = settings.login.throttle;
-  if (lt.forgetFailuresAfterSeconds < Math.max(lt.maxDelayPerIdentifierInSeconds, lt.maxDelayPerAddressInSeconds))
+  const [delayKey, delay] =
+    lt.maxDelayPerAddressInSeconds >= lt.maxDelayPerIdentifierInSeconds
+      ? ['maxDelayPerAddressInSeconds', lt.maxDelayPerAddressInSeconds]
+      : ['maxDelayPerIdentifierInSeconds', lt.maxDelayPerIdentifierInSeconds];
+  if (lt.forgetFailuresAfterSeconds < delay)
     throw new ConfigError(
       'login.throttle.forgetFailuresAfterSeconds',
-      'must not be shorter than the longest maximum delay',
+      `${lt.forgetFailuresAfterSeconds} is shorter than login.throttle.${delayKey} (${delay})`,
     );
   // The identifier is stored under this key in the User's data; a key the service sets itself would overwrite it (and
   // backups would lose it).
@@ -102,6 +126,69 @@ export function validateSettings(input: unknown): Settings {
     throw new ConfigError('file.s3.bucket', "must be set when file.storage is 's3'");
   if (settings.baseUrl !== null) settings.baseUrl = settings.baseUrl.replace(/\/+$/, '');
   return settings;
+}
+
+/** Whether the operator's own settings hold the key at `path` (dotted), rather than its default. */
+function isGiven(raw: Record<string, unknown>, path: string): boolean {
+  let node: unknown = raw;
+  for (const key of path.split('.')) {
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return false;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node !== undefined;
+}
+
+const clamp = (value: number, min: number, max: number) => Math.min(Math.max(value, min), max);
+
+/**
+ * Defaults bounded by other settings follow the settings the operator gave: each default not given is moved into
+ * the range the given ones allow, so that a setting given alone is never refused because of a default (a lone
+ * `file.maxFileSizeInBytes: 1048576` would otherwise contradict the default maximum chunk of 101 MiB). Only given
+ * settings can contradict each other; validateSettings refuses that afterwards.
+ */
+function followGivenSettings(raw: Record<string, unknown>, settings: Settings): void {
+  const given = (path: string) => isGiven(raw, path);
+  const f = settings.file;
+  // The chunk limits follow the file limit down (a chunk larger than any file is no limit), and each other.
+  if (!given('file.uploadMaxChunkSizeInBytes')) {
+    const floor = given('file.uploadMinChunkSizeInBytes') ? f.uploadMinChunkSizeInBytes : 0;
+    // At least one byte, the key's own minimum.
+    f.uploadMaxChunkSizeInBytes = Math.max(1, clamp(f.uploadMaxChunkSizeInBytes, floor, f.maxFileSizeInBytes));
+  }
+  if (!given('file.uploadMinChunkSizeInBytes'))
+    f.uploadMinChunkSizeInBytes = Math.min(f.uploadMinChunkSizeInBytes, f.uploadMaxChunkSizeInBytes);
+  followRange(settings.pageSize, (key) => given(`pageSize.${key}`), ['min', 'default', 'max']);
+  followRange(settings.token, (key) => given(`token.${key}`), [
+    'minLifetimeInSeconds',
+    'defaultLifetimeInSeconds',
+    'maxLifetimeInSeconds',
+  ]);
+  // Failures are remembered at least as long as the longest delay they can cause, and the delays fit that memory.
+  const lt = settings.login.throttle;
+  const throttleGiven = (key: string) => given(`login.throttle.${key}`);
+  if (throttleGiven('forgetFailuresAfterSeconds')) {
+    if (!throttleGiven('maxDelayPerIdentifierInSeconds'))
+      lt.maxDelayPerIdentifierInSeconds = Math.min(lt.maxDelayPerIdentifierInSeconds, lt.forgetFailuresAfterSeconds);
+    if (!throttleGiven('maxDelayPerAddressInSeconds'))
+      lt.maxDelayPerAddressInSeconds = Math.min(lt.maxDelayPerAddressInSeconds, lt.forgetFailuresAfterSeconds);
+  } else
+    lt.forgetFailuresAfterSeconds = Math.max(
+      lt.forgetFailuresAfterSeconds,
+      lt.maxDelayPerIdentifierInSeconds,
+      lt.maxDelayPerAddressInSeconds,
+    );
+}
+
+/** A minimum, a default and a maximum: the ones not given move into the range of the given ones. */
+function followRange<K extends string>(
+  range: Record<K, number>,
+  given: (key: K) => boolean,
+  [min, value, max]: [K, K, K],
+): void {
+  const givenOnes = ([min, value, max] as K[]).filter(given).map((key) => range[key]);
+  if (!given(max)) range[max] = Math.max(range[max], ...givenOnes);
+  if (!given(min)) range[min] = Math.min(range[min], ...givenOnes);
+  if (!given(value)) range[value] = clamp(range[value], range[min], range[max]);
 }
 
 function readSettingsFile(path: string): Settings {

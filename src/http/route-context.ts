@@ -21,13 +21,11 @@ export function rejectNonUuidIds(app: App): void {
  * Bodies of file and upload requests are streamed, never parsed: drop the JSON parsers and accept any
  * Content-Type (or none) without reading the body, so Fastify's bodyLimit does not apply and handlers read
  * `request.raw`. A request refused before its body was read (no access, too large, 409, 412) closes the connection
- * after the answer instead of reading (possibly gigabytes of) a body nobody wants.
+ * after the answer, with a bounded lingering close (connection-guard.ts), instead of reading (possibly gigabytes
+ * of) a body nobody wants.
  */
 export function streamBodies(app: App): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
-  app.addHook('onSend', async (request, reply) => {
-    if (!request.raw.complete) reply.header('connection', 'close');
-  });
   app.addHook('onSend', legacyCompleteness);
 }

@@ -75,7 +75,9 @@ describe('configuration', () => {
     expect(
       keyOf({ file: { maxFileSizeInBytes: 1024, uploadMaxChunkSizeInBytes: 2048, uploadMinChunkSizeInBytes: 10 } }),
     ).toBe('file.uploadMaxChunkSizeInBytes');
-    expect(keyOf({ file: { uploadMinChunkSizeInBytes: 200 * 1024 ** 2 } })).toBe('file.uploadMinChunkSizeInBytes');
+    expect(
+      keyOf({ file: { uploadMinChunkSizeInBytes: 200 * 1024 ** 2, uploadMaxChunkSizeInBytes: 100 * 1024 ** 2 } }),
+    ).toBe('file.uploadMinChunkSizeInBytes');
     expect(keyOf({ pageSize: { min: 50, max: 10, default: 20 } })).toBe('pageSize.min');
     expect(
       keyOf({ token: { minLifetimeInSeconds: 100, maxLifetimeInSeconds: 50, defaultLifetimeInSeconds: 60 } }),
@@ -95,7 +97,7 @@ describe('configuration', () => {
     expect(keyOf({ register: { uniqueIdentifierRegex: '([' } })).toBe('register.uniqueIdentifierRegex');
     expect(keyOf({ securityTxt: '/does/not/exist' })).toBe('securityTxt');
     expect(keyOf({ register: { minPasswordLength: 0 } })).toBe('register.minPasswordLength');
-    expect(keyOf({ login: { throttle: { forgetFailuresAfterSeconds: 120 } } })).toBe(
+    expect(keyOf({ login: { throttle: { forgetFailuresAfterSeconds: 120, maxDelayPerAddressInSeconds: 300 } } })).toBe(
       'login.throttle.forgetFailuresAfterSeconds',
     );
     expect(keyOf({ login: { throttle: { enabled: 'yes' } } })).toBe('login.throttle.enabled');

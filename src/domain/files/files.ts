@@ -26,7 +26,7 @@ import { parseUploadComplete, parseUploadLength } from '../uploads/upload-fields
 import { UploadSlots } from '../uploads/upload-slots.js';
 import { isUuid } from '../values.js';
 import { ifRangeAllows, parseRange } from './byte-ranges.js';
-import { extensionFromDisposition, parseSha256Digest } from './file-headers.js';
+import { extensionFromDisposition, fileNamePart, parseSha256Digest } from './file-headers.js';
 import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
 import type { FileMeta } from './types.js';
 
@@ -100,16 +100,11 @@ export function blobTag(file: FileMeta | null): string {
 }
 
 function downloadName(row: ElementRow): string {
-  const name = row.data.name;
-  // Control characters and path separators have no place in a file name; the rest is encoded by the HTTP layer.
-  const clean =
-    typeof name === 'string'
-      ? name
-          .replace(/[\u0000-\u001f\u007f]/g, '')
-          .replace(/[\\/]/g, '_')
-          .trim()
-      : '';
-  return `${clean.length > 0 ? clean : row.id}.${row.file!.extension}`;
+  // Cleaned here rather than when stored: data.name is the client's own value, and an extension may come from a
+  // backup; only the offered name must not be able to disguise itself.
+  const name = typeof row.data.name === 'string' ? fileNamePart(row.data.name) : '';
+  const extension = fileNamePart(row.file!.extension);
+  return `${name.length > 0 ? name : row.id}.${extension.length > 0 ? extension : 'bin'}`;
 }
 
 /** Whether a body failed because the client went away (rather than because of the server). */
