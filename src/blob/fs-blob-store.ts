@@ -35,6 +35,10 @@ const ASIDE = /^([A-Za-z0-9_-]{2,128})\.aside-([A-Za-z0-9]{1,128})-[0-9a-f]{12}$
 /** The folder of an upload's forked generations. */
 const GENERATIONS = /^([A-Za-z0-9_-]{2,128})\.g$/;
 const FILE_MODE = 0o600;
+/** Node's default: what a download holds per read while its client takes the bytes. */
+const DOWNLOAD_READ_BYTES = 64 * 1024;
+/** A completion reads its upload back whole, at once: fewer, larger reads (completions hold an upload slot each). */
+const READ_BACK_BYTES = 1024 * 1024;
 const SWEEP_BATCH = 500;
 
 function checkTag(tag: string): string {
@@ -277,14 +281,18 @@ export class FsBlobStore implements BlobStore {
 
   // The tag is not needed: under the element's row lock the file under the key is the one the database refers to.
   async open(key: string, range?: ByteRange, _tag?: string): Promise<{ stream: Readable; size: number } | null> {
-    return this.openPath(this.pathOf(key), range);
+    return this.openPath(this.pathOf(key), range, DOWNLOAD_READ_BYTES);
   }
 
   async openUpload(upload: UploadBlob, range?: ByteRange): Promise<{ stream: Readable; size: number } | null> {
-    return this.openPath(this.uploadPath(upload), range);
+    return this.openPath(this.uploadPath(upload), range, READ_BACK_BYTES);
   }
 
-  private async openPath(path: string, range?: ByteRange): Promise<{ stream: Readable; size: number } | null> {
+  private async openPath(
+    path: string,
+    range: ByteRange | undefined,
+    highWaterMark: number,
+  ): Promise<{ stream: Readable; size: number } | null> {
     let handle: FileHandle;
     try {
       handle = await open(path, 'r');
@@ -295,7 +303,10 @@ export class FsBlobStore implements BlobStore {
     try {
       const { size } = await handle.stat();
       // The stream owns the descriptor from here on and closes it when it ends or is destroyed.
-      const stream = handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+      const stream = handle.createReadStream({
+        highWaterMark,
+        ...(range ? { start: range.start, end: range.end } : {}),
+      });
       return { stream, size };
     } catch (error) {
       await handle.close();
