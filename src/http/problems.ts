@@ -19,9 +19,10 @@ export function toProblem(error: unknown): { problem: Problem; unexpected: boole
   // The disk filled all the same (storage.minFreeSpaceInBytes is 0, or something else wrote to it): logged, since
   // the free-space check exists to keep this from happening.
   if (hasCode(error, 'ENOSPC', 'EDQUOT')) return { problem: new Problem('insufficient-storage'), unexpected: true };
-  // The embedded database aborted (storage/pglite-wire.ts): the server is on its way down (server.ts).
+  // The database crashed (SQLSTATE 57P02); the embedded one aborted (storage/pglite-wire.ts) and its server is on its
+  // way down (server.ts), for a supervisor to start it again.
   if (hasCode(error, '57P02'))
-    return { problem: serviceUnavailable('The database stopped; the service is restarting.'), unexpected: false };
+    return { problem: serviceUnavailable('The database stopped working; retry shortly.'), unexpected: false };
   const e = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (e?.validation)
     return {

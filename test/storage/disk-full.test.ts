@@ -201,7 +201,7 @@ describe.skipIf(!isRoot || !backendsUnderTest().includes('pglite'))(
           type: `${instance.url}/error/503/service-unavailable`,
           title: 'Service Unavailable',
           status: 503,
-          detail: 'The database stopped; the service is restarting.',
+          detail: 'The database stopped working; retry shortly.',
         },
       });
 
