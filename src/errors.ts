@@ -54,6 +54,12 @@ export const PROBLEMS = {
     title: 'Service Unavailable',
     detail: 'The service cannot take this request right now; retry after the number of seconds in Retry-After.',
   },
+  // Below storage.minFreeSpaceInBytes (domain/capacity.ts): writes stop before the disk fills, reads go on.
+  'insufficient-storage': {
+    status: 507,
+    title: 'Insufficient Storage',
+    detail: 'The server is short of disk space: it takes no writes until space is freed; reads go on.',
+  },
 } as const satisfies Record<string, { status: number; title: string; detail: string }>;
 
 export type ProblemSlug = keyof typeof PROBLEMS;

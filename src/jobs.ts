@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { SHARED_STORE_GRACE_MS } from './domain/files/files.js';
 import type { Services } from './services.js';
-import { maintainEmbedded } from './storage/maintenance.js';
+import { checkpointIfDue, maintainEmbedded } from './storage/maintenance.js';
 
 export interface Job {
   name: string;
@@ -61,8 +61,12 @@ function vacuumJob(services: Services, logger: Logger): Job {
     run: async () => {
       const started = performance.now();
       const round = await maintainEmbedded(services.db);
-      if (round.database || round.vacuumed.length + round.analyzed.length > 0)
-        logger.info({ ...round, ms: Math.round(performance.now() - started) }, 'embedded database vacuumed');
+      const checkpoint = await checkpointIfDue(services.db);
+      if (round.database || round.vacuumed.length + round.analyzed.length > 0 || checkpoint)
+        logger.info(
+          { ...round, checkpoint, ms: Math.round(performance.now() - started) },
+          'embedded database vacuumed',
+        );
     },
   };
 }

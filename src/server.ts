@@ -1,4 +1,5 @@
 // Runs the service: database, background jobs, HTTP listener, the CLI's admin socket, graceful shutdown.
+import { setTimeout as delay } from 'node:timers/promises';
 import pino from 'pino';
 import { startAdminSocket } from './cli/admin-socket.js';
 import { type Clock, systemClock } from './clock.js';
@@ -7,22 +8,48 @@ import { buildApp } from './http/app.js';
 import { startJobs } from './jobs.js';
 import { createServices } from './services.js';
 import { acquireDataDirLock } from './storage/datadir-lock.js';
-import { openDatabase } from './storage/open.js';
+import { embeddedDatabaseDir, openDatabase } from './storage/open.js';
+import { embeddedFailureReport } from './storage/pglite.js';
+import type { EmbeddedDatabaseAborted } from './storage/pglite-wire.js';
 
 const REDACT = ['req.headers.authorization', '*.password', '*.currentPassword', '*.newPassword', '*.token'];
 
 export interface RunningServer {
   url: string;
   close(): Promise<void>;
+  /**
+   * Resolves, with the exit code the process should end with, once the server has stopped on its own: its embedded
+   * database aborted (a full disk), which the log has said in one line. A supervisor should start it again.
+   */
+  stopped: Promise<number>;
 }
+
+/**
+ * After the embedded database aborted: how long requests still streaming get before their connections close, and
+ * how long the whole shutdown may take before the process ends regardless.
+ */
+const ABORT_GRACE_MS = 2000;
+const ABORT_DEADLINE_MS = 10_000;
 
 export async function startServer(config: Config, clock: Clock = systemClock): Promise<RunningServer> {
   const logger = pino({ level: config.runtime.logLevel, redact: REDACT });
   const embedded = config.runtime.databaseUrl === null;
   const releaseLock = embedded ? acquireDataDirLock(config.runtime.dataDir) : () => {};
+  let abort: (error: EmbeddedDatabaseAborted) => void = () => {};
+  const aborted = new Promise<EmbeddedDatabaseAborted>((resolve) => (abort = resolve));
   try {
-    const db = await openDatabase(config.runtime, config.settings.database);
+    const db = await openDatabase(config.runtime, config.settings.database, abort);
     const services = await createServices(config, db, clock);
+    const { minFreeSpaceInBytes } = config.settings.storage;
+    services.capacity.observe((short) => {
+      if (short)
+        logger.warn(
+          { path: short.path, availableBytes: short.availableBytes, minFreeSpaceInBytes },
+          'free disk space is below storage.minFreeSpaceInBytes: writes answer 507 until space is freed',
+        );
+      else logger.info({ minFreeSpaceInBytes }, 'free disk space is above storage.minFreeSpaceInBytes again');
+    });
+    await services.capacity.shortOfSpace(); // says so at start
     await services.blobs.verify();
     // Listing a shared bucket may take long: there the sweep job runs at once, in the background (jobs.ts).
     const swept = config.settings.file.storage === 'disk' ? await services.files.sweep() : 'in the background';
@@ -36,19 +63,32 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
     const url = `http://${config.runtime.host.includes(':') ? `[${config.runtime.host}]` : config.runtime.host}:${port}`;
     logger.info({ url, database: db.kind, dataDir: config.runtime.dataDir }, 'trellis listening');
     let closing: Promise<void> | null = null;
-    return {
-      url,
-      close: () =>
-        (closing ??= (async () => {
-          await admin?.close();
-          await app.close(); // stops accepting, waits for in-flight requests
-          await jobs.stop();
-          await services.blobs.settled(); // background unlinks of dropped bytes
-          await db.close();
-          releaseLock();
-          logger.info('trellis stopped');
-        })()),
-    };
+    const close = () =>
+      (closing ??= (async () => {
+        await admin?.close();
+        await app.close(); // stops accepting, waits for in-flight requests
+        await jobs.stop();
+        await services.blobs.settled(); // background unlinks of dropped bytes
+        await db.close();
+        releaseLock();
+        logger.info('trellis stopped');
+      })());
+    // Never go on without the database: requests in flight fail at once (503), the process ends and says why.
+    const stopped = aborted.then(async (error) => {
+      const dbDir = embeddedDatabaseDir(config.runtime.dataDir);
+      const report = await embeddedFailureReport(error, dbDir, minFreeSpaceInBytes);
+      logger.fatal({ dataDir: config.runtime.dataDir, postgres: error.postgresSaid }, report.message);
+      const cut = setTimeout(() => app.server.closeAllConnections(), ABORT_GRACE_MS);
+      try {
+        await Promise.race([close(), delay(ABORT_DEADLINE_MS, undefined, { ref: false })]);
+      } catch (failure) {
+        logger.error({ err: failure }, 'shutdown after the database stopped failed');
+      } finally {
+        clearTimeout(cut);
+      }
+      return report.exitCode;
+    });
+    return { url, close, stopped };
   } catch (error) {
     releaseLock();
     throw error;

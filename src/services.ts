@@ -6,6 +6,7 @@ import { FsBlobStore } from './blob/fs-blob-store.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { Accounts } from './domain/accounts/accounts.js';
+import { Capacity } from './domain/capacity.js';
 import { Collections } from './domain/elements/collections.js';
 import { Elements } from './domain/elements/elements.js';
 import { Files } from './domain/files/files.js';
@@ -13,6 +14,8 @@ import { Search } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads/uploads.js';
 import { AccessDecisions } from './storage/access-decisions.js';
 import type { Db } from './storage/db.js';
+import { StatfsGauge, type WatchedFolder } from './storage/free-space.js';
+import { embeddedDatabaseDir } from './storage/open.js';
 
 export interface Services {
   db: Db;
@@ -24,6 +27,7 @@ export interface Services {
   files: Files;
   uploads: Uploads;
   search: Search;
+  capacity: Capacity;
 }
 
 export async function createServices(config: Config, db: Db, clock: Clock): Promise<Services> {
@@ -36,8 +40,22 @@ export async function createServices(config: Config, db: Db, clock: Clock): Prom
   const files = new Files(db, settings, clock, blobs, elements);
   const uploads = new Uploads(db, settings, clock, blobs, elements, files);
   const search = new Search(db, settings);
-  return { db, clock, blobs, accounts, elements, collections, files, uploads, search };
+  const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
+  return { db, clock, blobs, accounts, elements, collections, files, uploads, search, capacity };
 }
+
+/**
+ * The folders whose free space limits writes: the embedded database's and the disk file store's. A PostgreSQL
+ * server's disk is the server's business, and an object store's space is not this machine's.
+ */
+function spaceGauge({ settings, runtime }: Config, db: Db): StatfsGauge | null {
+  const folders: WatchedFolder[] = [];
+  if (db.kind === 'pglite') folders.push({ path: embeddedDatabaseDir(runtime.dataDir), holdsFiles: false });
+  if (settings.file.storage === 'disk') folders.push({ path: fileStoreDir(runtime.dataDir), holdsFiles: true });
+  return folders.length > 0 ? new StatfsGauge(folders) : null;
+}
+
+const fileStoreDir = (dataDir: string) => join(dataDir, 'files');
 
 /**
  * The blob store `file.storage` chooses. The object store's SDK is loaded only when it is chosen: it adds about half
@@ -45,7 +63,7 @@ export async function createServices(config: Config, db: Db, clock: Clock): Prom
  */
 export async function createBlobStore({ settings, runtime }: Config): Promise<BlobStore> {
   const { storage, s3 } = settings.file;
-  if (storage === 'disk') return new FsBlobStore(join(runtime.dataDir, 'files'));
+  if (storage === 'disk') return new FsBlobStore(fileStoreDir(runtime.dataDir));
   const { S3BlobStore } = await import('./blob/s3-blob-store.js');
   if (s3.bucket === null || runtime.s3Credentials === null)
     throw new Error("file.storage 's3' needs file.s3.bucket and AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY");

@@ -6,7 +6,9 @@ import { startServer } from '../server.js';
 import { createServices } from '../services.js';
 import { acquireDataDirLock, DataDirBusyError, lockHolder } from '../storage/datadir-lock.js';
 import { IncompatibleSchemaError } from '../storage/migrate.js';
-import { openDatabase } from '../storage/open.js';
+import { embeddedDatabaseDir, openDatabase } from '../storage/open.js';
+import { EmbeddedStartFailed, embeddedFailureReport } from '../storage/pglite.js';
+import { EmbeddedDatabaseAborted } from '../storage/pglite-wire.js';
 import { runViaServer, ServerGoneError } from './admin-socket.js';
 import { dbCommands } from './commands/index.js';
 import { type CommandIO, processIO } from './io.js';
@@ -98,8 +100,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO
     }
     if (name === 'serve') {
       const server = await startServer(config);
-      const signal = await waitForSignal();
-      io.err(`trellis: ${signal} received, shutting down`);
+      const ended = await Promise.race([waitForSignal(), server.stopped]);
+      if (typeof ended === 'number') {
+        // The server stopped on its own and has said why: end now, whatever is still pending.
+        setTimeout(() => process.exit(ended), 1000).unref();
+        return ended;
+      }
+      io.err(`trellis: ${ended} received, shutting down`);
       await server.close();
       return 0;
     }
@@ -110,6 +117,16 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO
     if (error instanceof DataDirBusyError) {
       io.err(`trellis: ${error.message}`);
       return 75; // EX_TEMPFAIL
+    }
+    if (error instanceof EmbeddedDatabaseAborted || error instanceof EmbeddedStartFailed) {
+      const { dataDir } = config.runtime;
+      const report = await embeddedFailureReport(
+        error,
+        embeddedDatabaseDir(dataDir),
+        config.settings.storage.minFreeSpaceInBytes,
+      );
+      io.err(`trellis: ${report.message}`);
+      return report.exitCode;
     }
     if (error instanceof IncompatibleSchemaError) {
       io.err(`trellis: ${error.message}`);

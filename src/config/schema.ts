@@ -126,6 +126,10 @@ export const SettingsSchema = Type.Object(
         { default: 'auto' },
       ),
     }),
+    // Free disk space kept (domain/capacity.ts): below it on the embedded database's folder or the disk file store's,
+    // requests that change state answer 507 and reads go on. The default leaves the embedded database room for its
+    // next WAL segments and a restart (docs/operations.md, "Disk space"); 0 turns the check off.
+    storage: obj({ minFreeSpaceInBytes: int(64 * MiB) }),
     securityTxt: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   },
   { additionalProperties: false },

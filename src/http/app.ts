@@ -19,6 +19,7 @@ import fileRoutes from './routes/files.js';
 import searchRoutes from './routes/search.js';
 import systemRoutes from './routes/system.js';
 import uploadRoutes from './routes/uploads.js';
+import { guardStorage, stoppedForSpace } from './storage-guard.js';
 import type { App } from './types.js';
 
 export interface AppDeps {
@@ -77,11 +78,13 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
       return done(new Problem('bad-content', 'An HTTP/1.1 request must carry a Host header.'));
     done();
   });
+  guardStorage(app, services.capacity);
   // Fastify logs each request (method, url) and its completion (status, response time); its serialisers log no
   // headers, so Authorization never reaches the log.
 
   app.setErrorHandler(async (error, request, reply) => {
-    const { problem, unexpected } = toProblem(error);
+    const { problem: found, unexpected } = toProblem(error);
+    const problem = stoppedForSpace(request, found);
     if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'unexpected error');
     else if (problem.status === 503)
       request.log.warn({ err: error, method: request.method, url: request.url }, 'service unavailable');

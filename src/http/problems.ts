@@ -16,6 +16,13 @@ export function toProblem(error: unknown): { problem: Problem; unexpected: boole
       problem: serviceUnavailable('The server has too many open files right now; nothing was changed.'),
       unexpected: false,
     };
+  // The disk filled all the same (storage.minFreeSpaceInBytes is 0, or something else wrote to it): logged, since
+  // the free-space check exists to keep this from happening.
+  if (hasCode(error, 'ENOSPC', 'EDQUOT')) return { problem: new Problem('insufficient-storage'), unexpected: true };
+  // The database crashed (SQLSTATE 57P02); the embedded one aborted (storage/pglite-wire.ts) and its server is on its
+  // way down (server.ts), for a supervisor to start it again.
+  if (hasCode(error, '57P02'))
+    return { problem: serviceUnavailable('The database stopped working; retry shortly.'), unexpected: false };
   const e = error as FastifyError & { validation?: unknown; validationContext?: string };
   if (e?.validation)
     return {
@@ -49,14 +56,17 @@ export function toProblem(error: unknown): { problem: Problem; unexpected: boole
 }
 
 /** EMFILE/ENFILE, also as the cause of another error (a stream that failed to open its file). */
-function outOfDescriptors(error: unknown): boolean {
+const outOfDescriptors = (error: unknown): boolean => hasCode(error, 'EMFILE', 'ENFILE');
+
+/** Whether the error, or one of its causes, has one of the codes. */
+function hasCode(error: unknown, ...codes: string[]): boolean {
   for (
     let e = error, depth = 0;
     e && typeof e === 'object' && depth < 5;
     e = (e as { cause?: unknown }).cause, depth++
   ) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EMFILE' || code === 'ENFILE') return true;
+    if (code !== undefined && codes.includes(code)) return true;
   }
   return false;
 }

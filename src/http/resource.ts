@@ -17,6 +17,8 @@ import type {
 } from 'fastify';
 import { Problem } from '../errors.js';
 import { headOf } from './schemas/common.js';
+import { problems } from './schemas/problems.js';
+import { changesState } from './storage-guard.js';
 import type { App } from './types.js';
 
 /**
@@ -73,6 +75,9 @@ export function operation<S extends OperationSchema>(
     const onSend = lastOnSend ? [...[options.onSend ?? []].flat(), lastOnSend] : options.onSend;
     // A copy per route: @fastify/swagger edits the schema objects it reads, which the schema modules share.
     const documented = structuredClone(lastOnSend ? headOf(schema) : schema);
+    // A write may be refused while the disk is short of space (storage-guard.ts).
+    if (changesState(method, options.config))
+      documented.response = { ...problems(507), ...(documented.response as object | undefined) };
     app.route({ ...options, ...(onSend ? { onSend } : {}), schema: documented, method, url, handler });
   };
 }

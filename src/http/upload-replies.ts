@@ -1,6 +1,7 @@
 // The HTTP side of resumable uploads shared by the two route files that touch them: `/<id>/file` (a POST/PUT with
 // `Upload-Complete: ?0` starts one) and `/upload/<id>`.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Capacity } from '../domain/capacity.js';
 import {
   interopVersion,
   progressFields,
@@ -10,17 +11,18 @@ import {
 import type { RequestControl } from '../domain/uploads/uploads.js';
 import { sendInterim } from './interim.js';
 import { headerOf } from './reply.js';
+import { watchedBody } from './storage-guard.js';
 
 /** The announced draft interop version, when it is one we speak (see upload-fields.ts). */
 export const interopOf = (request: FastifyRequest) => interopVersion(headerOf(request, 'upload-draft-interop-version'));
 
 /**
  * The request body as an iterable that does not destroy the request when the reader stops early (a size limit
- * passed): the connection must survive long enough to carry the 400.
+ * passed): the connection must survive long enough to carry the 400. It stops with a 507 should the disk run short
+ * of space meanwhile (storage-guard.ts).
  */
-export const bodyOf = (request: FastifyRequest): AsyncIterable<Uint8Array> => ({
-  [Symbol.asyncIterator]: () => request.raw.iterator({ destroyOnReturn: false }),
-});
+export const bodyOf = (request: FastifyRequest, capacity: Capacity): AsyncIterable<Uint8Array> =>
+  watchedBody(request, { [Symbol.asyncIterator]: () => request.raw.iterator({ destroyOnReturn: false }) }, capacity);
 
 /**
  * Ending a request that a newer one to the same upload takes over: its connection is closed while its body is

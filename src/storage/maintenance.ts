@@ -2,7 +2,7 @@
 // this, dead rows would stay for good, statistics would go stale, and transaction-id wraparound would end every
 // write. Each round makes autovacuum's own decisions, table by table, from the statistics PostgreSQL keeps; requests
 // wait while it runs (docs/operations.md, "Maintenance"). PostgreSQL servers vacuum themselves, so this runs on PGlite
-// only (jobs.ts).
+// only (jobs.ts). Nor does PGlite checkpoint by itself: the job does that too (checkpointIfDue).
 import type { Db } from './db.js';
 
 export interface MaintenanceRound {
@@ -67,4 +67,41 @@ export async function maintainEmbedded(db: Db): Promise<MaintenanceRound> {
     }
   }
   return round;
+}
+
+/** When a checkpoint is due; PostgreSQL's own schedule when not given (checkpointIfDue). */
+export interface CheckpointSchedule {
+  /** Seconds since the last checkpoint: checkpoint_timeout. */
+  seconds?: number;
+  /** WAL written since it: half of max_wal_size, about where PostgreSQL's checkpointer starts one. */
+  walBytes?: number;
+}
+
+/**
+ * WAL since the last checkpoint beyond which a checkpoint is worth making: more than the last one's own record, so
+ * that an idle database is left alone (an explicit CHECKPOINT always writes one).
+ */
+const SOME_WAL_BYTES = 1024;
+
+/**
+ * A CHECKPOINT when PostgreSQL's checkpointer would make one. PGlite runs PostgreSQL in single-user mode, where no
+ * checkpointer runs and neither time nor WAL volume starts one: the WAL was never recycled while the process ran,
+ * and `DATA_DIR/db/pg_wal` grew by every byte written until a clean shutdown, filling the disk in the end. After a
+ * checkpoint PostgreSQL recycles the segments before it and removes those it will not need. Whether it made one.
+ */
+export async function checkpointIfDue(db: Db, schedule: CheckpointSchedule = {}): Promise<boolean> {
+  const {
+    rows: [since],
+  } = await db.query<{ wal: number; seconds: number; timeout: number; walBytes: number }>(
+    `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), checkpoint_lsn)::float8 AS wal,
+            extract(epoch FROM now() - checkpoint_time)::float8 AS seconds,
+            extract(epoch FROM current_setting('checkpoint_timeout')::interval)::float8 AS timeout,
+            pg_size_bytes(current_setting('max_wal_size'))::float8 / 2 AS "walBytes"
+     FROM pg_control_checkpoint()`,
+  );
+  if (!since || since.wal <= SOME_WAL_BYTES) return false;
+  if (since.seconds < (schedule.seconds ?? since.timeout) && since.wal < (schedule.walBytes ?? since.walBytes))
+    return false;
+  await db.query('CHECKPOINT');
+  return true;
 }

@@ -21,6 +21,74 @@ class EmbeddedStackOverflow extends Error {
   }
 }
 
+/**
+ * The error of every exchange once PGlite's WebAssembly module has aborted (PostgreSQL's PANIC, e.g. when it cannot
+ * create a WAL segment on a full disk) or trapped: the instance is unusable, and a call into it would spin for ever.
+ * Its code is the SQLSTATE a PostgreSQL server's clients get when the server crashes (crash_shutdown).
+ */
+export class EmbeddedDatabaseAborted extends Error {
+  readonly code = '57P02';
+  constructor(
+    /** What PostgreSQL logged last before it aborted (its PANIC or FATAL line), when it logged anything. */
+    readonly postgresSaid: string | null,
+    cause: unknown,
+  ) {
+    super(`the embedded database aborted${postgresSaid ? `: ${postgresSaid}` : ''}`, { cause });
+    this.name = 'EmbeddedDatabaseAborted';
+  }
+}
+
+/**
+ * PostgreSQL's log lines (its stderr), kept per PGlite instance: the last error among them says why the instance
+ * aborted or failed to start. PGlite prints nothing of them itself.
+ */
+export class PostgresLog {
+  private lastError: string | null = null;
+
+  /** For PGlite's `onStderr` option. */
+  readonly write = (line: string): boolean => {
+    const error = /\b(PANIC|FATAL|ERROR):\s+(.*)$/.exec(line);
+    if (error) this.lastError = `${error[1]}: ${error[2]}`;
+    return false;
+  };
+
+  /** The last PANIC, FATAL or ERROR line, without its time stamp. */
+  get lastProblem(): string | null {
+    return this.lastError;
+  }
+}
+
+const postgresLogs = new WeakMap<PGlite, PostgresLog>();
+
+/** Makes `log` the place the guards look for what `pglite` said before it aborted. */
+export function keepPostgresLog(pglite: PGlite, log: PostgresLog): void {
+  postgresLogs.set(pglite, log);
+}
+
+/** Whether a PGlite instance has aborted; listeners hear of it once, after the failed call has returned. */
+class EmbeddedHealth {
+  private failure: EmbeddedDatabaseAborted | null = null;
+  private readonly listeners = new Set<(error: EmbeddedDatabaseAborted) => void>();
+
+  get aborted(): EmbeddedDatabaseAborted | null {
+    return this.failure;
+  }
+
+  onAbort(listener: (error: EmbeddedDatabaseAborted) => void): void {
+    const failure = this.failure;
+    if (failure) queueMicrotask(() => listener(failure));
+    else this.listeners.add(listener);
+  }
+
+  abort(error: EmbeddedDatabaseAborted): void {
+    if (this.failure) return;
+    this.failure = error;
+    // Not from inside PGlite's call stack: the listeners may close servers and log.
+    for (const listener of this.listeners) queueMicrotask(() => listener(error));
+    this.listeners.clear();
+  }
+}
+
 /** The PGlite internals the guards use: its one-message step, Emscripten's stack reset and PostgreSQL's interrupt flags. */
 interface GuardedModule {
   _PostgresMainLoopOnce: () => void;
@@ -110,23 +178,34 @@ export const EMBEDDED_BUDGET_SETTINGS =
   'SET LOCAL auto_explain.log_min_duration = 2147483647; SET LOCAL auto_explain.log_analyze = on; ' +
   'SET LOCAL auto_explain.log_timing = on; SET LOCAL auto_explain.log_nested_statements = on';
 
-const guards = new WeakMap<object, EmbeddedBudget>();
+interface Guards {
+  budget: EmbeddedBudget;
+  health: EmbeddedHealth;
+}
+
+const guards = new WeakMap<object, Guards>();
 
 /**
- * Installs the guards on a PGlite instance, once, and returns its statement budget.
+ * Installs the guards on a PGlite instance, once, and returns its statement budget and health.
  *
  * The stack guard: PostgreSQL checks its own stack depth, but in PGlite a deep recursion can exhaust the JavaScript
  * stack under the WebAssembly first. PGlite's protocol loop catches that RangeError and goes on with PostgreSQL half
  * way through a statement: it answered nothing for the statement, then spun for ever on the next one, deaf to
  * signals. Here the error escapes the loop instead (through the stack reset PGlite calls in its catch): the exchange
  * fails, its connection is dropped, and the next connection begins with SESSION_RESET.
+ *
+ * The abort guard: when PostgreSQL PANICs (it cannot create a WAL segment on a full disk), Emscripten aborts the
+ * module with a RuntimeError, which PGlite's loop catches too, and the next exchange spun for ever. Here the abort
+ * marks the instance's health: the exchange fails, every later one fails at once without calling into the module,
+ * and the health's listeners hear of it (the server stops, server.ts).
  */
-function guard(pglite: PGlite): EmbeddedBudget {
+function guard(pglite: PGlite): Guards {
   const mod = (pglite as unknown as { mod: GuardedModule }).mod;
   const existing = guards.get(mod);
   if (existing) return existing;
   const budget = new EmbeddedBudget(mod);
-  guards.set(mod, budget);
+  const health = new EmbeddedHealth();
+  guards.set(mod, { budget, health });
   const longJump = (pglite as unknown as { POSTGRES_MAIN_LONGJMP: number }).POSTGRES_MAIN_LONGJMP;
   const step = mod._PostgresMainLoopOnce;
   const restore = mod.stackRestore;
@@ -137,6 +216,10 @@ function guard(pglite: PGlite): EmbeddedBudget {
     } catch (error) {
       // PostgreSQL's own errors arrive as its longjmp and are handled by PGlite; anything else is not PostgreSQL's.
       if ((error as { status?: unknown })?.status !== longJump) overflow = error;
+      // An abort (PostgreSQL's PANIC calls abort()) or a trap leaves the module unusable; PGlite's loop would call
+      // into it again and again.
+      if (error instanceof WebAssembly.RuntimeError)
+        health.abort(new EmbeddedDatabaseAborted(postgresLogs.get(pglite)?.lastProblem ?? null, error));
       throw error;
     }
   };
@@ -145,16 +228,17 @@ function guard(pglite: PGlite): EmbeddedBudget {
     if (overflow !== null) {
       const cause = overflow;
       overflow = null;
-      throw new EmbeddedStackOverflow(cause);
+      throw health.aborted ?? new EmbeddedStackOverflow(cause);
     }
   };
-  return budget;
+  return { budget, health };
 }
 
 /** Runs `messages` on `pglite` and returns the reply bytes, copied out of PGlite's memory. */
-async function exchangeWith(pglite: PGlite, messages: Uint8Array, budget: EmbeddedBudget): Promise<Uint8Array> {
+async function exchangeWith(pglite: PGlite, messages: Uint8Array, { budget, health }: Guards): Promise<Uint8Array> {
   // PGlite's raw protocol call does not check this itself: it fails on the memory it has released.
   if (pglite.closed) throw new Error('the embedded database is closed');
+  if (health.aborted) throw health.aborted;
   const chunks: Uint8Array[] = [];
   budget.begin();
   // syncToFs: false. PGlite's sync copies an in-memory file system to a persistent one (browsers); the two Trellis
@@ -163,22 +247,27 @@ async function exchangeWith(pglite: PGlite, messages: Uint8Array, budget: Embedd
   // test/storage/pglite-socket.test.ts checks that the sync is still the base class's no-op for both.
   try {
     await pglite.execProtocolRawStream(messages, { syncToFs: false, onRawData: (chunk) => chunks.push(chunk.slice()) });
+  } catch (error) {
+    // An abort outside the loop the guard wraps (a startup packet, the flush after a statement) is as final.
+    if (error instanceof WebAssembly.RuntimeError && !health.aborted)
+      health.abort(new EmbeddedDatabaseAborted(postgresLogs.get(pglite)?.lastProblem ?? null, error));
+    throw health.aborted ?? error;
   } finally {
     budget.end();
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
-/** The wire to a PGlite instance, with the instance's statement budget. */
-export function localWire(pglite: PGlite): PgliteWire & { budget: EmbeddedBudget } {
-  const budget = guard(pglite);
+/** The wire to a PGlite instance, with the instance's statement budget and health. */
+export function localWire(pglite: PGlite): PgliteWire & Guards {
+  const guards = guard(pglite);
   return {
-    budget,
-    exchange: (messages) => exchangeWith(pglite, messages, budget),
+    ...guards,
+    exchange: (messages) => exchangeWith(pglite, messages, guards),
     async startup(startupPacket) {
       // In this order: PGlite's backend exits on a query before its first startup packet.
-      const reply = await exchangeWith(pglite, startupPacket, budget);
-      await exchangeWith(pglite, SESSION_RESET, budget);
+      const reply = await exchangeWith(pglite, startupPacket, guards);
+      await exchangeWith(pglite, SESSION_RESET, guards);
       return reply;
     },
   };

@@ -1,5 +1,5 @@
 // The embedded backend: PGlite (PostgreSQL compiled to WASM, in-process), persisted in DATA_DIR/db.
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, stat, statfs } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -10,7 +10,14 @@ import { EMBEDDED_CACHE_MIB, MiB } from '../config/schema.js';
 import { ACCESS_EPOCH_CHANNEL, SessionAccessEpoch } from './access-decisions.js';
 import { type Db, poolDb, SESSION_SETTINGS, type StatementBudget } from './db.js';
 import { PgliteSocket, type PgliteWire } from './pglite-socket.js';
-import { EMBEDDED_BUDGET_SETTINGS, type EmbeddedBudget, localWire } from './pglite-wire.js';
+import {
+  EMBEDDED_BUDGET_SETTINGS,
+  type EmbeddedBudget,
+  type EmbeddedDatabaseAborted,
+  keepPostgresLog,
+  localWire,
+  PostgresLog,
+} from './pglite-wire.js';
 
 // auto_explain times the statements of a budgeted transaction (pglite-wire.ts, EmbeddedBudget).
 const pgliteExtensions = { pg_trgm, auto_explain };
@@ -22,7 +29,84 @@ const pgliteExtensions = { pg_trgm, auto_explain };
 export async function createPglite(dataDir?: string, cacheMiB?: number): Promise<PGlite> {
   const startParams =
     cacheMiB === undefined ? {} : { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${cacheMiB}MB`] };
-  return PGlite.create({ dataDir, extensions: pgliteExtensions, ...startParams });
+  const log = new PostgresLog();
+  const instance = new PGlite({ dataDir, extensions: pgliteExtensions, onStderr: log.write, ...startParams });
+  try {
+    await instance.waitReady;
+  } catch (error) {
+    // PostgreSQL left a timer of its start running, which would keep the process alive for minutes.
+    try {
+      (instance as unknown as { mod?: { _clear_setitimer?: () => void } }).mod?._clear_setitimer?.();
+    } catch {
+      // The module may be past calling; the timer then only delays the exit.
+    }
+    // PGlite says only that it failed; PostgreSQL's own last line says why (a full disk, a damaged data directory).
+    if (dataDir !== undefined && log.lastProblem !== null)
+      throw new EmbeddedStartFailed(dataDir, log.lastProblem, error);
+    throw error;
+  }
+  keepPostgresLog(instance, log);
+  return instance;
+}
+
+/**
+ * PostgreSQL's WAL segment in PGlite (initdb's default): a new one is written in full when the last fills, so a disk
+ * with less than this free stops the embedded database at its next segment (PostgreSQL PANICs).
+ */
+const WAL_SEGMENT_BYTES = 16 * MiB;
+
+/** A failure that stopped the embedded database, told for the operator: why, and the process's exit code. */
+export interface EmbeddedFailureReport {
+  message: string;
+  /** EX_IOERR (74) when the disk is full, else EX_SOFTWARE (70). */
+  exitCode: number;
+}
+
+/**
+ * Why the embedded database in `dataDir` aborted or did not start: when its filesystem is full, how much to free
+ * (a WAL segment to start again, and `minFreeBytes`, storage.minFreeSpaceInBytes, for writes to be taken).
+ */
+export async function embeddedFailureReport(
+  error: EmbeddedDatabaseAborted | EmbeddedStartFailed,
+  dataDir: string,
+  minFreeBytes: number,
+): Promise<EmbeddedFailureReport> {
+  const available = await statfs(dataDir).then(
+    (space) => space.bavail * space.bsize,
+    () => null,
+  );
+  const said = error.postgresSaid;
+  const what = error instanceof EmbeddedStartFailed ? `did not start` : 'stopped';
+  const full =
+    /No space left on device|Disk quota exceeded/i.test(said ?? '') || (available ?? Infinity) < WAL_SEGMENT_BYTES;
+  if (!full)
+    return {
+      message: `the embedded database in ${dataDir} ${what}${said ? ` (PostgreSQL: ${said})` : ''}; start the service again`,
+      exitCode: 70,
+    };
+  const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
+  const needed =
+    minFreeBytes > 0
+      ? `${mib(WAL_SEGMENT_BYTES + minFreeBytes)} free (one WAL segment, and storage.minFreeSpaceInBytes for writes)`
+      : `${mib(WAL_SEGMENT_BYTES)} free (one WAL segment)`;
+  return {
+    message:
+      `the embedded database in ${dataDir} ${what}: its disk is full${said ? ` (PostgreSQL: ${said})` : ''}; ` +
+      `${available === null ? '' : `${mib(available)} free there. `}Make at least ${needed} and start the service again`,
+    exitCode: 74,
+  };
+}
+
+/** PostgreSQL refused to start on the embedded database's folder; `postgresSaid` is its last PANIC or FATAL line. */
+export class EmbeddedStartFailed extends Error {
+  constructor(
+    readonly dataDir: string,
+    readonly postgresSaid: string,
+    cause: unknown,
+  ) {
+    super(`the embedded database in ${dataDir} did not start: ${postgresSaid}`, { cause });
+    this.name = 'EmbeddedStartFailed';
+  }
 }
 
 /**
@@ -114,16 +198,23 @@ export async function followAccessEpoch(client: pg.ClientBase, epoch: SessionAcc
 
 /**
  * A Db on a PGlite instance, which must be its only one: the Db follows the access epoch through the notifications
- * in its own replies (SessionAccessEpoch). `owned` instances are closed with the Db.
+ * in its own replies (SessionAccessEpoch). `owned` instances are closed with the Db. `onAbort` hears once that the
+ * instance aborted (pglite-wire.ts, EmbeddedHealth): every statement fails from then on.
  */
-export async function pgliteDb(instance: PGlite, owned = true): Promise<Db> {
+export async function pgliteDb(
+  instance: PGlite,
+  owned = true,
+  onAbort?: (error: EmbeddedDatabaseAborted) => void,
+): Promise<Db> {
+  const wire = localWire(instance);
+  if (onAbort) wire.health.onAbort(onAbort);
   await prepareSession(instance);
   const sessionEpoch = new SessionAccessEpoch();
-  const wire = localWire(instance);
   const pool = pglitePool(wire, (client) => followAccessEpoch(client, sessionEpoch));
   const db = poolDb('pglite', pool, {
     onClose: async () => {
-      if (owned) await instance.close();
+      // Closing would run PostgreSQL's shutdown inside the module that aborted: nothing more is called there.
+      if (owned && wire.health.aborted === null) await instance.close();
     },
     budget: embeddedBudget(wire.budget),
   });
@@ -138,6 +229,10 @@ const embeddedBudget = (budget: EmbeddedBudget): StatementBudget => ({
 });
 
 /** Opens (creating when absent) the embedded database in `dataDir`. */
-export async function openPglite(dataDir: string, cache: number | 'auto' = 'auto'): Promise<Db> {
-  return await pgliteDb(await createPglite(dataDir, await resolveEmbeddedCacheMiB(dataDir, cache)));
+export async function openPglite(
+  dataDir: string,
+  cache: number | 'auto' = 'auto',
+  onAbort?: (error: EmbeddedDatabaseAborted) => void,
+): Promise<Db> {
+  return await pgliteDb(await createPglite(dataDir, await resolveEmbeddedCacheMiB(dataDir, cache)), true, onAbort);
 }

@@ -2,11 +2,15 @@
 // per-table statistics, so that rows rewritten again and again do not grow the table. The function runs on both
 // backends (autovacuum is switched off for `elements` here, so that the server's own cannot get there first); the
 // job runs only on PGlite.
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { startJobs } from '../../src/jobs.js';
 import type { Db } from '../../src/storage/db.js';
-import { ANALYZE_STATISTICS_TARGET, maintainEmbedded } from '../../src/storage/maintenance.js';
+import { ANALYZE_STATISTICS_TARGET, checkpointIfDue, maintainEmbedded } from '../../src/storage/maintenance.js';
+import { openPglite } from '../../src/storage/pglite.js';
 import { backendsUnderTest, describeBackends, freshDatabase } from '../helpers/harness.js';
 
 const ROWS = 1200;
@@ -119,5 +123,40 @@ describeBackends('embedded database maintenance job', (h) => {
     } finally {
       await jobs.stop();
     }
+  });
+});
+
+describe.skipIf(!backendsUnderTest().includes('pglite'))('embedded database checkpoints', () => {
+  const MiB = 1024 * 1024;
+  /** Segments in pg_wal after 6 rounds of 32 MiB of WAL, with or without checkpointIfDue after each. */
+  const walSegments = async (checkpoints: boolean) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'trellis-wal-'));
+    const db = await openPglite(join(dataDir, 'db'), 16);
+    try {
+      await db.query('CREATE TABLE wal_probe (v text)');
+      // Stored as it is, not compressed: a row of 1 MiB writes about 1 MiB of WAL.
+      await db.query('ALTER TABLE wal_probe ALTER v SET STORAGE EXTERNAL');
+      if (checkpoints) {
+        expect(await checkpointIfDue(db)).toBe(false); // WAL written, but neither 5 minutes nor 512 MiB of it
+        expect(await checkpointIfDue(db, { seconds: 0 })).toBe(true);
+        expect(await checkpointIfDue(db, { seconds: 0 })).toBe(false); // nothing written since
+      }
+      for (let round = 0; round < 6; round++) {
+        await db.query(`INSERT INTO wal_probe SELECT repeat('x', ${MiB}) FROM generate_series(1, 32)`);
+        await db.query('TRUNCATE wal_probe');
+        if (checkpoints) expect(await checkpointIfDue(db, { walBytes: 16 * MiB })).toBe(true);
+      }
+      return (await readdir(join(dataDir, 'db', 'pg_wal'))).filter((name) => /^[0-9A-F]{24}$/.test(name)).length;
+    } finally {
+      await db.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  };
+
+  it("checkpoints on PostgreSQL's schedule, so that the WAL is recycled instead of keeping every byte written", async () => {
+    // Without a checkpoint all 192 MiB stay on disk until the process stops (in segments of 16 MiB); with one after
+    // every 32 MiB the same few segments are written again.
+    expect(await walSegments(false)).toBeGreaterThanOrEqual(12);
+    expect(await walSegments(true)).toBeLessThanOrEqual(6);
   });
 });

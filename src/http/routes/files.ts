@@ -96,7 +96,7 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
           who,
           id,
           mode,
-          bodyOf(request),
+          bodyOf(request, services.capacity),
           headers,
           conditionsOf(request),
           controlOf(request, interop),
@@ -106,7 +106,7 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
       }
       // Spec: a direct upload answers "201 with a Location header", whether it created the file or replaced one (as
       // a completing resumable upload does). The design notes had 204 for a replacement; the spec wins.
-      await files.upload(who, id, mode, bodyOf(request), headers, conditionsOf(request));
+      await files.upload(who, id, mode, bodyOf(request, services.capacity), headers, conditionsOf(request));
       return created(reply, `/${id.toLowerCase()}/file`);
     });
 

@@ -7,12 +7,16 @@ import type { App } from '../types.js';
 
 export default async function searchRoutes(app: App, { services }: RouteDeps) {
   resource(app, '/search', {
-    POST: operation(searchSchema, async (request, reply) => {
-      const { userId } = await caller(services, request);
-      return reply
-        .code(200)
-        .type(JSON_TYPE)
-        .send(await services.search.run(userId, request.body));
-    }),
+    POST: operation(
+      searchSchema,
+      async (request, reply) => {
+        const { userId } = await caller(services, request);
+        return reply
+          .code(200)
+          .type(JSON_TYPE)
+          .send(await services.search.run(userId, request.body));
+      },
+      { config: { readsOnly: true } },
+    ),
   });
 }

@@ -31,7 +31,7 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
       const result = await uploads.append(
         await caller(services, request),
         request.params.id,
-        bodyOf(request),
+        bodyOf(request, services.capacity),
         {
           uploadComplete: uploadCompleteValue(
             {
