@@ -14,7 +14,10 @@ export function toProblem(error: unknown): { problem: Problem; unexpected: boole
   // The object store could not be reached or did not answer in time: an outage the client may wait out. (The
   // database's are problems already, storage/db.ts.)
   if (error instanceof ObjectStoreError && error.unavailable)
-    return { problem: serviceUnavailable('The file store is not answering right now.'), unexpected: false };
+    return {
+      problem: serviceUnavailable('The file store cannot be reached or did not answer in time.'),
+      unexpected: false,
+    };
   // The process ran out of file descriptors (or the system did): the request may well succeed a little later.
   if (outOfDescriptors(error))
     return {

@@ -6,12 +6,23 @@ import { migrate } from './migrate.js';
 import { openPglite } from './pglite.js';
 import { defaultPoolSize, openPostgres } from './postgres.js';
 
+/**
+ * Opens the database. On a PostgreSQL server the service waits for a connection and for each statement within the
+ * `database.*` timeouts; a command (`use: 'command'`) waits for connections alike, but lets its statements run as
+ * long as they take (a backup's, a restore's). The embedded database has neither bound: its one connection is this
+ * process's, and its statements run on this process's thread (searches have their budget, decision 021).
+ */
 export async function openDatabase(
   runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>,
-  { poolSize, embeddedCacheSizeInMiB }: Settings['database'],
+  { poolSize, embeddedCacheSizeInMiB, connectTimeoutInSeconds, statementTimeoutInSeconds }: Settings['database'],
+  use: 'service' | 'command' = 'service',
 ): Promise<Db> {
+  const bounds = {
+    connectMs: Math.round(connectTimeoutInSeconds * 1000),
+    statementMs: use === 'service' ? Math.round(statementTimeoutInSeconds * 1000) : 0,
+  };
   const db = runtime.databaseUrl
-    ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize)
+    ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize, undefined, bounds)
     : await openPglite(join(runtime.dataDir, 'db'), embeddedCacheSizeInMiB);
   try {
     await migrate(db);
