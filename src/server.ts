@@ -38,7 +38,7 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   let abort: (error: EmbeddedDatabaseAborted) => void = () => {};
   const aborted = new Promise<EmbeddedDatabaseAborted>((resolve) => (abort = resolve));
   try {
-    const db = await openDatabase(config.runtime, config.settings.database, abort);
+    const db = await openDatabase(config.runtime, config.settings.database, { onEmbeddedAbort: abort });
     const services = await createServices(config, db, clock);
     const { minFreeSpaceInBytes } = config.settings.storage;
     services.capacity.observe((short) => {

@@ -5,6 +5,8 @@ export interface PgCluster {
   version: string;
   host: string;
   port: number;
+  /** The cluster's data directory (its postmaster.pid names the server's process). */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -45,6 +47,8 @@ export interface ObjectStore {
   region: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /** The cluster's directory (its daemons' command lines name its configuration there). */
+  dir: string;
   startMs: number;
   stop(): Promise<void>;
 }

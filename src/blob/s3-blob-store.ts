@@ -9,8 +9,6 @@
 // digest differs from the element's, and the old version stays readable until the commit. What a crash leaves behind
 // (versions nothing names, chunks of no upload, temporary objects, unfinished multipart uploads) the sweep removes.
 import { createHash, randomBytes } from 'node:crypto';
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
@@ -40,9 +38,10 @@ import {
 } from './blob-store.js';
 import { guarded, meter, type SourceFailure } from './meter.js';
 import { compose, type Piece } from './s3-compose.js';
-import { ObjectStoreError, objectStoreCall } from './s3-errors.js';
+import { cleanUpAfter, ObjectStoreError, objectStoreCall } from './s3-errors.js';
 import { MAX_PARTS, PartBuffers, putStream } from './s3-put.js';
 import { ObjectReader } from './s3-reader.js';
+import { quietAgents, storeRetries } from './s3-timeouts.js';
 
 const TAG = /^[A-Za-z0-9]{1,128}$/;
 const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|(?:g-[A-Za-z0-9_-]{2,128}\/)?c-(\d{15}))$/;
@@ -129,15 +128,11 @@ export class S3BlobStore implements BlobStore {
       // refuse streamed uploads (411 MissingContentLength); the SHA-256 of every file is checked here anyway.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      retryStrategy: storeRetries,
     } as const;
-    const connections = {
-      connectionTimeout: options.timeoutMs,
-      httpAgent: new HttpAgent(agent),
-      httpsAgent: new HttpsAgent(agent),
-    };
-    // A connection silent for longer than the timeout fails its request (socketTimeout; requestTimeout alone would
-    // only log a warning, and a store that stops answering would hold the request, and the shutdown, for ever).
-    this.client = new S3Client({ ...common, requestHandler: { ...connections, socketTimeout: options.timeoutMs } });
+    // A request whose connection is silent for longer than the timeout fails, and is not sent again (s3-timeouts.ts:
+    // the SDK's socketTimeout and retries let a silent store hold a request for several timeouts).
+    this.client = new S3Client({ ...common, requestHandler: quietAgents(agent, options.timeoutMs) });
     // Downloads read bodies with a handler of their own (s3-reader.ts, docs/decisions/023). A body goes at the pace
     // of its reader, who may pause for longer than the store may be silent (a reader too slow is the HTTP layer's to
     // cut off): the handler times the store only while it waits for the store's bytes.
@@ -275,7 +270,7 @@ export class S3BlobStore implements BlobStore {
     try {
       await this.put(temp, m.pass(source), options.maxBytes);
     } catch (error) {
-      await this.removeLater([temp]);
+      await cleanUpAfter(error, () => this.removeLater([temp]));
       throw error;
     }
     return { temp, size: m.state.size, sha256: hash.digest(), head: m.head() };

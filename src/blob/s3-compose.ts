@@ -15,7 +15,7 @@ import {
   UploadPartCommand,
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
-import { objectStoreCall } from './s3-errors.js';
+import { cleanUpAfter, objectStoreCall } from './s3-errors.js';
 
 /** S3's smallest part (but the last) of a multipart upload. */
 const MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -160,9 +160,9 @@ export async function compose(client: S3Client, bucket: string, target: string, 
       ),
     );
   } catch (error) {
-    await client
-      .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: target, UploadId: uploadId }))
-      .catch(() => {}); // left to the sweep
+    await cleanUpAfter(error, () =>
+      client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: target, UploadId: uploadId })),
+    );
     throw error;
   }
 }

@@ -11,7 +11,7 @@ import {
   type S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { ObjectStoreError, objectStoreCall } from './s3-errors.js';
+import { cleanUpAfter, ObjectStoreError, objectStoreCall } from './s3-errors.js';
 
 /** S3's most parts in one multipart upload (the caller sizes parts to stay within it). */
 export const MAX_PARTS = 10_000;
@@ -153,10 +153,11 @@ export async function putStream(
     );
   } catch (error) {
     await Promise.all(sending);
-    if (uploadId !== null)
-      await client
-        .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }))
-        .catch(() => {}); // left to the sweep
+    const id = uploadId;
+    if (id !== null)
+      await cleanUpAfter(error, () =>
+        client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: id })),
+      );
     throw error;
   } finally {
     if (current !== null) buffers.give(current);

@@ -45,7 +45,7 @@ async function runDbCommand(config: Config, name: string, args: string[], io: Co
   }
   const release = config.runtime.databaseUrl === null ? acquireDataDirLock(config.runtime.dataDir) : () => {};
   try {
-    const db = await openDatabase(config.runtime, config.settings.database);
+    const db = await openDatabase(config.runtime, config.settings.database, { use: 'command' });
     try {
       return await command({ config, services: await createServices(config, db, systemClock) }, args, io);
     } finally {

@@ -22,6 +22,9 @@ const int = (defaultValue: number, minimum = 0) => Type.Integer({ minimum, defau
 const MAX_DURATION_SECONDS = 100 * 366 * 24 * 3600;
 const seconds = (defaultValue: number, minimum = 0) =>
   Type.Integer({ minimum, maximum: MAX_DURATION_SECONDS, default: defaultValue });
+/** A timeout in seconds (fractions allowed), or 0 for none. */
+const timeoutSeconds = (defaultValue: number) =>
+  Type.Union([Type.Literal(0), Type.Number({ minimum: 0.1, maximum: 3600 })], { default: defaultValue });
 const obj = <T extends Type.TProperties>(properties: T) =>
   Type.Object(properties, { additionalProperties: false, default: {} });
 
@@ -52,7 +55,7 @@ export const SettingsSchema = Type.Object(
         }),
         // Objects are named <prefix>/<key>/...; several services may share a bucket under different prefixes.
         prefix: Type.String({ pattern: '^([A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*)?$', default: '' }),
-        // Longest wait for a connection and longest silence of a request; past it the request fails (500).
+        // Longest wait for a connection and longest silence of a request; past it the request fails (503).
         timeoutInSeconds: Type.Number({ minimum: 0.1, maximum: 3600, default: 30 }),
       }),
     }),
@@ -125,6 +128,11 @@ export const SettingsSchema = Type.Object(
         [Type.Integer({ minimum: EMBEDDED_CACHE_MIB.min, maximum: EMBEDDED_CACHE_MIB.max }), Type.Literal('auto')],
         { default: 'auto' },
       ),
+      // PostgreSQL server only (storage/open.ts): the longest wait for a connection, and the longest a statement may
+      // run (searches have their own, search.statementTimeoutInSeconds); past either the request gets 503 with
+      // Retry-After. 0: no bound.
+      connectTimeoutInSeconds: timeoutSeconds(5),
+      statementTimeoutInSeconds: timeoutSeconds(30),
     }),
     // Free disk space kept (domain/capacity.ts): below it on the embedded database's folder or the disk file store's,
     // requests that change state answer 507 and reads go on. The default leaves the embedded database room for its

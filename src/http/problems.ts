@@ -2,6 +2,7 @@
 
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ObjectStoreError } from '../blob/s3-errors.js';
 import { Problem, type ProblemSlug, problemBody, serviceUnavailable } from '../errors.js';
 import { baseUrlOf, COMMON_HEADERS } from './headers.js';
 
@@ -10,6 +11,13 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 /** Maps framework errors (body parsing, schema validation) to the catalogue; everything unknown is a 500. */
 export function toProblem(error: unknown): { problem: Problem; unexpected: boolean } {
   if (error instanceof Problem) return { problem: error, unexpected: false };
+  // The object store could not be reached or did not answer in time: an outage the client may wait out. (The
+  // database's are problems already, storage/db.ts.)
+  if (error instanceof ObjectStoreError && error.unavailable)
+    return {
+      problem: serviceUnavailable('The file store cannot be reached or did not answer in time.'),
+      unexpected: false,
+    };
   // The process ran out of file descriptors (or the system did): the request may well succeed a little later.
   if (outOfDescriptors(error))
     return {

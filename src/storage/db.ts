@@ -2,6 +2,7 @@
 // server through a `pg` pool, and embedded PGlite through a `pg` pool on pglite-socket.ts) are `pg` pools, so the
 // same SQL, prepared statements included, runs on both.
 import pg from 'pg';
+import { serviceUnavailable } from '../errors.js';
 import type { SessionAccessEpoch } from './access-decisions.js';
 import type { ReadLanes } from './read-lanes.js';
 
@@ -48,7 +49,8 @@ export interface Db extends Queryable {
   /**
    * Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. A
    * `statementTimeoutMs` cancels any of its statements that runs longer (SQLSTATE 57014), on both backends
-   * (StatementBudget).
+   * (StatementBudget), instead of the database's bound of every statement (PoolDbOptions); 0 lifts that bound (for
+   * work whose statements may take long, such as migrations).
    */
   transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
   close(): Promise<void>;
@@ -67,6 +69,7 @@ function statementOn<R extends Row>(
   text: string,
   values: readonly unknown[],
   name: string | undefined,
+  waitMs: number,
   done: (error: Error | null, result: QueryResult<R> | null) => void,
 ): void {
   let params: unknown[];
@@ -78,9 +81,11 @@ function statementOn<R extends Row>(
   }
   const statement = new pg.Query(text, params) as pg.Query & {
     name?: string;
+    query_timeout?: number;
     callback?: (error: Error | null, result: pg.QueryResult) => void;
   };
   if (name !== undefined) statement.name = name;
+  if (waitMs > 0) statement.query_timeout = waitMs;
   statement.callback = (error: Error | null, result: pg.QueryResult) => {
     if (error) return done(error, null);
     result.rowCount ??= 0;
@@ -89,22 +94,83 @@ function statementOn<R extends Row>(
   client.query(statement);
 }
 
-/** One statement on a checked-out connection. */
+/** One statement on a checked-out connection, failing after `waitMs` without an answer (0: never). */
 function run<R extends Row>(
   client: PgRunner,
   text: string,
   values: readonly unknown[],
   name: string | undefined,
+  waitMs: number,
 ): Promise<QueryResult<R>> {
   return new Promise((resolve, reject) =>
-    statementOn<R>(client, text, values, name, (error, result) => (error ? reject(error) : resolve(result!))),
+    statementOn<R>(client, text, values, name, waitMs, (error, result) => (error ? reject(error) : resolve(result!))),
   );
 }
 
-function runner(target: PgRunner): Queryable {
+/** What became of the statements of a transaction: the errors they failed with, whether the connection is lost. */
+interface TransactionState {
+  failures: Set<unknown>;
+  lost: boolean;
+}
+
+/** The statements of a transaction on `client`, noting their failures in `state`. */
+function runner(client: PgRunner, waitMs: number, state: TransactionState): Queryable {
   const query = <R extends Row>(text: string, values: readonly unknown[] = [], name?: string) =>
-    run<R>(target, text, values, name);
+    run<R>(client, text, values, name, waitMs).catch((error: unknown) => {
+      state.failures.add(error);
+      if (connectionLost(error)) state.lost = true;
+      throw error;
+    });
   return { query, read: query };
+}
+
+/**
+ * How much longer than its statement timeout this side waits for a statement's answer. The server cancels the
+ * statement at the timeout and says so at once; a server that says nothing by then is not answering at all (frozen,
+ * or out of reach), and never will apply its own timeout.
+ */
+export const ANSWER_GRACE_MS = 1000;
+
+/** SQLSTATEs of a server that is shutting down, starting, full, or lost the connection (class 08). */
+const SERVER_UNAVAILABLE = /^(08...|57P0[1-3]|53300)$/;
+const QUERY_CANCELED = '57014';
+/** Errors of the connection's socket: the server is gone, restarting, or out of reach. */
+const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether the connection `error` came from can be used no more: its statement went unanswered (the driver's
+ * timeout, after which the answer may still come and the connection is mid-statement, maybe mid-transaction), it
+ * broke or closed, or the server is ending the session. Every error the server answers otherwise leaves the
+ * connection as good as before (`pg` ends every statement with Sync).
+ */
+function connectionLost(error: unknown): boolean {
+  if (error instanceof pg.DatabaseError) return SERVER_UNAVAILABLE.test(error.code ?? '');
+  const e = error as { message?: string; code?: string } | null;
+  return (
+    /^(Query read timeout|Connection terminated|Client (has encountered a connection error|was closed))/.test(
+      e?.message ?? '',
+    ) || SOCKET_ERRORS.has(e?.code ?? '')
+  );
+}
+
+/**
+ * Whether `error` says the database is unavailable rather than the statement wrong: no connection within the
+ * connect timeout, a statement unanswered or cancelled at the database's bound (`bounded`: 57014 is that bound, not
+ * a budget of the caller's), a lost connection, a server shutting down or full.
+ */
+function databaseUnavailable(error: unknown, bounded: boolean): boolean {
+  if (error instanceof pg.DatabaseError)
+    return SERVER_UNAVAILABLE.test(error.code ?? '') || (bounded && error.code === QUERY_CANCELED);
+  const message = (error as { message?: string } | null)?.message ?? '';
+  return connectionLost(error) || /^(timeout exceeded when trying to connect|timeout expired)/.test(message);
+}
+
+/** `error`, or the 503 problem (with `error` as its cause, for the log) when it says the database is unavailable. */
+function asUnavailable(error: unknown, bounded: boolean): unknown {
+  if (!databaseUnavailable(error, bounded)) return error;
+  const problem = serviceUnavailable('The database is unavailable or did not answer in time.');
+  problem.cause = error;
+  return problem;
 }
 
 /**
@@ -136,7 +202,12 @@ function serialisedObject(value: unknown): unknown {
 const ignoreError = () => {};
 
 async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
-  const client = await pool.connect();
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw asUnavailable(error, false);
+  }
   client.on('error', ignoreError);
   return client;
 }
@@ -164,10 +235,19 @@ export interface PoolDbOptions {
   /** Pipelined connections for short reads (read-lanes.ts); without them short reads use the pool. */
   lanes?: ReadLanes;
   budget?: StatementBudget;
+  /**
+   * The bound of every statement but those of a transaction with a budget of its own, in milliseconds: the server's
+   * statement_timeout, which the pool's connections must start with (postgres.ts), and this side's wait for an answer
+   * (ANSWER_GRACE_MS later). Past it the statement fails as the database's unavailability (503). Undefined: no bound
+   * (the embedded database, whose statements run on this process's thread; commands).
+   */
+  statementTimeoutMs?: number;
 }
 
 export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions = {}): Db {
-  const { onClose = async () => {}, lanes, budget = serverBudget } = options;
+  const { onClose = async () => {}, lanes, budget = serverBudget, statementTimeoutMs } = options;
+  const bounded = statementTimeoutMs !== undefined;
+  const waitMs = bounded ? statementTimeoutMs + ANSWER_GRACE_MS : 0;
   const db: Db = {
     kind,
     /**
@@ -181,11 +261,11 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions =
       // Callbacks inside one promise: the checkout, the statement and the check-in cost one promise and no async layers.
       return new Promise<QueryResult<R>>((resolve, reject) => {
         pool.connect((error, client) => {
-          if (error || !client) return reject(error);
+          if (error || !client) return reject(asUnavailable(error, bounded));
           client.on('error', ignoreError);
-          statementOn<R>(client, text, values, name, (failure, result) => {
-            checkIn(client);
-            if (failure) reject(failure);
+          statementOn<R>(client, text, values, name, waitMs, (failure, result) => {
+            checkIn(client, failure !== null && connectionLost(failure));
+            if (failure) reject(asUnavailable(failure, bounded));
             else resolve(result!);
           });
         });
@@ -199,34 +279,47 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions =
       } catch (error) {
         return Promise.reject(error as Error);
       }
-      return run<R>(client, text, values, name);
+      // The lanes bound their statements themselves (read-lanes.ts).
+      return run<R>(client, text, values, name, 0).catch((error: unknown) => {
+        throw asUnavailable(error, true);
+      });
     },
     async transaction<T>(
       work: (tx: Queryable) => Promise<T>,
       options: { statementTimeoutMs?: number } = {},
     ): Promise<T> {
       const timeout = options.statementTimeoutMs;
-      if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout > 0))
+      if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout >= 0))
         throw new Error(`invalid statement timeout ${timeout}`);
+      // A budget of the caller's (`timeout` > 0) replaces the database's bound; 0 lifts it where there is one.
+      const budgeted = timeout !== undefined && timeout > 0;
+      const lifted = timeout === 0 && bounded;
+      const begin = budgeted ? budget.begin(timeout) : lifted ? serverBudget.begin(0) : 'BEGIN';
+      // This side waits for answers only where it bounds statements at all (never on the embedded database, whose
+      // statements run on this thread: a timer could not fire before the answer anyway).
+      const wait = !bounded || timeout === 0 ? 0 : budgeted ? timeout + ANSWER_GRACE_MS : waitMs;
       const client = await checkOut(pool);
-      let broken = false;
+      const state: TransactionState = { failures: new Set(), lost: false };
+      const tx = runner(client, wait, state);
       try {
-        await client.query(timeout === undefined ? 'BEGIN' : budget.begin(timeout));
-        if (timeout !== undefined) budget.arm?.(timeout);
-        const result = await work(runner(client));
+        await tx.query(begin);
+        if (budgeted) budget.arm?.(timeout);
+        const result = await work(tx);
         budget.disarm?.();
-        await client.query('COMMIT');
+        await tx.query('COMMIT');
         return result;
       } catch (error) {
         budget.disarm?.();
-        try {
-          await client.query('ROLLBACK');
-        } catch {
-          broken = true;
-        }
-        throw error;
+        // A connection that went unanswered or broke is dropped as it is (the server rolls back what it never
+        // sees committed): a ROLLBACK sent to it would only wait in vain.
+        if (!state.lost)
+          await tx.query('ROLLBACK').catch(() => {
+            state.lost = true;
+          });
+        // Only a statement's own failure speaks for the database (`work` may fail for reasons of its own).
+        throw state.failures.has(error) ? asUnavailable(error, bounded && !budgeted) : error;
       } finally {
-        checkIn(client, broken);
+        checkIn(client, state.lost);
       }
     },
     async close() {

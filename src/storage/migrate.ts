@@ -26,30 +26,34 @@ export class IncompatibleSchemaError extends Error {
 }
 
 export async function migrate(db: Db, migrations: Migration[] = allMigrations): Promise<number[]> {
-  return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
-    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+  // Without the bound of a request's statements: a migration may rewrite a large table.
+  return db.transaction(
+    async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
+      await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied timestamptz NOT NULL DEFAULT now())`);
-    const { rows } = await tx.query<{ version: number; name: string }>(
-      'SELECT version, name FROM schema_migrations ORDER BY version',
-    );
-    for (const row of rows) {
-      const known = migrations.find((m) => m.version === row.version);
-      if (known && known.name !== row.name) throw new IncompatibleSchemaError(row.version, row.name, known.name);
-    }
-    const done = new Set(rows.map((r) => r.version));
-    const applied: number[] = [];
-    for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-      if (done.has(migration.version)) continue;
-      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
-      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
-        migration.version,
-        migration.name,
-      ]);
-      applied.push(migration.version);
-    }
-    return applied;
-  });
+      const { rows } = await tx.query<{ version: number; name: string }>(
+        'SELECT version, name FROM schema_migrations ORDER BY version',
+      );
+      for (const row of rows) {
+        const known = migrations.find((m) => m.version === row.version);
+        if (known && known.name !== row.name) throw new IncompatibleSchemaError(row.version, row.name, known.name);
+      }
+      const done = new Set(rows.map((r) => r.version));
+      const applied: number[] = [];
+      for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+        if (done.has(migration.version)) continue;
+        for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+        await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+          migration.version,
+          migration.name,
+        ]);
+        applied.push(migration.version);
+      }
+      return applied;
+    },
+    { statementTimeoutMs: 0 },
+  );
 }
 
 /**

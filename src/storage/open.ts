@@ -10,14 +10,29 @@ import { defaultPoolSize, openPostgres } from './postgres.js';
 /** The embedded database's folder in DATA_DIR. */
 export const embeddedDatabaseDir = (dataDir: string) => join(dataDir, 'db');
 
-/** `onEmbeddedAbort`: hears that the embedded database aborted, after which every statement fails (pglite.ts). */
+export interface OpenOptions {
+  /**
+   * 'service' (default): on a PostgreSQL server it waits for a connection and for each statement within the
+   * `database.*` timeouts. 'command': waits for connections alike, but lets its statements run as long as they take
+   * (a backup's, a restore's). The embedded database has neither bound: its one connection is this process's, and
+   * its statements run on this process's thread (searches have their budget, decision 021).
+   */
+  use?: 'service' | 'command';
+  /** Hears that the embedded database aborted, after which every statement fails (pglite.ts). */
+  onEmbeddedAbort?: (error: EmbeddedDatabaseAborted) => void;
+}
+
 export async function openDatabase(
   runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>,
-  { poolSize, embeddedCacheSizeInMiB }: Settings['database'],
-  onEmbeddedAbort?: (error: EmbeddedDatabaseAborted) => void,
+  { poolSize, embeddedCacheSizeInMiB, connectTimeoutInSeconds, statementTimeoutInSeconds }: Settings['database'],
+  { use = 'service', onEmbeddedAbort }: OpenOptions = {},
 ): Promise<Db> {
+  const bounds = {
+    connectMs: Math.round(connectTimeoutInSeconds * 1000),
+    statementMs: use === 'service' ? Math.round(statementTimeoutInSeconds * 1000) : 0,
+  };
   const db = runtime.databaseUrl
-    ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize)
+    ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize, undefined, bounds)
     : await openPglite(embeddedDatabaseDir(runtime.dataDir), embeddedCacheSizeInMiB, onEmbeddedAbort);
   try {
     await migrate(db);

@@ -2,7 +2,7 @@
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
 import { type Db, poolDb, SESSION_SETTINGS } from './db.js';
-import { defaultReadLanes, ReadLanes } from './read-lanes.js';
+import { defaultReadLanes, ReadLanes, SHORT_READ_TIMEOUT_MS } from './read-lanes.js';
 
 /**
  * Connections for `database.poolSize: auto`: four per core of this machine, at least 4 and at most 10 (pg's own
@@ -16,34 +16,56 @@ export function defaultPoolSize(cores = availableParallelism()): number {
 }
 
 /**
- * The options of a pool (Trellis' and the benchmark's baselines'): `size` connections, each starting with
- * SESSION_SETTINGS, never closed for being idle. pg-pool's default closes a connection idle for 10 s, which arms and
- * clears a timer at every check-in, and a connection opened again has to prepare every statement again; a pool of
- * at most 10 connections is small enough to keep open.
+ * How long the service waits for the server, in milliseconds (0: no bound). `connectMs`: for a connection, a free
+ * one of the pool or a new one (until the server has accepted the session). `statementMs`: for each statement
+ * (storage/db.ts PoolDbOptions), short reads for at most SHORT_READ_TIMEOUT_MS.
  */
-export const poolOptions = (url: string, size: number): pg.PoolConfig => ({
+export interface ServerBounds {
+  connectMs: number;
+  statementMs: number;
+}
+
+const UNBOUNDED: ServerBounds = { connectMs: 0, statementMs: 0 };
+
+/**
+ * The options of a pool (Trellis' and the benchmark's baselines'): `size` connections, each starting with
+ * SESSION_SETTINGS (and the bound of its statements), never closed for being idle. pg-pool's default closes a
+ * connection idle for 10 s, which arms and clears a timer at every check-in, and a connection opened again has to
+ * prepare every statement again; a pool of at most 10 connections is small enough to keep open.
+ */
+export const poolOptions = (url: string, size: number, bounds: ServerBounds = UNBOUNDED): pg.PoolConfig => ({
   connectionString: url,
   max: size,
   idleTimeoutMillis: 0,
-  options: sessionOptions(),
+  connectionTimeoutMillis: bounds.connectMs,
+  options: sessionOptions(bounds.statementMs),
 });
 
-/** The connection option that applies SESSION_SETTINGS to every session of a pool, from its start. */
-const sessionOptions = (): string =>
-  Object.entries(SESSION_SETTINGS)
+/** The connection option that applies SESSION_SETTINGS (and a statement_timeout) to every session of a pool, from its start. */
+const sessionOptions = (statementMs: number): string =>
+  Object.entries({ ...SESSION_SETTINGS, ...(statementMs > 0 ? { statement_timeout: String(statementMs) } : {}) })
     .map(([k, v]) => `-c ${k}=${v}`)
     .join(' ');
 
-/** The database on a PostgreSQL server: a pool of `poolSize` connections, and `readLanes` pipelined ones for short reads. */
+/**
+ * The database on a PostgreSQL server: a pool of `poolSize` connections, and `readLanes` pipelined ones for short
+ * reads, waiting for the server as `bounds` say (by default without a bound).
+ */
 export async function openPostgres(
   url: string,
   poolSize = defaultPoolSize(),
   readLanes = defaultReadLanes(availableParallelism()),
+  bounds: ServerBounds = UNBOUNDED,
 ): Promise<Db> {
-  const pool = new pg.Pool(poolOptions(url, poolSize));
+  const pool = new pg.Pool(poolOptions(url, poolSize, bounds));
   // An idle client that errors (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const client = await pool.connect();
   client.release();
-  return poolDb('postgres', pool, { lanes: new ReadLanes(poolOptions(url, 1), readLanes) });
+  const shortReadMs =
+    bounds.statementMs > 0 ? Math.min(SHORT_READ_TIMEOUT_MS, bounds.statementMs) : SHORT_READ_TIMEOUT_MS;
+  return poolDb('postgres', pool, {
+    lanes: new ReadLanes(poolOptions(url, 1, bounds), readLanes, shortReadMs),
+    ...(bounds.statementMs > 0 ? { statementTimeoutMs: bounds.statementMs } : {}),
+  });
 }

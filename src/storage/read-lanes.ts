@@ -3,6 +3,7 @@
 // Only short reads belong here (a bounded number of rows by index, no locks): a connection answers in order, so a
 // slow statement would hold up every statement behind it.
 import pg from 'pg';
+import { ANSWER_GRACE_MS } from './db.js';
 
 /**
  * How long a short read may run before PostgreSQL cancels it (the lanes' `statement_timeout`; the pool has none). A
@@ -21,7 +22,9 @@ export class ReadLanes {
 
   /**
    * `config`: the pool's connection settings (storage/postgres.ts poolOptions); `count` connections, opened on first
-   * use; `timeoutMs`: the statement timeout of every one of them.
+   * use; `timeoutMs`: the statement timeout of every one of them. A statement not answered ANSWER_GRACE_MS after it
+   * (a server that does not answer at all) fails, and so does every statement behind it on its connection, which is
+   * closed and replaced: the answers it waits for may never come.
    */
   constructor(
     private readonly config: pg.ClientConfig,
@@ -41,7 +44,12 @@ export class ReadLanes {
 
   private open(lane: number): pg.Client {
     const options = `${this.config.options ?? ''} -c statement_timeout=${this.timeoutMs}`.trim();
-    const client = new pg.Client({ ...this.config, options, pipeline: true } as pg.ClientConfig);
+    const client = new pg.Client({
+      ...this.config,
+      options,
+      query_timeout: this.timeoutMs + ANSWER_GRACE_MS,
+      pipeline: true,
+    } as pg.ClientConfig);
     const drop = () => {
       if (this.lanes[lane] === client) this.lanes[lane] = undefined;
     };

@@ -58,12 +58,19 @@ describe('configuration', () => {
     expect(s.expression).toEqual({ enabled: true, maxLength: 10240 });
     expect(s.instanceConfiguration).toEqual({ enabled: true, showVersion: true });
     expect(s.cache).toEqual({ etagUpperLimitInCollectionEndpoints: 100 });
-    expect(s.database).toEqual({ poolSize: 'auto', embeddedCacheSizeInMiB: 'auto' });
+    expect(s.database).toEqual({
+      poolSize: 'auto',
+      embeddedCacheSizeInMiB: 'auto',
+      connectTimeoutInSeconds: 5,
+      statementTimeoutInSeconds: 30,
+    });
     expect(validateSettings({ database: { poolSize: 3 } }).database.poolSize).toBe(3);
-    expect(validateSettings({ database: { embeddedCacheSizeInMiB: 512 } }).database).toEqual({
+    expect(validateSettings({ database: { embeddedCacheSizeInMiB: 512 } }).database).toMatchObject({
       poolSize: 'auto',
       embeddedCacheSizeInMiB: 512,
     });
+    const bounds = { connectTimeoutInSeconds: 0.5, statementTimeoutInSeconds: 0 };
+    expect(validateSettings({ database: bounds }).database).toMatchObject(bounds);
     expect(s.securityTxt).toMatch(/assets\/security\.txt$/);
     expect(validateSettings({ securityTxt: null }).securityTxt).toBeNull();
   });
@@ -108,6 +115,8 @@ describe('configuration', () => {
     expect(keyOf({ database: { embeddedCacheSizeInMiB: 8 } })).toBe('database.embeddedCacheSizeInMiB');
     expect(keyOf({ database: { embeddedCacheSizeInMiB: 2048 } })).toBe('database.embeddedCacheSizeInMiB');
     expect(keyOf({ database: { embeddedCacheSizeInMiB: '512MB' } })).toBe('database.embeddedCacheSizeInMiB');
+    expect(keyOf({ database: { connectTimeoutInSeconds: 0.01 } })).toBe('database.connectTimeoutInSeconds');
+    expect(keyOf({ database: { statementTimeoutInSeconds: -1 } })).toBe('database.statementTimeoutInSeconds');
     // Durations end up in stored timestamps: longer than 100 years would make dates no backup can hold.
     expect(keyOf({ token: { maxLifetimeInSeconds: 10_000_000_000_000 } })).toBe('token.maxLifetimeInSeconds');
     expect(keyOf({ token: { deleteExpiredTokensAutomaticallyInSeconds: 300_000_000_000 } })).toBe(

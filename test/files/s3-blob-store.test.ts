@@ -213,6 +213,7 @@ describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a re
     });
     const error = await dead.uploadSize(first(UPLOAD)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ObjectStoreError);
+    expect((error as ObjectStoreError).unavailable).toBe(true); // a 503 for the client, not a 500
     expect((error as Error).message).not.toContain(s3.bucket);
   });
 });

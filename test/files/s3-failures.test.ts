@@ -1,6 +1,6 @@
 // An object store that does not answer, or stops answering in the middle of an upload (issue 34, "crash and fault
-// safety"; the client's side of an interrupted upload is in failures.test.ts): requests that touch file bytes get the
-// spec's 500 problem without a word about the bucket or the endpoint, and nothing is stored; requests that do not
+// safety"; the client's side of an interrupted upload is in failures.test.ts): requests that touch file bytes get
+// 503 with Retry-After (an outage, issue 41) without a word about the bucket or the endpoint, and nothing is stored; requests that do not
 // touch files are not held up; a download read slowly is not mistaken for a silent store. Runs on each backend when
 // the s3 blob store is under test.
 import { createHash } from 'node:crypto';
@@ -31,11 +31,12 @@ import { noise } from './fixtures.js';
 
 const runs = blobStoresUnderTest().includes('s3');
 
-/** The spec's 500 problem, and nothing in it that names the store. */
-const generic = (res: { status: number; text: string }) => {
-  expect(res.status).toBe(500);
+/** The 503 problem with Retry-After, and nothing in it that names the store. */
+const generic = (res: { status: number; text: string; headers: Pick<Headers, 'get'> }) => {
+  expect(res.status).toBe(503);
+  expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
   const { type, ...rest } = JSON.parse(res.text);
-  expect(type).toMatch(/\/error\/500\/internal-server-error$/); // on the service's own URL
+  expect(type).toMatch(/\/error\/503\/service-unavailable$/); // on the service's own URL
   expect(JSON.stringify(rest)).not.toMatch(/trellis-test|127\.0\.0\.1|bucket|S3|object store/i);
 };
 
@@ -51,7 +52,7 @@ for (const backend of runs ? backendsUnderTest() : [])
     });
     afterAll(() => h?.stop());
 
-    it('answers an upload with the 500 problem and stores nothing', async () => {
+    it('answers an upload with the 503 problem and stores nothing', async () => {
       const id = await createElement(h, token, { type: 'Doc' });
       const res = await h.request('PUT', `/${id}/file`, {
         token,
@@ -62,7 +63,7 @@ for (const backend of runs ? backendsUnderTest() : [])
       expect((await h.request('GET', `/${id}`, { token })).json.data.hasFile).toBeUndefined();
     });
 
-    it('answers a download whose bytes cannot be read with the 500 problem', async () => {
+    it('answers a download whose bytes cannot be read with the 503 problem', async () => {
       const id = await createElement(h, token, { type: 'Doc' });
       const meta = { contentLength: 3, extension: 'txt', mimeType: 'text/plain', hash: { sha256: 'a'.repeat(64) } };
       await h.db.query('UPDATE elements SET file = $2 WHERE id = $1', [id, meta]);
@@ -71,7 +72,7 @@ for (const backend of runs ? backendsUnderTest() : [])
       expect((await h.request('HEAD', `/${id}/file`, { token })).status).toBe(200);
     });
 
-    it('answers a resumable upload with the 500 problem', async () => {
+    it('answers a resumable upload with the 503 problem', async () => {
       const id = await createElement(h, token, { type: 'Doc' });
       const res = await h.request('POST', `/${id}/file`, {
         token,
@@ -105,7 +106,7 @@ for (const backend of runs ? backendsUnderTest() : [])
       await relay?.close();
     });
 
-    it('answers the upload with the 500 problem, keeps the old file, and holds up nothing else meanwhile', async () => {
+    it('answers the upload with the 503 problem, keeps the old file, and holds up nothing else meanwhile', async () => {
       const id = await createElement(h, token, { type: 'Doc' });
       const old = Buffer.from('the old file');
       await attachFile(h, token, id, old, 'old.txt');
@@ -114,12 +115,13 @@ for (const backend of runs ? backendsUnderTest() : [])
         method: 'PUT',
         headers: { authorization: `Bearer ${token}`, 'upload-complete': '?1', 'content-length': String(body.length) },
       });
-      const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const answer = new Promise<{ status: number; text: string; headers: Pick<Headers, 'get'> }>((resolve, reject) => {
         req.on('response', (res) => {
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (c) => (text += c));
-          res.on('end', () => resolve({ status: res.statusCode!, text }));
+          const headers = { get: (name: string) => (res.headers[name] as string | undefined) ?? null };
+          res.on('end', () => resolve({ status: res.statusCode!, text, headers }));
         });
         req.on('error', reject);
       });
@@ -150,7 +152,7 @@ for (const backend of runs ? backendsUnderTest() : [])
       expect(await storedNames(h, id)).toEqual(await currentNames(h, id));
     }, 60_000);
 
-    it('answers a download the store does not answer with the 500 problem', async () => {
+    it('answers a download the store does not answer with the 503 problem', async () => {
       const id = await createElement(h, token, { type: 'Doc' });
       await attachFile(h, token, id, Buffer.from('kept'), 'kept.txt');
       relay.stall();

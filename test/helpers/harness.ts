@@ -102,6 +102,8 @@ export interface HarnessOptions extends TestOptions {
   s3Prefix?: string;
   /** Use this database instead of a fresh one (it is not disposed of by `stop`). */
   db?: Db;
+  /** The object store of the s3 blob store, instead of the test bucket (a test's own, which it may freeze). */
+  objectStore?: ObjectStoreAccess;
 }
 
 export interface Harness {
@@ -161,9 +163,20 @@ export function serviceClient(url: string): ServiceClient {
   return { url, request };
 }
 
-/** The settings and credentials of a service on the object store: the test bucket, under `prefix`. */
-export function s3Settings(settings: Record<string, unknown>, prefix: string) {
-  const store = inject('s3') as { endpoint: string; accessKeyId: string; secretAccessKey: string; bucket: string };
+/** An object store and bucket for a service: the test bucket of `npm test`'s store unless a test has its own. */
+export interface ObjectStoreAccess {
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  bucket: string;
+}
+
+/** The settings and credentials of a service on the object store (`store`, or the test bucket), under `prefix`. */
+export function s3Settings(
+  settings: Record<string, unknown>,
+  prefix: string,
+  store = inject('s3') as ObjectStoreAccess,
+) {
   if (!store) throw new Error('the s3 blob store was requested but no object store was provided (run npm test)');
   const file = (settings.file ?? {}) as Record<string, unknown>;
   return {
@@ -190,7 +203,7 @@ export async function startHarness(
   const blobStore = options.blobStore ?? 'disk';
   const { db, dispose } = options.db ? { db: options.db, dispose: async () => {} } : await freshDatabase(backend);
   const s3Prefix = blobStore === 's3' ? (options.s3Prefix ?? newS3Prefix()) : null;
-  const s3 = s3Prefix !== null ? s3Settings(options.settings ?? {}, s3Prefix) : null;
+  const s3 = s3Prefix !== null ? s3Settings(options.settings ?? {}, s3Prefix, options.objectStore) : null;
   const settings: Settings = validateSettings(s3?.settings ?? options.settings ?? {});
   const config: Config = {
     settings,

@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { validateSettings } from '../../src/config/load.js';
 import { GiB, MiB } from '../../src/config/schema.js';
 import { openDatabase } from '../../src/storage/open.js';
 import { databaseBytes, embeddedCacheMiB } from '../../src/storage/pglite.js';
@@ -43,7 +44,8 @@ describe('embedded database cache', () => {
   });
 
   const sharedBuffers = async (dir: string, embeddedCacheSizeInMiB: number | 'auto') => {
-    const db = await openDatabase({ databaseUrl: null, dataDir: dir }, { poolSize: 'auto', embeddedCacheSizeInMiB });
+    const { database } = validateSettings({ database: { embeddedCacheSizeInMiB } });
+    const db = await openDatabase({ databaseUrl: null, dataDir: dir }, database);
     try {
       return (await db.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]!.shared_buffers;
     } finally {

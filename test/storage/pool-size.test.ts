@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
+import { validateSettings } from '../../src/config/load.js';
 import { openDatabase } from '../../src/storage/open.js';
 import { defaultPoolSize } from '../../src/storage/postgres.js';
 import { backendsUnderTest } from '../helpers/harness.js';
@@ -23,7 +24,7 @@ describe('database pool size', () => {
       url.pathname = `/${name}`;
       const db = await openDatabase(
         { databaseUrl: url.toString(), dataDir: '/nonexistent' },
-        { poolSize: 2, embeddedCacheSizeInMiB: 'auto' },
+        validateSettings({ database: { poolSize: 2 } }).database,
       );
       try {
         // Six statements that each hold their connection for 150 ms: through 2 connections, in three rounds.
