@@ -213,10 +213,15 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  /** Aborts a multipart upload; one already gone (completed, or aborted by another instance's sweep) is done. */
   private async abortUpload(name: string, uploadId: string): Promise<void> {
-    await this.call('AbortMultipartUpload', () =>
-      this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: name, UploadId: uploadId })),
-    );
+    try {
+      await this.call('AbortMultipartUpload', () =>
+        this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: name, UploadId: uploadId })),
+      );
+    } catch (error) {
+      if (!(error instanceof ObjectStoreError && isNotFound(error.cause))) throw error;
+    }
   }
 
   /** Removes objects by name (no error for missing ones). */
@@ -356,7 +361,7 @@ export class S3BlobStore implements BlobStore {
     try {
       await this.put(name, m.pass(options.keepPartial ? guarded(source, failure) : source), options.maxBytes);
     } catch (error) {
-      await this.removeLater([name]);
+      await cleanUpAfter(error, () => this.removeLater([name]));
       throw error;
     }
     const size = m.state.size;

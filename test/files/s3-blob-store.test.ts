@@ -2,11 +2,12 @@
 // each operation leaves in the bucket, object by object (its sweep against the database: sweep.test.ts). Skipped
 // when the s3 blob store is not under test.
 import { createHash, randomBytes } from 'node:crypto';
+import { CreateMultipartUploadCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PartialAppendError } from '../../src/blob/blob-store.js';
 import { S3BlobStore } from '../../src/blob/s3-blob-store.js';
 import { ObjectStoreError } from '../../src/blob/s3-errors.js';
-import { collect, emptyPrefix, objectsUnder, unfinishedUploads } from '../helpers/blobs.js';
+import { collect, emptyPrefix, objectsUnder, testBucket, unfinishedUploads } from '../helpers/blobs.js';
 import { blobStoresUnderTest, newS3Prefix } from '../helpers/harness.js';
 
 const MiB = 1024 * 1024;
@@ -199,6 +200,19 @@ describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a re
     await (await store.replace(ELEMENT, { ...next, size: 14 }, { previous: 'none', next: sha(whole) })).finish();
     expect(await names()).toEqual([`${ELEMENT}/f-${sha(whole)}`]);
     await store.delete(ELEMENT);
+  });
+
+  it('removes an upload twice at once: a multipart upload the other one aborted first is no error', async () => {
+    const { client, bucket } = testBucket();
+    for (let i = 0; i < 20; i++)
+      await client.send(
+        new CreateMultipartUploadCommand({
+          Bucket: bucket,
+          Key: `${prefix}/${UPLOAD}/c-${String(i).padStart(15, '0')}`,
+        }),
+      );
+    await Promise.all([store.deleteUpload(UPLOAD), store.deleteUpload(UPLOAD), store.deleteUpload(UPLOAD)]);
+    expect(await unfinishedUploads(`${prefix}/${UPLOAD}/`)).toEqual([]);
   });
 
   it('turns a store that does not answer into an ObjectStoreError that names no bucket', async () => {
