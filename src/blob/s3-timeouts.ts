@@ -79,63 +79,38 @@ class SilenceWatch {
   }
 }
 
-class QuietHttpAgent extends HttpAgent {
-  constructor(
-    options: AgentOptions,
-    private readonly watch: SilenceWatch,
-  ) {
-    super(options);
-  }
+/** `Base` (node's http or https Agent, the latter a subclass of the former) with every busy connection watched. */
+function quiet<T extends HttpAgent>(
+  Base: new (options: AgentOptions) => T,
+  options: AgentOptions,
+  watch: SilenceWatch,
+): T {
+  const Watched = class extends (Base as new (options: AgentOptions) => HttpAgent) {
+    override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, socket: Duplex) => void) {
+      const socket = super.createConnection(options, callback);
+      if (socket) watch.start(socket);
+      return socket;
+    }
 
-  override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, socket: Duplex) => void) {
-    const socket = super.createConnection(options, callback);
-    if (socket) this.watch.start(socket);
-    return socket;
-  }
+    override reuseSocket(socket: Duplex, request: ClientRequest): void {
+      super.reuseSocket(socket, request);
+      watch.start(socket);
+    }
 
-  override reuseSocket(socket: Duplex, request: ClientRequest): void {
-    super.reuseSocket(socket, request);
-    this.watch.start(socket);
-  }
-
-  override keepSocketAlive(socket: Duplex) {
-    this.watch.stop(socket);
-    return super.keepSocketAlive(socket);
-  }
+    override keepSocketAlive(socket: Duplex) {
+      watch.stop(socket);
+      return super.keepSocketAlive(socket);
+    }
+  };
+  return new Watched(options) as T;
 }
 
-class QuietHttpsAgent extends HttpsAgent {
-  constructor(
-    options: AgentOptions,
-    private readonly watch: SilenceWatch,
-  ) {
-    super(options);
-  }
-
-  override createConnection(options: ClientRequestArgs, callback?: (error: Error | null, socket: Duplex) => void) {
-    const socket = super.createConnection(options, callback);
-    if (socket) this.watch.start(socket);
-    return socket;
-  }
-
-  override reuseSocket(socket: Duplex, request: ClientRequest): void {
-    super.reuseSocket(socket, request);
-    this.watch.start(socket);
-  }
-
-  override keepSocketAlive(socket: Duplex) {
-    this.watch.stop(socket);
-    return super.keepSocketAlive(socket);
-  }
-}
-
-/** HTTP and HTTPS agents (for the SDK's request handler) whose requests fail after `silenceMs` of silence. */
 export function quietAgents(
   options: AgentOptions,
   silenceMs: number,
 ): { httpAgent: HttpAgent; httpsAgent: HttpsAgent } {
   const watch = new SilenceWatch(silenceMs);
-  return { httpAgent: new QuietHttpAgent(options, watch), httpsAgent: new QuietHttpsAgent(options, watch) };
+  return { httpAgent: quiet(HttpAgent, options, watch), httpsAgent: quiet(HttpsAgent, options, watch) };
 }
 
 type RetryStrategyV2 = Extract<NonNullable<S3ClientConfig['retryStrategy']>, { acquireInitialRetryToken: unknown }>;
