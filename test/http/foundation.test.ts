@@ -334,8 +334,8 @@ describe('unexpected errors', () => {
         s3Credentials: null,
       },
     };
-    // No database is needed for this route; services are not touched.
-    const app = await buildApp({ config, services: {} as never, logger });
+    // No database is needed for this route; of the services only the free-space guard is looked at (off).
+    const app = await buildApp({ config, services: { capacity: { enabled: false } } as never, logger });
     app.get('/boom', async () => {
       throw new Error('database password is hunter2');
     });
