@@ -5,7 +5,6 @@
 // uploads"). A request that takes an upload over from one whose lease ran out writes to a new generation of its
 // bytes, so the late writer cannot touch what counts; a completion reads the stored bytes back and answers with
 // their length and digest, never with what it believes it wrote (docs/decisions/026-upload-generations.md).
-import { createHash } from 'node:crypto';
 import { BlobLimitError, type BlobStore, PartialAppendError, type UploadBlob } from '../../blob/blob-store.js';
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
@@ -17,9 +16,10 @@ import type { Conditions } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
 import { extensionFromDisposition, parseSha256Digest } from '../files/file-headers.js';
 import { checkFileTarget, type Files, type FileWriteMode, isClientAbort } from '../files/files.js';
-import { detectMimeType, SNIFF_BYTES } from '../files/mime-detect.js';
+import { detectMimeType } from '../files/mime-detect.js';
 import type { FileMeta } from '../files/types.js';
 import { isUuid, newId } from '../values.js';
+import { ReadBack, type StoredBytes } from './read-back.js';
 import {
   checkAppendContentType,
   parseUploadComplete,
@@ -86,10 +86,23 @@ const inProgress = (problem: Problem, state: UploadState) =>
 /** Where the committed bytes of an upload are. */
 const blobOf = (row: sql.UploadRow): UploadBlob => ({ key: row.id, generation: row.generation });
 
-/** What a completion read back from the store: the bytes the file will be. */
-interface StoredBytes {
-  sha256: Buffer;
-  head: Buffer;
+/** The value or the failure of `work`, never a rejection left unheard while the caller is busy elsewhere. */
+const outcome = <T>(work: Promise<T>): Promise<{ value: T } | { error: unknown }> =>
+  work.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+
+/** The rest of a read-back whose committed part `prefix` is reading: all `total` bytes, or null when not stored. */
+async function readBackAll(
+  readBack: ReadBack,
+  prefix: Promise<{ value: boolean } | { error: unknown }>,
+  total: number,
+): Promise<StoredBytes | null> {
+  const first = await prefix;
+  if ('error' in first) throw first.error;
+  if (!first.value || !(await readBack.until(total, true))) return null;
+  return readBack.result();
 }
 
 export class Uploads {
@@ -405,10 +418,18 @@ export class Uploads {
       declared !== null ? declared - offset : Infinity,
     );
     const maxBytes = Math.min(limits.uploadMaxChunkSizeInBytes, wholeFileRoom);
+    // A completion reads the committed bytes back while its own body streams in behind them.
+    const readBack = complete ? new ReadBack(this.blobs, blobOf(upload)) : null;
+    const prefix = readBack ? outcome(readBack.until(offset, false)) : null;
+    const stopReading = async () => {
+      readBack?.stop();
+      await prefix;
+    };
     let size: number;
     try {
       size = await this.stream(upload, body, maxBytes, chunkRules);
     } catch (error) {
+      await stopReading();
       if (error instanceof PartialAppendError || isClientAbort(error)) {
         const kept = error instanceof PartialAppendError ? error.total : offset;
         const row = await sql.commitAppend(this.db, upload.id, lease, kept, kept - offset, announced);
@@ -432,9 +453,12 @@ export class Uploads {
     }
 
     const violation = wholeFileRule(total, true);
-    if (violation) throw inProgress(violation, state);
+    if (violation) {
+      await stopReading();
+      throw inProgress(violation, state);
+    }
     // What is answered and recorded is what the store holds, read back: its length and its digest.
-    const stored = await this.orGone(caller, upload.id, lease, this.readBack(blobOf(upload), total));
+    const stored = await this.orGone(caller, upload.id, lease, readBackAll(readBack!, prefix!, total));
     if (!stored) {
       await this.drop(upload.id);
       throw new Problem('gone', 'The stored bytes of this upload were lost; start a new upload.');
@@ -601,32 +625,6 @@ export class Uploads {
     // Left to the upload's end or the sweep when this fails: nothing refers to it any more.
     await this.blobs.dropGeneration(blobOf(upload)).catch(() => {});
     return row;
-  }
-
-  /**
-   * Reads the upload's stored bytes back: their SHA-256 and their leading bytes (content detection), or null when
-   * the store does not hold exactly `total` of them.
-   */
-  private async readBack(upload: UploadBlob, total: number): Promise<StoredBytes | null> {
-    const hash = createHash('sha256');
-    const head: Buffer[] = [];
-    let headBytes = 0;
-    let size = 0;
-    const blob = await this.blobs.openUpload(upload);
-    if (!blob) return total === 0 ? { sha256: hash.digest(), head: Buffer.alloc(0) } : null;
-    if (blob.size !== total) {
-      blob.stream.destroy();
-      return null;
-    }
-    for await (const chunk of blob.stream as AsyncIterable<Buffer>) {
-      hash.update(chunk);
-      size += chunk.length;
-      if (headBytes < SNIFF_BYTES) {
-        head.push(chunk.subarray(0, SNIFF_BYTES - headBytes));
-        headBytes += head[head.length - 1]!.length;
-      }
-    }
-    return size === total ? { sha256: hash.digest(), head: Buffer.concat(head) } : null;
   }
 
   /**
