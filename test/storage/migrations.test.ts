@@ -112,11 +112,12 @@ for (const backend of backendsUnderTest()) {
     it('apply a later migration after the baseline, once', async () => {
       const { db, dispose } = await freshDatabase(backend);
       try {
+        const version = Math.max(...migrations.map((m) => m.version)) + 1;
         const later = [
           ...migrations,
-          { version: 2, name: 'later', sql: 'CREATE TABLE later_probe (id int); INSERT INTO later_probe VALUES (1);' },
+          { version, name: 'later', sql: 'CREATE TABLE later_probe (id int); INSERT INTO later_probe VALUES (1);' },
         ];
-        expect(await migrate(db, later)).toEqual([2]);
+        expect(await migrate(db, later)).toEqual([version]);
         expect(await migrate(db, later)).toEqual([]);
         expect((await db.query('SELECT id FROM later_probe')).rows).toEqual([{ id: 1 }]);
       } finally {

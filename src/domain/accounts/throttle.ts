@@ -48,8 +48,12 @@ function addressKey(ip: string): string {
     .join(':')}::/64`;
 }
 
-/** The counter key of an identifier: hashed (any length fits the key; no identifier stored), without case. */
-const identifierKey = (identifier: string): string => `i:${hash('sha256', identifier.toLowerCase(), 'base64url')}`;
+/**
+ * The counter key of an identifier: hashed (any length fits the key; no identifier stored), in Unicode NFC and
+ * without case, so that every spelling that may name the account counts on one key.
+ */
+const identifierKey = (identifier: string): string =>
+  `i:${hash('sha256', identifier.normalize('NFC').toLowerCase(), 'base64url')}`;
 
 export class CredentialThrottle {
   constructor(

@@ -3,18 +3,40 @@ import type { Caller, Credentials } from '../../domain/accounts/types.js';
 import type { Queryable } from '../db.js';
 
 /**
- * The user an identifier names: the exact spelling, else, for an e-mail address (one with an '@'), the user whose
- * address differs only in case (a case_duplicate, which a backup may bring, logs in with its exact spelling only).
+ * The user an identifier names: the exact spelling, else the user whose identifier is the same under the comparison
+ * rule (Unicode NFC, e-mail addresses also without case: trellis_identifier_key in schema/accounts.ts). An account
+ * marked case_duplicate (another account holds its key: a backup or an older version may have brought both) logs in
+ * with its exact spelling only.
  */
 export async function userByIdentifier(q: Queryable, identifier: string) {
   const { rows } = await q.query<{ id: string; password_hash: string | null }>(
     `SELECT id, password_hash FROM users
-     WHERE identifier = $1 OR (lower(identifier) = lower($1) AND strpos(identifier, '@') > 0 AND NOT case_duplicate)
+     WHERE identifier = $1 OR (trellis_identifier_key(identifier) = trellis_identifier_key($1) AND NOT case_duplicate)
      ORDER BY identifier = $1 DESC LIMIT 1`,
     [identifier],
     'user_by_identifier',
   );
   return rows[0] ?? null;
+}
+
+export interface IdentifierCollision {
+  key: string;
+  id: string;
+  identifier: string;
+  /** Logs in with its exact spelling only; false for the account that holds the key. */
+  case_duplicate: boolean;
+}
+
+/** Every account whose identifier is the same as another's under the comparison rule, by key, the holder first. */
+export async function identifierCollisions(q: Queryable): Promise<IdentifierCollision[]> {
+  const { rows } = await q.query<IdentifierCollision>(
+    `SELECT key, id, identifier, case_duplicate
+     FROM (SELECT trellis_identifier_key(identifier) AS key, id, identifier, case_duplicate,
+                  count(*) OVER (PARTITION BY trellis_identifier_key(identifier)) AS n
+           FROM users) u
+     WHERE n > 1 ORDER BY key, case_duplicate, id`,
+  );
+  return rows;
 }
 
 export async function userExists(q: Queryable, id: string): Promise<boolean> {
