@@ -39,6 +39,35 @@ export async function identifierCollisions(q: Queryable): Promise<IdentifierColl
   return rows;
 }
 
+/**
+ * Counts one registration attempt of `key` (a client address) and returns the count of its window, which starts
+ * again at `now` when the one recorded began at or before `windowStartedBefore`. One statement, so that concurrent
+ * attempts on several instances are counted exactly.
+ */
+export async function countRegistration(
+  q: Queryable,
+  key: string,
+  now: Date,
+  windowStartedBefore: Date,
+): Promise<{ registrations: number; window_start: Date }> {
+  const { rows } = await q.query<{ registrations: number; window_start: Date }>(
+    `INSERT INTO registration_counts AS c (key, registrations, window_start) VALUES ($1, 1, $2)
+     ON CONFLICT (key) DO UPDATE SET
+       registrations = CASE WHEN c.window_start <= $3 THEN 1 ELSE least(c.registrations, 2147483646) + 1 END,
+       window_start = CASE WHEN c.window_start <= $3 THEN $2 ELSE c.window_start END
+     RETURNING registrations, window_start`,
+    [key, now, windowStartedBefore],
+    'registration_count',
+  );
+  return rows[0]!;
+}
+
+/** Deletes the counts of windows that began at or before `before`; returns how many. */
+export async function deleteOldRegistrationCounts(q: Queryable, before: Date): Promise<number> {
+  const { rowCount } = await q.query('DELETE FROM registration_counts WHERE window_start <= $1', [before]);
+  return rowCount;
+}
+
 export async function userExists(q: Queryable, id: string): Promise<boolean> {
   const { rows } = await q.query('SELECT 1 FROM users WHERE id = $1', [id], 'user_exists');
   return rows.length > 0;

@@ -24,3 +24,16 @@ WHERE users.id = ranked.id AND ranked.n > 1 AND NOT users.case_duplicate;
 DROP INDEX users_identifier_folded;
 CREATE UNIQUE INDEX users_identifier_normalised ON users (trellis_identifier_key(identifier)) WHERE NOT case_duplicate;
 `;
+
+/**
+ * Registrations per client address in the current window (domain/accounts/registration-throttle.ts), shared by every
+ * instance on one PostgreSQL; a background job deletes the rows of windows that are over.
+ */
+export const REGISTRATION_COUNTS = /* sql */ `
+CREATE TABLE registration_counts (
+  key           text PRIMARY KEY,
+  registrations integer NOT NULL,
+  window_start  timestamptz NOT NULL
+);
+CREATE INDEX registration_counts_window ON registration_counts (window_start);
+`;
