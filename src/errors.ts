@@ -37,11 +37,12 @@ export const PROBLEMS = {
     title: 'Range Not Satisfiable',
     detail: 'The requested range cannot be served for this file.',
   },
-  // Failed credential checks back off (domain/accounts/throttle.ts); the response carries Retry-After.
+  // Failed credential checks back off (domain/accounts/throttle.ts), registrations are counted per address
+  // (registration-throttle.ts); the response carries Retry-After.
   'too-many-requests': {
     status: 429,
     title: 'Too Many Requests',
-    detail: 'Too many failed attempts: wait as long as Retry-After says before the next one.',
+    detail: 'Too many attempts: wait as long as Retry-After says before the next one.',
   },
   'internal-server-error': {
     status: 500,

@@ -23,6 +23,11 @@ export function startJobs(services: Services, config: Config, logger: Logger, ex
       intervalMs: 60_000,
       run: () => services.accounts.forgetOldCredentialFailures(),
     },
+    {
+      name: 'forget-registration-counts',
+      intervalMs: 60_000,
+      run: () => services.accounts.forgetOldRegistrationCounts(),
+    },
     // A crash's leftovers in the blob store (on disk the startup sweep ran before the server listened).
     {
       name: 'sweep-files',

@@ -17,6 +17,7 @@ const USAGE = `usage: trellis <command>
   serve                                      run the HTTP service (what npm start runs)
   config:check                               validate the configuration and print it
   user:create <identifier> <password> [--id UUID] [--name NAME]
+  user:check-identifiers                     list accounts whose identifiers are the same (NFC, e-mail case); exit 1 if any
   token:revoke [-f] [--dry-run] [-l] [-u USER] [-g GROUP] [-b "YYYY-MM-DD HH:MM"] [-a "YYYY-MM-DD HH:MM"]
                [--issued-with-expiration-date] [--issued-without-expiration-date]
   backup:create <dir>                        write a backup (reference format) from one consistent snapshot

@@ -77,6 +77,21 @@ export const SettingsSchema = Type.Object(
       uniqueIdentifierRegex: Type.Union([Type.String({ minLength: 1 }), Type.Literal(false)], { default: false }),
       // In characters; POST /register and POST /change-password refuse shorter passwords, user:create warns.
       minPasswordLength: Type.Integer({ minimum: 1, maximum: 1024, default: 8 }),
+      // POST /register per client address (domain/accounts/registration-throttle.ts): this many attempts in a
+      // window, then 429 with Retry-After until the window ends.
+      throttle: obj({
+        enabled: Type.Boolean({ default: true }),
+        registrationsPerAddress: int(20, 1),
+        windowInSeconds: seconds(600, 1),
+      }),
+    }),
+    // Argon2 hashes and verifications run on threads of their own below normal priority, `workers` at once ('auto':
+    // half of the cores), `maxQueued` waiting; beyond that 503 with Retry-After (domain/accounts/passwords.ts).
+    passwordHashing: obj({
+      workers: Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal('auto')], {
+        default: 'auto',
+      }),
+      maxQueued: int(100),
     }),
     // Failed POST /token and POST /change-password attempts back off per identifier and per client address
     // (domain/accounts/throttle.ts): free up to the given number of failures, then 1 s doubling up to the maximum.

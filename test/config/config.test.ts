@@ -40,7 +40,9 @@ describe('configuration', () => {
       uniqueIdentifier: 'email',
       uniqueIdentifierRegex: false,
       minPasswordLength: 8,
+      throttle: { enabled: true, registrationsPerAddress: 20, windowInSeconds: 600 },
     });
+    expect(s.passwordHashing).toEqual({ workers: 'auto', maxQueued: 100 });
     expect(s.login.throttle).toEqual({
       enabled: true,
       freeFailuresPerIdentifier: 5,

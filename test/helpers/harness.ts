@@ -195,6 +195,16 @@ export function s3Settings(
 /** A new prefix in the test bucket. */
 export const newS3Prefix = () => `t-${randomBytes(8).toString('hex')}`;
 
+/**
+ * Tests register many users from one address: the registration throttle is off unless a suite's settings give
+ * `register.throttle` (test/accounts/registration-throttle.test.ts does).
+ */
+function registrationsUnthrottled(settings: Record<string, unknown>): Record<string, unknown> {
+  const register = (settings.register ?? {}) as Record<string, unknown>;
+  if (register.throttle !== undefined) return settings;
+  return { ...settings, register: { ...register, throttle: { enabled: false } } };
+}
+
 export async function startHarness(
   backend: BackendName,
   options: HarnessOptions = {},
@@ -203,8 +213,9 @@ export async function startHarness(
   const blobStore = options.blobStore ?? 'disk';
   const { db, dispose } = options.db ? { db: options.db, dispose: async () => {} } : await freshDatabase(backend);
   const s3Prefix = blobStore === 's3' ? (options.s3Prefix ?? newS3Prefix()) : null;
-  const s3 = s3Prefix !== null ? s3Settings(options.settings ?? {}, s3Prefix, options.objectStore) : null;
-  const settings: Settings = validateSettings(s3?.settings ?? options.settings ?? {});
+  const given = registrationsUnthrottled(options.settings ?? {});
+  const s3 = s3Prefix !== null ? s3Settings(given, s3Prefix, options.objectStore) : null;
+  const settings: Settings = validateSettings(s3?.settings ?? given);
   const config: Config = {
     settings,
     runtime: {

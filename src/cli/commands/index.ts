@@ -3,10 +3,12 @@ import type { DbCommand } from '../io.js';
 import { backupCreate } from './backup-create.js';
 import { backupLoad } from './backup-load.js';
 import { tokenRevoke } from './token-revoke.js';
+import { userCheckIdentifiers } from './user-check-identifiers.js';
 import { userCreate } from './user-create.js';
 
 export const dbCommands: Record<string, DbCommand> = {
   'user:create': userCreate,
+  'user:check-identifiers': userCheckIdentifiers,
   'token:revoke': tokenRevoke,
   'backup:create': backupCreate,
   'backup:load': backupLoad,

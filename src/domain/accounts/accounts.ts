@@ -10,7 +10,8 @@ import { checkDataLimits } from '../elements/data-limits.js';
 import { checkProperties, reservedProperties } from '../elements/properties.js';
 import { renderElement } from '../elements/representation.js';
 import { isoTime, isPlainObject, isUuid, newId } from '../values.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { defaultHashWorkers, PasswordHashing } from './passwords.js';
+import { RegistrationThrottle } from './registration-throttle.js';
 import { CredentialThrottle } from './throttle.js';
 import { generateToken, hashToken, TOKEN_PATTERN } from './tokens.js';
 import type { Caller, Credentials } from './types.js';
@@ -78,9 +79,14 @@ export class Accounts {
     private readonly anonymousUserId: string | null,
   ) {
     this.throttle = new CredentialThrottle(db, settings.login.throttle, clock);
+    this.registrations = new RegistrationThrottle(db, settings.register.throttle, clock);
+    const { workers, maxQueued } = settings.passwordHashing;
+    this.hashing = new PasswordHashing(workers === 'auto' ? defaultHashWorkers() : workers, maxQueued);
   }
 
   private readonly throttle: CredentialThrottle;
+  private readonly registrations: RegistrationThrottle;
+  private readonly hashing: PasswordHashing;
 
   /** Whether a password is shorter than register.minPasswordLength (counted in characters, not UTF-16 units). */
   passwordTooShort(password: string): boolean {
@@ -121,7 +127,8 @@ export class Accounts {
     return hashToken(match[1]!);
   }
 
-  async register(body: unknown): Promise<string> {
+  /** POST /register; `address` is the client's, for the registrations allowed per address (registration-throttle.ts). */
+  async register(body: unknown, address?: string): Promise<string> {
     if (!this.settings.register.enabled) throw new Problem('forbidden', 'Registration is disabled on this instance.');
     const input = requireType(body, 'User');
     const identifier = requireString(input, 'uniqueUserIdentifier');
@@ -133,6 +140,7 @@ export class Accounts {
     if (pattern !== false && !new RegExp(pattern, 'u').test(identifier))
       throw new Problem('bad-content', `The identifier does not match the pattern this instance requires.`);
     this.requirePasswordLength('password', password);
+    await this.registrations.count(address);
     return this.createUser(identifier, password, data);
   }
 
@@ -149,7 +157,7 @@ export class Accounts {
     if (Array.from(identifier).length > MAX_IDENTIFIER_CHARACTERS)
       throw new Problem('bad-content', `The identifier is longer than ${MAX_IDENTIFIER_CHARACTERS} characters.`);
     if (password.length === 0) throw new Problem('bad-content', 'The password must be a non-empty string.');
-    const passwordHash = await hashPassword(password);
+    const passwordHash = await this.hashing.hash(password);
     const key = this.settings.register.uniqueIdentifier;
     try {
       await this.db.transaction(async (tx) => {
@@ -183,7 +191,7 @@ export class Accounts {
     }
     const attempt = await this.throttle.check(identifier, address);
     const user = await sql.userByIdentifier(this.db, identifier);
-    if (!(await verifyPassword(user?.password_hash, password)) || !user) {
+    if (!(await this.hashing.verify(user?.password_hash, password)) || !user) {
       await this.throttle.failed(attempt);
       throw new Problem('unauthorized', 'The identifier or the password is wrong.');
     }
@@ -245,18 +253,18 @@ export class Accounts {
     const user = await sql.userByIdentifier(this.db, identifier);
     const wrong = () => new Problem('unauthorized', 'The identifier or the current password is wrong.');
     if (!user) {
-      await verifyPassword(null, current); // the same time as a wrong password: the answer does not tell which
+      await this.hashing.verify(null, current); // the same time as a wrong password: the answer does not tell which
       await this.throttle.failed(attempt);
       throw wrong();
     }
     if (this.anonymousUserId !== null && user.id === this.anonymousUserId.toLowerCase())
       throw new Problem('forbidden', 'The anonymous user cannot change a password.');
-    if (!(await verifyPassword(user.password_hash, current))) {
+    if (!(await this.hashing.verify(user.password_hash, current))) {
       await this.throttle.failed(attempt);
       throw wrong();
     }
     await this.throttle.succeeded(attempt);
-    const hash = await hashPassword(next);
+    const hash = await this.hashing.hash(next);
     await this.db.transaction(async (tx) => {
       // Only over the hash that was verified: of two concurrent changes from one password, the second finds it gone.
       if (!(await sql.replacePasswordHash(tx, user.id, user.password_hash!, hash))) throw wrong();
@@ -275,6 +283,11 @@ export class Accounts {
   /** Background job: deletes the failed-credential counters that are forgotten anyway. */
   async forgetOldCredentialFailures(): Promise<number> {
     return this.throttle.forgetOld();
+  }
+
+  /** Background job: deletes the registration counts of windows that are over. */
+  async forgetOldRegistrationCounts(): Promise<number> {
+    return this.registrations.forgetOld();
   }
 
   /** Background job: deletes tokens that expired longer ago than the configured grace. */

@@ -31,7 +31,7 @@ function backoffSeconds(failures: number, free: number, max: number): number {
  * The counter key of a client address: IPv4 as it is (also when mapped into IPv6), IPv6 by its /64 prefix, the
  * smallest block one subscriber is given, so that one subscriber's many addresses count as one.
  */
-function addressKey(ip: string): string {
+export function addressKey(ip: string): string {
   const bare = ip.replace(/%.*$/, '').toLowerCase();
   const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/.exec(bare);
   if (v4) return `a:${v4[1]}`;
@@ -48,8 +48,12 @@ function addressKey(ip: string): string {
     .join(':')}::/64`;
 }
 
-/** The counter key of an identifier: hashed (any length fits the key; no identifier stored), without case. */
-const identifierKey = (identifier: string): string => `i:${hash('sha256', identifier.toLowerCase(), 'base64url')}`;
+/**
+ * The counter key of an identifier: hashed (any length fits the key; no identifier stored), in Unicode NFC and
+ * without case, so that every spelling that may name the account counts on one key.
+ */
+const identifierKey = (identifier: string): string =>
+  `i:${hash('sha256', identifier.normalize('NFC').toLowerCase(), 'base64url')}`;
 
 export class CredentialThrottle {
   constructor(

@@ -21,7 +21,7 @@ export default async function accountRoutes(app: App, { services }: RouteDeps) {
   resource(app, '/register', {
     POST: operation(
       registerSchema,
-      async (request, reply) => created(reply, `/${await accounts.register(request.body)}`),
+      async (request, reply) => created(reply, `/${await accounts.register(request.body, request.ip)}`),
       credentialsInBody,
     ),
   });

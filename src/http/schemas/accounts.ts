@@ -43,7 +43,7 @@ export const registerSchema = {
   ),
   response: {
     201: empty('Registered; Location names the new User node.', { Location: LOCATION }),
-    ...problems(400, 403),
+    ...problems(400, 403, 429),
   },
 };
 

@@ -3,18 +3,69 @@ import type { Caller, Credentials } from '../../domain/accounts/types.js';
 import type { Queryable } from '../db.js';
 
 /**
- * The user an identifier names: the exact spelling, else, for an e-mail address (one with an '@'), the user whose
- * address differs only in case (a case_duplicate, which a backup may bring, logs in with its exact spelling only).
+ * The user an identifier names: the exact spelling, else the user whose identifier is the same under the comparison
+ * rule (Unicode NFC, e-mail addresses also without case: trellis_identifier_key in schema/accounts.ts). An account
+ * marked case_duplicate (another account holds its key: a backup or an older version may have brought both) logs in
+ * with its exact spelling only.
  */
 export async function userByIdentifier(q: Queryable, identifier: string) {
   const { rows } = await q.query<{ id: string; password_hash: string | null }>(
     `SELECT id, password_hash FROM users
-     WHERE identifier = $1 OR (lower(identifier) = lower($1) AND strpos(identifier, '@') > 0 AND NOT case_duplicate)
+     WHERE identifier = $1 OR (trellis_identifier_key(identifier) = trellis_identifier_key($1) AND NOT case_duplicate)
      ORDER BY identifier = $1 DESC LIMIT 1`,
     [identifier],
     'user_by_identifier',
   );
   return rows[0] ?? null;
+}
+
+export interface IdentifierCollision {
+  key: string;
+  id: string;
+  identifier: string;
+  /** Logs in with its exact spelling only; false for the account that holds the key. */
+  case_duplicate: boolean;
+}
+
+/** Every account whose identifier is the same as another's under the comparison rule, by key, the holder first. */
+export async function identifierCollisions(q: Queryable): Promise<IdentifierCollision[]> {
+  const { rows } = await q.query<IdentifierCollision>(
+    `SELECT key, id, identifier, case_duplicate
+     FROM (SELECT trellis_identifier_key(identifier) AS key, id, identifier, case_duplicate,
+                  count(*) OVER (PARTITION BY trellis_identifier_key(identifier)) AS n
+           FROM users) u
+     WHERE n > 1 ORDER BY key, case_duplicate, id`,
+  );
+  return rows;
+}
+
+/**
+ * Counts one registration attempt of `key` (a client address) and returns the count of its window, which starts
+ * again at `now` when the one recorded began at or before `windowStartedBefore`. One statement, so that concurrent
+ * attempts on several instances are counted exactly.
+ */
+export async function countRegistration(
+  q: Queryable,
+  key: string,
+  now: Date,
+  windowStartedBefore: Date,
+): Promise<{ registrations: number; window_start: Date }> {
+  const { rows } = await q.query<{ registrations: number; window_start: Date }>(
+    `INSERT INTO registration_counts AS c (key, registrations, window_start) VALUES ($1, 1, $2)
+     ON CONFLICT (key) DO UPDATE SET
+       registrations = CASE WHEN c.window_start <= $3 THEN 1 ELSE least(c.registrations, 2147483646) + 1 END,
+       window_start = CASE WHEN c.window_start <= $3 THEN $2 ELSE c.window_start END
+     RETURNING registrations, window_start`,
+    [key, now, windowStartedBefore],
+    'registration_count',
+  );
+  return rows[0]!;
+}
+
+/** Deletes the counts of windows that began at or before `before`; returns how many. */
+export async function deleteOldRegistrationCounts(q: Queryable, before: Date): Promise<number> {
+  const { rowCount } = await q.query('DELETE FROM registration_counts WHERE window_start <= $1', [before]);
+  return rowCount;
 }
 
 export async function userExists(q: Queryable, id: string): Promise<boolean> {

@@ -50,19 +50,18 @@ export async function insertElementRows(q: Queryable, rows: readonly BackupEleme
 }
 
 /**
- * A backup may hold two spellings of one e-mail address (it may come from an earlier Trellis, or from the reference
- * implementation): the first user (already stored, else the smallest id) keeps the address
- * for every spelling and the others are case_duplicate, logging in with their exact spelling.
+ * A backup may hold two spellings of one identifier (Unicode NFC, e-mail addresses also without case; it may come
+ * from an earlier Trellis, or from the reference implementation): the first user (already stored, else the smallest
+ * id) keeps the identifier for every spelling and the others are case_duplicate, logging in with their exact spelling.
  */
 export async function insertUserRows(q: Queryable, rows: readonly BackupUserRow[]): Promise<void> {
   if (rows.length === 0) return;
   await q.query(
     `INSERT INTO users (id, identifier, password_hash, case_duplicate)
      SELECT id, identifier, password_hash,
-            strpos(identifier, '@') > 0 AND (
-              row_number() OVER (PARTITION BY lower(identifier) ORDER BY id) > 1
-              OR EXISTS (SELECT 1 FROM users u WHERE lower(u.identifier) = lower(r.identifier)
-                           AND strpos(u.identifier, '@') > 0 AND NOT u.case_duplicate))
+            row_number() OVER (PARTITION BY trellis_identifier_key(identifier) ORDER BY id) > 1
+            OR EXISTS (SELECT 1 FROM users u WHERE trellis_identifier_key(u.identifier) = trellis_identifier_key(r.identifier)
+                         AND NOT u.case_duplicate)
      FROM json_to_recordset($1::json) AS r(id uuid, identifier text, password_hash text)`,
     [JSON.stringify(rows)],
     'backup_insert_users',

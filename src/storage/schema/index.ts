@@ -2,6 +2,7 @@
 // A change to a released schema is a new entry here (version 2, 3, ...) with its own SQL, never an edit of an
 // applied one: a database records the versions it has and is not given them again.
 import { ACCESS_EPOCH, ACCESS_INDEX, ACCESS_KEYS, ACCESS_RULES } from './access.js';
+import { NORMALISED_IDENTIFIERS, REGISTRATION_COUNTS } from './accounts.js';
 import { SEARCH_FUNCTIONS, SEARCH_INDEX } from './search.js';
 import { DATA_LIMITS, EXTENSIONS, TABLES } from './tables.js';
 import { UPLOAD_GENERATIONS } from './upload-generations.js';
@@ -27,5 +28,7 @@ const BASELINE = [
 
 export const migrations: Migration[] = [
   { version: 1, name: 'baseline', sql: BASELINE },
-  { version: 2, name: 'upload generations', sql: UPLOAD_GENERATIONS },
+  { version: 2, name: 'upload-generations', sql: UPLOAD_GENERATIONS },
+  { version: 3, name: 'normalised-identifiers', sql: NORMALISED_IDENTIFIERS },
+  { version: 4, name: 'registration-counts', sql: REGISTRATION_COUNTS },
 ];
