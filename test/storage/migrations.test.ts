@@ -115,7 +115,11 @@ for (const backend of backendsUnderTest()) {
         const next = Math.max(...migrations.map((m) => m.version)) + 1;
         const later = [
           ...migrations,
-          { version: next, name: 'later', sql: 'CREATE TABLE later_probe (id int); INSERT INTO later_probe VALUES (1);' },
+          {
+            version: next,
+            name: 'later',
+            sql: 'CREATE TABLE later_probe (id int); INSERT INTO later_probe VALUES (1);',
+          },
         ];
         expect(await migrate(db, later)).toEqual([next]);
         expect(await migrate(db, later)).toEqual([]);
