@@ -460,6 +460,9 @@ export class Uploads {
     // What is answered and recorded is what the store holds, read back: its length and its digest.
     const stored = await this.orGone(caller, upload.id, lease, readBackAll(readBack!, prefix!, total));
     if (!stored) {
+      // A cancellation that removed row and bytes under this request is a 404, as when it came first.
+      const now = await sql.uploadOf(this.db, upload.id, caller.userId);
+      if (now?.lease_token !== lease) throw await this.leaseLost(caller, upload.id);
       await this.drop(upload.id);
       throw new Problem('gone', 'The stored bytes of this upload were lost; start a new upload.');
     }
