@@ -21,18 +21,22 @@ describe('search time budget: defaults', () => {
 });
 
 describe.skipIf(!backendsUnderTest().includes('pglite'))('search time budget [pglite]', () => {
+  const ELEMENTS = 40;
+  const longValues = (i: number) =>
+    Object.fromEntries(Array.from({ length: 30 }, (_, k) => [`code${k}`, 'ab'.repeat(995) + `${i}-${k}`]));
   let h: Harness & { stop(): Promise<void> };
   let token: string;
   const search = (query: unknown) =>
     h.request('POST', '/search', { token, body: { steps: [{ type: 'searchengine-query-dsl-mixin', query }] } });
-  // A thousand infix wildcards over long values: seconds of work on the embedded database.
-  const expensive = { bool: { should: Array.from({ length: 1000 }, (_, i) => ({ wildcard: { code: `*zq${i}*` } })) } };
+  // A thousand infix wildcards over 30 values of 2,000 characters per element: several seconds of work on the embedded
+  // database even on a fast machine (each value is one lexeme the patterns scan; a longer one is not indexed).
+  const expensive = { bool: { should: Array.from({ length: 1000 }, (_, i) => ({ wildcard: { code0: `*zq${i}*` } })) } };
 
   beforeAll(async () => {
     h = await startHarness('pglite', { settings: { search: { statementTimeoutInSeconds: 0.5 } } });
     token = (await userWithToken(h, 'alice@budget.dev')).token;
-    for (let i = 0; i < 10; i++)
-      await createElement(h, token, { type: 'Thing', data: { name: `budget ${i}`, code: 'ab'.repeat(10_000) + i } });
+    for (let i = 0; i < ELEMENTS; i++)
+      await createElement(h, token, { type: 'Thing', data: { name: `budget ${i}`, ...longValues(i) } });
   });
   afterAll(() => h.stop());
 
@@ -53,7 +57,8 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('search time budget [pg
     expect(probed).toBeLessThan(5_000);
     const after = await search({ match: { name: 'budget' } });
     expect(after.status).toBe(200);
-    expect(after.json.results).toHaveLength(10);
+    expect(after.json.results.length).toBeGreaterThan(0);
+    for (const element of after.json.results) expect(element.data.name).toMatch(/^budget \d+$/);
   });
 });
 
