@@ -8,9 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { hashPassword } from '../../src/domain/accounts/passwords.js';
 import { generateToken, hashToken } from '../../src/domain/accounts/tokens.js';
-import { isoTime } from '../../src/domain/values.js';
 import type { Db, Queryable } from '../../src/storage/db.js';
 import { deferAccessIndex, rebuildAccessIndex } from '../../src/storage/queries/access.js';
+import { isoTime } from '../../src/values.js';
 
 export interface DatasetSpec {
   /** Number of nodes (users, tokens, groups, tags and tree nodes together). */

@@ -15,9 +15,9 @@ import { pipeline } from 'node:stream/promises';
 import type { BlobStore } from '../blob/blob-store.js';
 import { blobTag } from '../domain/files/files.js';
 import type { FileMeta } from '../domain/files/types.js';
-import { isoTime } from '../domain/values.js';
 import type { Db } from '../storage/db.js';
 import { beginSnapshot, countElements, type DumpRow, dumpPage } from '../storage/queries/backup.js';
+import { isoTime } from '../values.js';
 import {
   BACKUP_FORMAT_VERSION,
   BACKUP_VERSION,

@@ -3,8 +3,8 @@
 import { hashToken, TOKEN_PATTERN } from '../domain/accounts/tokens.js';
 import { checkDataLimits, type DataLimits } from '../domain/elements/data-limits.js';
 import type { FileMeta } from '../domain/files/types.js';
-import { isPlainObject, isUuid } from '../domain/values.js';
 import { Problem } from '../errors.js';
+import { isPlainObject, isUuid } from '../values.js';
 import { BackupError, type BackupTokenState, parseJsonObject, preview, TOKEN_STATES } from './format.js';
 
 interface ParsedToken {

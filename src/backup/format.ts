@@ -3,7 +3,7 @@
 // below node/, relation/ and file/; `create` writes one layout, sharded by the first two characters of the id, with
 // a fixed key order, so that the same database state always gives the same bytes.
 import { join } from 'node:path';
-import { isPlainObject, isUuid } from '../domain/values.js';
+import { isPlainObject, isUuid } from '../values.js';
 
 export const SUMMARY_FILE = 'summary.json';
 export const NODE_DIR = 'node';

@@ -2,9 +2,7 @@
 import { ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
-import type { Services } from '../services.js';
 import { guardConnections } from './connection-guard.js';
 import explorerRoutes from './explorer.js';
 import { COMMON_HEADERS } from './headers.js';
@@ -13,6 +11,7 @@ import { registerOpenApi } from './openapi.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
 import { requestLogger } from './request-logger.js';
 import { WEBDAV_METHODS } from './resource.js';
+import type { RouteDeps } from './route-deps.js';
 import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
 import fileRoutes from './routes/files.js';
@@ -22,9 +21,7 @@ import uploadRoutes from './routes/uploads.js';
 import { guardStorage, stoppedForSpace } from './storage-guard.js';
 import type { App } from './types.js';
 
-export interface AppDeps {
-  config: Config;
-  services: Services;
+export interface AppDeps extends RouteDeps {
   /** A pino logger; none means silent. */
   logger?: FastifyBaseLogger;
 }
@@ -147,5 +144,3 @@ function answerConnect(app: App): void {
     app.routing(request, response);
   });
 }
-
-export type RouteDeps = Pick<AppDeps, 'config' | 'services'>;

@@ -4,8 +4,8 @@
 // The first two can only be written as \u escapes in JSON text, so an ordinary body pays for a scan of its text, not
 // a walk of its value.
 import type { FastifyInstance } from 'fastify';
-import { unstorableAt } from '../domain/values.js';
 import { Problem } from '../errors.js';
+import { unstorableAt } from '../values.js';
 
 const SUSPECT_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 const HUGE_NUMBER = /\d[eE]\+?\d{3}|\d{309}/;

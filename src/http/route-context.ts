@@ -1,6 +1,7 @@
 // Set-ups shared by the route plugins (each applies to the encapsulated plugin it is called in).
-import { isUuid } from '../domain/values.js';
+
 import { Problem } from '../errors.js';
+import { isUuid } from '../values.js';
 import type { App } from './types.js';
 import { legacyCompleteness } from './upload-replies.js';
 

@@ -2,8 +2,8 @@
 // or not according to their state, and its security scenarios behave as DESIGN.md's access model says.
 import { beforeAll, expect, it } from 'vitest';
 import type { LoadReport } from '../../src/backup/load.js';
-import { isoTime } from '../../src/domain/values.js';
 import { permittedIds } from '../../src/storage/queries/access.js';
+import { isoTime } from '../../src/values.js';
 import { describeBackends } from '../helpers/harness.js';
 import {
   ANONYMOUS_USER_UUID,

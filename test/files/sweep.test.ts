@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import { beforeAll, expect, it } from 'vitest';
 import type { Replacement } from '../../src/blob/blob-store.js';
-import { newId } from '../../src/domain/values.js';
+import { newId } from '../../src/values.js';
 import {
   currentNames,
   elementBytes,

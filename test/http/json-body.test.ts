@@ -2,8 +2,8 @@
 // surrogates, numbers beyond the double range, nesting beyond MAX_JSON_DEPTH. They used to reach PostgreSQL and come
 // back as 500s; a deeply nested body even broke a prepared statement of the connection for every later request.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { unstorableAt } from '../../src/domain/values.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../src/http/json-body.js';
+import { unstorableAt } from '../../src/values.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;

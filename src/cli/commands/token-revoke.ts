@@ -1,6 +1,7 @@
 // token:revoke: revokes the active tokens matching the filters (the reference implementation's flags).
-import { isoTime, isUuid } from '../../domain/values.js';
+
 import { activeTokens, revokeTokens, type TokenFilter } from '../../storage/queries/accounts.js';
+import { isoTime, isUuid } from '../../values.js';
 import { commandArgs, type DbCommand } from '../io.js';
 
 const USAGE = `usage: trellis token:revoke [-f] [--dry-run] [-l] [-u USER] [-g GROUP] [-b "YYYY-MM-DD HH:MM"] [-a "YYYY-MM-DD HH:MM"]

@@ -1,7 +1,7 @@
 // user:create <identifier> <password> [--id UUID] [--name NAME]: prints the new user's id.
 
-import { isUuid } from '../../domain/values.js';
 import { Problem } from '../../errors.js';
+import { isUuid } from '../../values.js';
 import { commandArgs, type DbCommand } from '../io.js';
 
 const USAGE = 'usage: trellis user:create <identifier> <password> [--id UUID] [--name NAME]';

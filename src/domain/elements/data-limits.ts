@@ -2,7 +2,7 @@
 // grows with every key, array item and word of its data; on the embedded database that work holds up every other
 // request. These limits bound it (the element.* settings; SECURITY.md gives the worst case they allow).
 import { Problem } from '../../errors.js';
-import { isPlainObject } from '../values.js';
+import { isPlainObject } from '../../values.js';
 
 export interface DataLimits {
   /** Bytes of the data as the database prints it: JSON with a space after each ':' and ','. */

@@ -9,9 +9,9 @@ import type { AccessDecisions } from '../../storage/access-decisions.js';
 import { type Db, isForeignKeyViolation, type Queryable, retryingTransient } from '../../storage/db.js';
 import { owns } from '../../storage/queries/access.js';
 import * as sql from '../../storage/queries/elements.js';
+import { isPlainObject, isUuid, newId } from '../../values.js';
 import { authenticated, failAfterAuthentication, unauthorized } from '../accounts/accounts.js';
 import type { Caller, Credentials } from '../accounts/types.js';
-import { isPlainObject, isUuid, newId } from '../values.js';
 import type { Collections } from './collections.js';
 import {
   type Conditions,

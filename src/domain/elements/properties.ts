@@ -1,6 +1,6 @@
 // Rules for element types and properties (spec "Properties inside data", "Node"; the design notes' section 3).
 import { Problem } from '../../errors.js';
-import { isPlainObject } from '../values.js';
+import { isPlainObject } from '../../values.js';
 
 const RESERVED_TYPES = new Set(['User', 'Token', 'Upload']);
 /** Properties the service sets on every element (spec "Properties inside data"). */

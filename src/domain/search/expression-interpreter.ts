@@ -8,7 +8,7 @@
 // ±Infinity; `%` needs integers; `null` is a synonym of `nil`; sortBy is stable in both directions and its keys must
 // all be numbers or all strings; a map literal's `{` at the start of a predicate is taken as a map (not as the
 // closure's braces) when it is `{}` or starts with `key:`, which expr-lang would reject anyway.
-import { isPlainObject } from '../values.js';
+import { isPlainObject } from '../../values.js';
 import { ExpressionError, type Node, type NodeOf } from './expression-syntax.js';
 
 /** Evaluation steps per `resolveExpressions` (or `evaluateExpression`) call; each node evaluation is one step. */

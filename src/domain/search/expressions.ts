@@ -9,7 +9,7 @@
 // deep equality and the copying of results). Member access only reads own properties of plain objects and items of
 // arrays, so nothing reaches a prototype. Every failure is a 400 `bad-content` naming the offset in the string.
 import { badContent } from '../../errors.js';
-import { isPlainObject } from '../values.js';
+import { isPlainObject } from '../../values.js';
 import { type Budget, Interpreter, MAX_STEPS, MAX_VALUE_DEPTH, setOwn } from './expression-interpreter.js';
 import { ExpressionError, endOfQuoted, Parser } from './expression-syntax.js';
 

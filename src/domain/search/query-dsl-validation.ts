@@ -1,7 +1,7 @@
 // The checks the query DSL parser makes of the client's values: every failure is a 400 naming the path of the bad
 // clause (`query.bool.must[1].match.title: …`).
 import { badContent } from '../../errors.js';
-import { isPlainObject, timestamptzBound } from '../values.js';
+import { isPlainObject, timestamptzBound } from '../../values.js';
 import { NUMERIC } from './analysis.js';
 import { fieldNameSearchable } from './lexemes.js';
 import { MAX_BOOST } from './limits.js';

@@ -11,6 +11,7 @@ import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
 import { type Db, isForeignKeyViolation } from '../../storage/db.js';
 import * as sql from '../../storage/queries/uploads.js';
+import { isUuid, newId } from '../../values.js';
 import type { Caller } from '../accounts/types.js';
 import type { Conditions } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
@@ -18,7 +19,6 @@ import { extensionFromDisposition, parseSha256Digest } from '../files/file-heade
 import { checkFileTarget, type Files, type FileWriteMode, isClientAbort } from '../files/files.js';
 import { detectMimeType } from '../files/mime-detect.js';
 import type { FileMeta } from '../files/types.js';
-import { isUuid, newId } from '../values.js';
 import { ReadBack, type StoredBytes } from './read-back.js';
 import {
   checkAppendContentType,

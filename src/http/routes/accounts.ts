@@ -1,7 +1,8 @@
 // User endpoints: /register, /token, /change-password, /me. Each translates HTTP into one Accounts call.
-import type { RouteDeps } from '../app.js';
+
 import { caller, conditionsOf, created, JSON_TYPE, noContent, sendJson } from '../reply.js';
 import { operation, resource } from '../resource.js';
+import type { RouteDeps } from '../route-deps.js';
 import {
   changePasswordSchema,
   createTokenSchema,

@@ -3,10 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PageRequest } from '../../domain/elements/collections.js';
 import type { CollectionKind } from '../../domain/elements/types.js';
 import { Problem } from '../../errors.js';
-import type { RouteDeps } from '../app.js';
 import { caller, conditionsOf, created, noContent, sendJson } from '../reply.js';
 import { type Handler, operation, resource, WEBDAV_METHODS } from '../resource.js';
 import { rejectNonUuidIds } from '../route-context.js';
+import type { RouteDeps } from '../route-deps.js';
 import {
   collectionSchema,
   createChildSchema,

@@ -1,7 +1,8 @@
 // POST /search: authenticate, then one call into the search pipeline.
-import type { RouteDeps } from '../app.js';
+
 import { caller, JSON_TYPE } from '../reply.js';
 import { operation, resource } from '../resource.js';
+import type { RouteDeps } from '../route-deps.js';
 import { searchSchema } from '../schemas/search.js';
 import type { App } from '../types.js';
 

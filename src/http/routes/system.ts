@@ -2,12 +2,12 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyRequest } from 'fastify';
 import { PROBLEMS, Problem, type ProblemSlug, problemBody } from '../../errors.js';
-import type { RouteDeps } from '../app.js';
 import { baseUrlOf } from '../headers.js';
 import { INTERFACE_VERSION } from '../openapi.js';
 import { PROBLEM_CONTENT_TYPE } from '../problems.js';
 import { JSON_TYPE } from '../reply.js';
 import { operation, resource } from '../resource.js';
+import type { RouteDeps } from '../route-deps.js';
 import {
   errorDocumentSchema,
   graphStructureSchema,

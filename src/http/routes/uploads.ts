@@ -4,10 +4,10 @@
 // Append bodies are streamed, never parsed: like the file routes, this plugin (an encapsulated context of its
 // own) drops the JSON parsers and accepts any Content-Type, or none, without reading the body.
 import { uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
-import type { RouteDeps } from '../app.js';
 import { caller, headerOf, noContent } from '../reply.js';
 import { operation, resource } from '../resource.js';
 import { rejectNonUuidIds, streamBodies } from '../route-context.js';
+import type { RouteDeps } from '../route-deps.js';
 import { appendSchema, cancelUploadSchema, uploadStateSchema } from '../schemas/files.js';
 import type { App } from '../types.js';
 import { bodyOf, controlOf, interopOf, sendProgress } from '../upload-replies.js';

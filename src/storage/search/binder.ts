@@ -1,6 +1,6 @@
 // Bind parameters for the search statements (query DSL and Cypher): every client value reaches the SQL as a
 // parameter, never as text.
-import { unstorableAt, unstorableParameter } from '../../domain/values.js';
+import { unstorableAt, unstorableParameter } from '../../values.js';
 
 export interface BinderOptions {
   /** The error for a value PostgreSQL cannot store (U+0000, an unpaired surrogate): the client's mistake, a 400. */

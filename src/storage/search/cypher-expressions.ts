@@ -5,7 +5,7 @@
 // `n.key` is `data.key`; a JSON null and a missing key are both null. Constant parts are evaluated here.
 import type { ComparisonOp, Expr, StringOp } from '../../domain/search/cypher-ast.js';
 import { cypherError } from '../../domain/search/cypher-ast.js';
-import { isPlainObject, isUuid, timestamptzBound } from '../../domain/values.js';
+import { isPlainObject, isUuid, timestamptzBound } from '../../values.js';
 import { shownFileSql, shownTimeSql } from '../queries/element-json.js';
 import type { Binder } from './binder.js';
 

@@ -2,7 +2,7 @@
 // checks where it stands, and each pattern laid out to start from its better-bound end (ids from WHERE or UNWIND,
 // then conditions, then a label).
 import { type CypherQuery, type Direction, type Expr, MAX_HOPS, type Pattern } from '../../domain/search/cypher-ast.js';
-import { isUuid } from '../../domain/values.js';
+import { isUuid } from '../../values.js';
 import { evalConstant, hasVariables } from './cypher-expressions.js';
 
 /** A pattern node, in walk order. `name` is the variable, or a generated one for anonymous nodes. */

@@ -15,7 +15,7 @@ import {
   valueLex,
 } from '../../domain/search/lexemes.js';
 import type { DslField, DslQuery, RangeOp, Scalar, TextMode, TextTerm } from '../../domain/search/query-dsl-types.js';
-import { isUuid } from '../../domain/values.js';
+import { isUuid } from '../../values.js';
 import { shownFileSql, shownTimeSql } from '../queries/element-json.js';
 import type { Binder } from './binder.js';
 import {

@@ -1,11 +1,25 @@
-// Small value helpers shared by the domain modules.
+// Value checks shared by every layer: a leaf module that configuration, the domain, storage and HTTP may all import.
 import { randomUUID } from 'node:crypto';
 
 /** A UUID in its text form, any version, either case. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value);
-export const newId = (): string => randomUUID();
+export const newId = (): ElementId => randomUUID() as ElementId;
+
+declare const elementIdBrand: unique symbol;
+/**
+ * An element's id as the domain takes it: a UUID, lower-cased. Only parseElementId (at the edge: a path, a body, a
+ * backup file) and the stores (ids read back from the database) make one, so the domain never checks an id again.
+ */
+export type ElementId = string & { readonly [elementIdBrand]: true };
+
+/** `text` as an ElementId, or null when it is not a UUID. */
+export const parseElementId = (text: unknown): ElementId | null =>
+  isUuid(text) ? (text.toLowerCase() as ElementId) : null;
+
+/** An id the database handed back (always lower-case, always a UUID): no check. For storage adapters only. */
+export const storedElementId = (text: string): ElementId => text as ElementId;
 
 /** ISO 8601 with a numeric offset, as the reference implementation writes it: YYYY-MM-DDTHH:MM:SS+00:00. */
 export function isoTime(date: Date): string {
