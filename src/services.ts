@@ -16,6 +16,8 @@ import { AccessDecisions } from './storage/access-decisions.js';
 import type { Db } from './storage/db.js';
 import { StatfsGauge, type WatchedFolder } from './storage/free-space.js';
 import { embeddedDatabaseDir } from './storage/open.js';
+import { sqlSearchEngine } from './storage/search/search-engine.js';
+import { sqlTransactions } from './storage/transactions.js';
 
 export interface Services {
   db: Db;
@@ -39,7 +41,7 @@ export async function createServices(config: Config, db: Db, clock: Clock): Prom
   const elements = new Elements(db, settings, clock, blobs, collections, decisions);
   const files = new Files(db, settings, clock, blobs, elements);
   const uploads = new Uploads(db, settings, clock, blobs, elements, files);
-  const search = new Search(db, settings);
+  const search = new Search(sqlTransactions(db), sqlSearchEngine(), settings);
   const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
   return { db, clock, blobs, accounts, elements, collections, files, uploads, search, capacity };
 }

@@ -9,10 +9,12 @@
 import { expect, it } from 'vitest';
 import { hashToken } from '../../src/domain/accounts/tokens.js';
 import { runSearchEngine } from '../../src/domain/search/steps.js';
-import type { SearchEngineOptions } from '../../src/domain/search/types.js';
+import type { SearchEngineOptions } from '../../src/search/results.js';
 import { permittedIds } from '../../src/storage/queries/access.js';
 import { collectionPage } from '../../src/storage/queries/collections.js';
 import { readableElements } from '../../src/storage/search/hydration.js';
+import { sqlSearchEngine } from '../../src/storage/search/search-engine.js';
+import { sqlTransactions } from '../../src/storage/transactions.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -107,7 +109,13 @@ describeBackends('remembered access decisions under random graph changes', (h) =
         if (k !== turn) continue;
         const all = (await h().db.query<{ id: string }>('SELECT id FROM elements')).rows.map((r) => r.id);
         const searchable = await permittedIds(h().db, user.id, 'SEARCH', all);
-        const { output } = await runSearchEngine(h().db, user.id, { match_all: {} }, EVERYTHING);
+        const { output } = await runSearchEngine(
+          sqlSearchEngine(),
+          sqlTransactions(h().db).direct,
+          user.id,
+          { match_all: {} },
+          EVERYTHING,
+        );
         expect(new Set(output.elements.map((e) => e.id)), `${step}: search as ${user.identifier}`).toEqual(searchable);
         const readable = await permittedIds(h().db, user.id, 'READ', all);
         const hydrated = await readableElements(h().db, user.id, all);

@@ -2,11 +2,14 @@
 // order) for each shape of the subset, the caps, and access (a path with an element the caller cannot read is
 // dropped, while its owner gets it).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MAX_HOPS } from '../../src/domain/search/cypher-ast.js';
 import { runCypherPaths } from '../../src/domain/search/steps.js';
-import type { PathIds } from '../../src/domain/search/types.js';
 import { Problem } from '../../src/errors.js';
-import { type CypherLimits, MAX_PATHS } from '../../src/storage/search/cypher-statement.js';
+import { MAX_HOPS } from '../../src/search/language/cypher-ast.js';
+import { type CypherLimits, MAX_PATHS } from '../../src/search/language/limits.js';
+import type { PathIds } from '../../src/search/results.js';
+import { sqlSearchEngine } from '../../src/storage/search/search-engine.js';
+import { sqlTransactions } from '../../src/storage/transactions.js';
+import type { ElementId } from '../../src/values.js';
 import { tinyPng } from '../files/fixtures.js';
 import { attachFile, createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
@@ -27,8 +30,8 @@ async function relate(
 
 /** A path from alternating ids: node, relation, node, … */
 const path = (...ids: string[]): PathIds => ({
-  nodeIds: ids.filter((_, i) => i % 2 === 0),
-  relationIds: ids.filter((_, i) => i % 2 === 1),
+  nodeIds: ids.filter((_, i) => i % 2 === 0) as ElementId[],
+  relationIds: ids.filter((_, i) => i % 2 === 1) as ElementId[],
 });
 
 /** The default order of results without ORDER BY: shorter paths first, then node ids, then relation ids. */
@@ -71,7 +74,9 @@ describeBackends('cypher paths', (h) => {
   const links: string[] = [];
 
   const run = (user: User, query: string, parameters: Record<string, unknown> = {}, limits?: CypherLimits) =>
-    runCypherPaths(h().db, user.id, query, parameters, limits).then((out) => out.paths);
+    runCypherPaths(sqlSearchEngine(), sqlTransactions(h().db).direct, user.id, query, parameters, limits).then(
+      (out) => out.paths,
+    );
 
   beforeAll(async () => {
     alice = await userWithToken(h(), 'alice@cypher.dev');

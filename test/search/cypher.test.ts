@@ -1,10 +1,10 @@
 // The Cypher subset's parser: accepted shapes and their AST, and every refusal as a 400 `bad-content` that names
 // the problem and its offset. Pure: no database.
 import { describe, expect, it } from 'vitest';
-import { type Expr, MAX_HOPS } from '../../src/domain/search/cypher-ast.js';
-import { MAX_QUERY_LENGTH, parseCypher } from '../../src/domain/search/cypher-parse.js';
-import { tokenize } from '../../src/domain/search/cypher-tokens.js';
 import { Problem } from '../../src/errors.js';
+import { type Expr, MAX_HOPS } from '../../src/search/language/cypher-ast.js';
+import { MAX_QUERY_LENGTH, parseCypher } from '../../src/search/language/cypher-parse.js';
+import { tokenize } from '../../src/search/language/cypher-tokens.js';
 
 /** The refusal of `query`: a bad-content Problem whose detail carries an offset; returns the detail. */
 function refusal(query: string): string {

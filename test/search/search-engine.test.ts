@@ -1,13 +1,15 @@
 // The search-engine step (searchengine-query-dsl-mixin) on both backends: the index of migration 006, every query
-// kind of src/domain/search/query-dsl.ts with its ES semantics, scoring order, paging, type filters and access.
+// kind of src/search/language/query-dsl.ts with its ES semantics, scoring order, paging, type filters and access.
 // Elements are made through the HTTP API; the step is called directly (runSearchEngine), as the pipeline does.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { analyze, canonicalNumber } from '../../src/domain/search/analysis.js';
 import { runSearchEngine } from '../../src/domain/search/steps.js';
-import type { SearchEngineOptions } from '../../src/domain/search/types.js';
+import { analyze, canonicalNumber } from '../../src/search/index/analysis.js';
+import type { SearchEngineOptions } from '../../src/search/results.js';
 import { ACCESS_SET_CAPS, permittedIds } from '../../src/storage/queries/access.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
 import { readableElements } from '../../src/storage/search/hydration.js';
+import { sqlSearchEngine } from '../../src/storage/search/search-engine.js';
+import { sqlTransactions } from '../../src/storage/transactions.js';
 import { tinyPng } from '../files/fixtures.js';
 import { attachFile, createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
@@ -24,7 +26,7 @@ describeBackends(
     let beforeLater: Date;
 
     const search = (query: unknown, options: Partial<SearchEngineOptions> = {}, user = alice) =>
-      runSearchEngine(h().db, user.id, query, { ...OPTIONS, ...options });
+      runSearchEngine(sqlSearchEngine(), sqlTransactions(h().db).direct, user.id, query, { ...OPTIONS, ...options });
     /** Hit ids in result order, as names of the fixture elements. */
     const names = async (query: unknown, options: Partial<SearchEngineOptions> = {}, user = alice) => {
       const { output } = await search(query, options, user);
@@ -868,11 +870,11 @@ describeBackends(
             const label = `${name}, grants cap ${caps.grants}`;
             const expected = await permittedIds(h().db, user.id, 'SEARCH', ids);
             const { output } = await runSearchEngine(
-              h().db,
+              sqlSearchEngine(caps),
+              sqlTransactions(h().db).direct,
               user.id,
               { match_all: {} },
               { ...OPTIONS, pageSize: 1000 },
-              caps,
             );
             const found = output.elements.map((e) => e.id);
             expect(new Set(found), label).toEqual(expected);

@@ -5,17 +5,13 @@
 import { performance } from 'node:perf_hooks';
 import type { Settings } from '../../config/schema.js';
 import { badContent } from '../../errors.js';
-import type { Db, Queryable } from '../../storage/db.js';
-import { readableElements } from '../../storage/search/hydration.js';
-import { isPlainObject as isObject, isUuid } from '../../values.js';
+import { type ExpressionOptions, resolveExpressions } from '../../search/language/expressions.js';
+import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
+import { type ElementId, isPlainObject as isObject, parseElementId } from '../../values.js';
 import type { ElementJson } from '../elements/representation.js';
-import { type ExpressionOptions, resolveExpressions } from './expressions.js';
+import type { Transactions, Tx } from '../transactions.js';
+import type { SearchEngine } from './ports.js';
 import { runCypherPaths, runSearchEngine } from './steps.js';
-import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';
-
-/** The SQLSTATEs of a statement cancelled by statement_timeout, and of one that exceeded the stack. */
-const QUERY_CANCELED = '57014';
-const STATEMENT_TOO_COMPLEX = '54001';
 
 /** Step types; the reference implementation's name for the search-engine step is accepted as well. */
 const SEARCH_ENGINE = 'searchengine-query-dsl-mixin';
@@ -56,7 +52,7 @@ type StepOutput =
 class Hydrated {
   private parsed: ElementJson[] | null = null;
   constructor(
-    readonly ids: string[],
+    readonly ids: ElementId[],
     readonly bodies: string[],
   ) {}
 
@@ -85,40 +81,41 @@ interface DebugEntry extends JsonObject {
  * the embedded database, which runs one statement at a time for the whole process. 0: no budget (on the embedded
  * database the budget costs searches time, decision 021; an installation that trusts its users may turn it off).
  */
-export const searchBudgetSeconds = (settings: Settings, kind: Db['kind']): number =>
+export const searchBudgetSeconds = (settings: Settings, kind: 'postgres' | 'pglite'): number =>
   settings.search.statementTimeoutInSeconds ?? (kind === 'postgres' ? 10 : 3);
 
 export class Search {
   constructor(
-    private readonly db: Db,
+    private readonly transactions: Transactions,
+    private readonly engine: SearchEngine,
     private readonly settings: Settings,
   ) {}
 
   /** Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`. */
   async run(userId: string, body: unknown): Promise<string> {
     const request = parseRequest(body);
-    const budget = searchBudgetSeconds(this.settings, this.db.kind);
+    const budget = searchBudgetSeconds(this.settings, this.transactions.embedded ? 'pglite' : 'postgres');
     try {
       // Every statement of the search runs under the search's time budget, local to this transaction, so that no
       // query a client can write holds a connection and its CPU for long (on PGlite, the whole process: SECURITY.md).
-      return await this.db.transaction(
+      return await this.transactions.transaction(
         (tx) => this.runSteps(tx, userId, request),
         budget === 0 ? {} : { statementTimeoutMs: Math.round(budget * 1000) },
       );
     } catch (error) {
-      const code = (error as { code?: string })?.code;
-      if (code === QUERY_CANCELED)
+      const failure = this.transactions.failureOf(error);
+      if (failure === 'statement-cancelled')
         throw badContent(
           `The search ran longer than its budget of ${budget} s per statement (search.statementTimeoutInSeconds); narrow it down.`,
         );
       // The statement nested deeper than the database's stack allows (pglite-wire.ts raises the same on the embedded one).
-      if (code === STATEMENT_TOO_COMPLEX)
+      if (failure === 'too-complex')
         throw badContent('The search is too complex for the database to run; simplify it.');
       throw error;
     }
   }
 
-  private async runSteps(q: Queryable, userId: string, request: SearchRequest): Promise<string> {
+  private async runSteps(tx: Tx, userId: string, request: SearchRequest): Promise<string> {
     const outputs: StepOutput[] = [];
     const debug: DebugEntry[] = [];
     let results: Hydrated = new Hydrated([], []);
@@ -136,7 +133,7 @@ export class Search {
         stepResults: outputs.map(stepResult),
       };
       const start = nowSeconds();
-      const { output, fields } = await this.runStep(q, userId, step, parameters, outputs.at(-1) ?? null);
+      const { output, fields } = await this.runStep(tx, userId, step, parameters, outputs.at(-1) ?? null);
       const end = nowSeconds();
       outputs.push(output);
       if (output.kind === 'hydration') results = output.value;
@@ -160,7 +157,7 @@ export class Search {
   }
 
   private async runStep(
-    q: Queryable,
+    tx: Tx,
     userId: string,
     step: Step,
     parameters: JsonObject,
@@ -171,22 +168,28 @@ export class Search {
         const query = resolveExpressions(step.query, parameters, this.expressions);
         if (!isObject(query))
           throw badContent(`steps[${step.index}].query must be a query DSL object (or an expression yielding one).`);
-        const { output, combinedQuery } = await runSearchEngine(q, userId, query, engineOptions(step, parameters));
+        const { output, combinedQuery } = await runSearchEngine(
+          this.engine,
+          tx,
+          userId,
+          query,
+          engineOptions(step, parameters),
+        );
         return { output: { kind: 'search-engine', value: output }, fields: { indices: '*', combinedQuery } };
       }
       case 'cypher': {
         if (typeof step.query !== 'string' || step.query.trim() === '')
           throw badContent(`steps[${step.index}].query must be a Cypher query string.`);
-        const paths = await runCypherPaths(q, userId, step.query, parameters);
+        const paths = await runCypherPaths(this.engine, tx, userId, step.query, parameters);
         return { output: { kind: 'cypher', value: paths }, fields: {} };
       }
       case 'hydration':
-        return this.hydrate(q, userId, step, parameters, previous);
+        return this.hydrate(tx, userId, step, parameters, previous);
     }
   }
 
   private async hydrate(
-    q: Queryable,
+    tx: Tx,
     userId: string,
     step: Step,
     parameters: JsonObject,
@@ -203,7 +206,7 @@ export class Search {
       throw badContent(
         `steps[${step.index}] would hydrate ${ids.length} elements; at most ${MAX_HYDRATED} are allowed.`,
       );
-    const rows = await readableElements(q, userId, ids);
+    const rows = await this.engine.readableElements(tx, userId, ids);
     const byId = new Map(rows.map((row) => [row.id, row.body]));
     const found = ids.filter((id) => byId.has(id));
     const elements = new Hydrated(
@@ -291,7 +294,7 @@ const stepResult = (output: StepOutput): unknown =>
   output.kind === 'hydration' ? output.value.elements : output.value;
 
 /** The ids an implicit hydration takes from the previous step: hits in score order, path elements in path order. */
-function idsOf(step: Step, previous: StepOutput | null): string[] {
+function idsOf(step: Step, previous: StepOutput | null): ElementId[] {
   if (previous === null)
     throw badContent(`steps[${step.index}] (element-hydration) has no query and no previous step to hydrate.`);
   switch (previous.kind) {
@@ -307,7 +310,7 @@ function idsOf(step: Step, previous: StepOutput | null): string[] {
   }
 }
 
-function explicitIds(step: Step, parameters: JsonObject, options: ExpressionOptions): string[] {
+function explicitIds(step: Step, parameters: JsonObject, options: ExpressionOptions): ElementId[] {
   const where = `steps[${step.index}].query`;
   if (!isObject(step.query)) throw badContent(`${where} must be an object with 'elementIds'.`);
   for (const key of Object.keys(step.query))
@@ -316,15 +319,15 @@ function explicitIds(step: Step, parameters: JsonObject, options: ExpressionOpti
   if (!Array.isArray(ids))
     throw badContent(`${where}.elementIds must be a list of element ids (or an expression yielding one).`);
   return ids.map((id, i) => {
-    if (typeof id !== 'string' || !isUuid(id.toLowerCase()))
-      throw badContent(`${where}.elementIds[${i}] is not an element id.`);
-    return id.toLowerCase();
+    const elementId = parseElementId(id);
+    if (elementId === null) throw badContent(`${where}.elementIds[${i}] is not an element id.`);
+    return elementId;
   });
 }
 
-function duplicatesOf(ids: string[]): string[] {
-  const seen = new Set<string>();
-  const dupes = new Set<string>();
+function duplicatesOf(ids: ElementId[]): ElementId[] {
+  const seen = new Set<ElementId>();
+  const dupes = new Set<ElementId>();
   for (const id of ids) (seen.has(id) ? dupes : seen).add(id);
   return [...dupes];
 }

@@ -1,27 +1,26 @@
-// The search steps that ask the database: each parses and validates its query here, then runs it through
-// storage/search/.
-import type { Queryable } from '../../storage/db.js';
-import type { ACCESS_SET_CAPS } from '../../storage/queries/access.js';
-import { type CypherLimits, findPaths } from '../../storage/search/cypher-statement.js';
-import { searchIndex } from '../../storage/search/search-engine.js';
-import { parseCypher } from './cypher-parse.js';
-import { parseQueryDsl } from './query-dsl.js';
-import type { PathsOutput, SearchEngineOptions, SearchEngineOutput } from './types.js';
+// The search steps that ask the database: each parses and validates its query here (search/language/), then runs
+// it through the SearchEngine port (ports.ts).
+
+import { parseCypher } from '../../search/language/cypher-parse.js';
+import type { CypherLimits } from '../../search/language/limits.js';
+import { parseQueryDsl } from '../../search/language/query-dsl.js';
+import type { PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
+import type { Tx } from '../transactions.js';
+import type { SearchEngine } from './ports.js';
 
 /**
- * A search-engine step for `userId` (storage/search/search-engine.ts), and the request the debug output shows. A
- * malformed or unsupported query is a 400 (bad-content) thrown before the database is asked. `caps`: access.ts
- * ACCESS_SET_CAPS, for tests.
+ * A search-engine step for `userId`, and the request the debug output shows. A malformed or unsupported query is a
+ * 400 (bad-content) thrown before the database is asked.
  */
 export async function runSearchEngine(
-  q: Queryable,
+  engine: SearchEngine,
+  tx: Tx,
   userId: string,
   query: unknown,
   options: SearchEngineOptions,
-  caps?: typeof ACCESS_SET_CAPS,
 ): Promise<{ output: SearchEngineOutput; combinedQuery: unknown }> {
   const combinedQuery = combined(userId, query, options);
-  const output = await searchIndex(q, userId, parseQueryDsl(query), options, caps);
+  const output = await engine.searchIndex(tx, userId, parseQueryDsl(query), options);
   return { output, combinedQuery };
 }
 
@@ -55,11 +54,12 @@ function combined(userId: string, query: unknown, options: SearchEngineOptions):
  * a query over the caps is a 400 `bad-content`. `limits` exists for tests.
  */
 export async function runCypherPaths(
-  q: Queryable,
+  engine: SearchEngine,
+  tx: Tx,
   userId: string,
   query: string,
   parameters: Readonly<Record<string, unknown>>,
   limits?: CypherLimits,
 ): Promise<PathsOutput> {
-  return findPaths(q, userId, parseCypher(query), parameters, limits);
+  return engine.findPaths(tx, userId, parseCypher(query), parameters, limits);
 }

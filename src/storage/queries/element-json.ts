@@ -1,21 +1,7 @@
 // An element's wire representation, rendered by the database: the one renderer of every element response, so that
 // the same element has the same bytes, and ETag, everywhere (docs/decisions/010-json-rendered-by-the-database.md).
 // test/elements/representation.test.ts pins the output down; elementJsonSql says what it looks like.
-/**
- * SQL: a timestamp column as the representation shows it (isoTimeSql drops the fraction of a second). Searches and
- * Cypher compare this rather than the stored instant, so that a `created` a client read back finds its element,
- * and "after the last one seen" does not find it again.
- */
-export const shownTimeSql = (column: string) => `date_trunc('second', ${column})`;
-
-/**
- * SQL: the properties the representation shows inside `data` from the file column of the element row alias `e`
- * (`hasFile` and `file`, as elementJsonSql writes them), as a jsonb object, or null without a file. Searches read
- * them here, since they are not in the stored data the search index is built from.
- */
-export const shownFileSql = (e: string) =>
-  `(CASE WHEN ${e}.file IS NULL THEN NULL ELSE jsonb_build_object('hasFile', true, 'file', ${e}.file) END)`;
-
+// Drops the fraction of a second; searches compare times and files as shown here (search/sql/shown.ts).
 const isoTimeSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')`;
 
 /**

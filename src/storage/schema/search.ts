@@ -11,7 +11,7 @@
 //
 // The value comes first and the field last so that "this token in any field" is a GIN prefix lookup `'t<token>S':*`.
 
-import { CASE_TABLES, LENGTH_BUCKETS, pgClass, SEARCH_LIMITS, SEP } from '../../domain/search/analysis-tables.js';
+import { CASE_TABLES, LENGTH_BUCKETS, pgClass, SEARCH_LIMITS, SEP } from '../../search/index/analysis-tables.js';
 import { searchKeysSql } from './access-keys.js';
 
 const foldSteps = CASE_TABLES.map(

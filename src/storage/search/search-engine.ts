@@ -1,14 +1,36 @@
-// The `searchengine-query-dsl-mixin` step's statement: a validated query DSL run against the search index,
-// restricted to what the caller may SEARCH, in one statement that returns the page of hits, the number of all hits
-// and the highest score.
-import type { DslQuery } from '../../domain/search/query-dsl-types.js';
-import type { SearchEngineOptions, SearchEngineOutput } from '../../domain/search/types.js';
+// The search capability's store (domain/search/ports.ts) in SQL: the search module's compilers (search/sql/) turn
+// the parsed queries into statements, and the access module (queries/access.ts) restricts them to what the caller
+// may SEARCH (the search-engine step) or READ (Cypher paths, hydration).
+import type { RenderedElement, SearchEngine } from '../../domain/search/ports.js';
+import type { Tx } from '../../domain/transactions.js';
 import { badContent } from '../../errors.js';
+import type { CypherQuery } from '../../search/language/cypher-ast.js';
+import { CYPHER_LIMITS, type CypherLimits } from '../../search/language/limits.js';
+import type { DslQuery } from '../../search/language/query-dsl-types.js';
+import type { PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
+import { Binder } from '../../search/sql/binder.js';
+import { compileCypher, type PathRow, pathsOf } from '../../search/sql/cypher-statement.js';
+import { compileQuery } from '../../search/sql/query-dsl-compile.js';
+import { storedElementId } from '../../values.js';
 import type { Queryable } from '../db.js';
-import { ACCESS_SET_CAPS, accessSetsCtes, searchableIndexed } from '../queries/access.js';
+import { ACCESS_SET_CAPS, accessSetsCtes, inlineCheck, searchableIndexed } from '../queries/access.js';
 import { preparedName } from '../queries/statement-names.js';
-import { Binder } from './binder.js';
-import { compileQuery } from './query-dsl-compile.js';
+import { queryable } from '../transactions.js';
+import { readableElements } from './hydration.js';
+
+/** The SearchEngine port on the database. `caps`: access.ts ACCESS_SET_CAPS, for tests. */
+export function sqlSearchEngine(caps = ACCESS_SET_CAPS): SearchEngine {
+  return {
+    searchIndex: (tx: Tx, userId: string, query: DslQuery, options: SearchEngineOptions) =>
+      searchIndex(queryable(tx), userId, query, options, caps),
+    findPaths: (tx, userId, query, parameters, limits) => findPaths(queryable(tx), userId, query, parameters, limits),
+    readableElements: async (tx, userId, ids): Promise<RenderedElement[]> =>
+      (await readableElements(queryable(tx), userId, ids, caps)).map((row) => ({
+        id: storedElementId(row.id),
+        body: row.body,
+      })),
+  };
+}
 
 interface HitRow {
   total: number;
@@ -37,15 +59,16 @@ const unstorable = () =>
   badContent('query: a string holds U+0000 or an unpaired surrogate, which no stored text holds');
 
 /**
- * Searches for `userId`: the page `options.page` (1-based) of `options.pageSize` hits by score (highest first, ties
- * by id), `totalHits` and `maxScore` over all hits at or above `minScore`. `caps`: access.ts ACCESS_SET_CAPS.
+ * The `searchengine-query-dsl-mixin` step's statement: a validated query DSL run against the search index,
+ * restricted to what the caller may SEARCH, in one statement that returns the page of hits, the number of all hits
+ * and the highest score.
  */
-export async function searchIndex(
+async function searchIndex(
   q: Queryable,
   userId: string,
   query: DslQuery,
   options: SearchEngineOptions,
-  caps = ACCESS_SET_CAPS,
+  caps: typeof ACCESS_SET_CAPS,
 ): Promise<SearchEngineOutput> {
   const params = new Binder([userId], { unstorable });
   const searchable = searchableIndexed('$1::uuid');
@@ -73,6 +96,20 @@ export async function searchIndex(
   const first = rows[0];
   const elements = rows
     .filter((r) => r.id !== null)
-    .map((r) => ({ id: r.id!, type: r.type!, metadata: { score: r.score! } }));
+    .map((r) => ({ id: storedElementId(r.id!), type: r.type!, metadata: { score: r.score! } }));
   return { elements, totalHits: first?.total ?? 0, maxScore: first?.max_score ?? null };
+}
+
+/** The paths of a parsed Cypher query for `userId`, READ checked on every node by the access module. */
+async function findPaths(
+  q: Queryable,
+  userId: string,
+  query: CypherQuery,
+  parameters: Readonly<Record<string, unknown>>,
+  limits: CypherLimits = CYPHER_LIMITS,
+): Promise<PathsOutput> {
+  const readable = (user: string, alias: string) => inlineCheck(user, 'READ', alias);
+  const compiled = compileCypher(query, parameters, userId, readable, limits);
+  const { rows } = await q.query<PathRow>(compiled.text, compiled.values, preparedName('cypher', compiled.text));
+  return pathsOf(rows, compiled, limits);
 }

@@ -3,11 +3,12 @@
 // types, or on lists and maps, is null (so false in WHERE, as in Cypher). `n.id` is the element id (compared with
 // strings as UUIDs), `n.created`/`n.updated` its timestamps (compared with values that parse as dates), every other
 // `n.key` is `data.key`; a JSON null and a missing key are both null. Constant parts are evaluated here.
-import type { ComparisonOp, Expr, StringOp } from '../../domain/search/cypher-ast.js';
-import { cypherError } from '../../domain/search/cypher-ast.js';
+
 import { isPlainObject, isUuid, timestamptzBound } from '../../values.js';
-import { shownFileSql, shownTimeSql } from '../queries/element-json.js';
+import type { ComparisonOp, Expr, StringOp } from '../language/cypher-ast.js';
+import { cypherError } from '../language/cypher-ast.js';
 import type { Binder } from './binder.js';
+import { shownFileSql, shownTimeSql } from './shown.js';
 
 /**
  * `fn(args…)` for jsonb_build_array/jsonb_build_object, whose arguments PostgreSQL limits to 100: more are built in

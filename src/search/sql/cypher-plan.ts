@@ -1,8 +1,9 @@
 // The plan of a Cypher query: every node and relation segment named, WHERE split into the conditions each walk
 // checks where it stands, and each pattern laid out to start from its better-bound end (ids from WHERE or UNWIND,
 // then conditions, then a label).
-import { type CypherQuery, type Direction, type Expr, MAX_HOPS, type Pattern } from '../../domain/search/cypher-ast.js';
+
 import { isUuid } from '../../values.js';
+import { type CypherQuery, type Direction, type Expr, MAX_HOPS, type Pattern } from '../language/cypher-ast.js';
 import { evalConstant, hasVariables } from './cypher-expressions.js';
 
 /** A pattern node, in walk order. `name` is the variable, or a generated one for anonymous nodes. */

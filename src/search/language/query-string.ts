@@ -1,6 +1,6 @@
 // query_string: a parsed Lucene query (lucene.ts) as the DSL queries it stands for. Lucene's occurrences are ES's
 // must, should and must_not; a term is a match (a phrase a match_phrase), a wildcard term a wildcard query.
-import { fold } from './analysis.js';
+import { fold } from '../index/analysis.js';
 import { MAX_DEPTH } from './limits.js';
 import type { LuceneNode, LuceneQuery } from './lucene.js';
 import type { QueryDslParser } from './query-dsl.js';

@@ -1,4 +1,5 @@
-// What one query DSL object may ask for: bounds on the size of the SQL it compiles to and on its work.
+// What one query may ask for: bounds on the size of the SQL it compiles to and on its work. The query DSL's first,
+// then Cypher's (its path length, MAX_HOPS, is part of the syntax tree: cypher-ast.ts).
 
 /** Levels a query (and the groups of a query_string inside it) may nest. */
 export const MAX_DEPTH = 32;
@@ -18,3 +19,17 @@ export const MAX_FUZZY_TERMS = 16;
  * boosts up to 1000 they stay far below float8's limit, where a boost of 1e308 overflowed in the database.
  */
 export const MAX_BOOST = 1000;
+
+/** Matches (complete paths) a Cypher query without LIMIT may return; more is a 400, never a truncation. */
+export const MAX_PATHS = 10_000;
+/** Partial paths a Cypher query may explore (all rows of its walks); more is a 400. Bounds work and memory per query. */
+const MAX_EXPLORED = 100_000;
+/** Items a Cypher UNWIND list may hold. */
+export const MAX_UNWIND = 10_000;
+
+/** The caps of a Cypher query's work; tests lower them. */
+export interface CypherLimits {
+  maxPaths: number;
+  maxExplored: number;
+}
+export const CYPHER_LIMITS: CypherLimits = { maxPaths: MAX_PATHS, maxExplored: MAX_EXPLORED };

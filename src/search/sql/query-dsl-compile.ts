@@ -2,7 +2,8 @@
 // search index can narrow (the lexeme layout is described where the schema defines the index) and a score, with every
 // value a bind parameter. docs/search.md describes the scores; ties are broken by id by the caller.
 
-import { analyze, exactValue, fold, SEARCH_LIMITS } from '../../domain/search/analysis.js';
+import { isUuid } from '../../values.js';
+import { analyze, exactValue, fold, SEARCH_LIMITS } from '../index/analysis.js';
 import {
   escapeLexeme,
   existsLex,
@@ -13,11 +14,10 @@ import {
   textLex,
   tokenLexeme,
   valueLex,
-} from '../../domain/search/lexemes.js';
-import type { DslField, DslQuery, RangeOp, Scalar, TextMode, TextTerm } from '../../domain/search/query-dsl-types.js';
-import { isUuid } from '../../values.js';
-import { shownFileSql, shownTimeSql } from '../queries/element-json.js';
+} from '../index/lexemes.js';
+import type { DslField, DslQuery, RangeOp, Scalar, TextMode, TextTerm } from '../language/query-dsl-types.js';
 import type { Binder } from './binder.js';
+import { shownFileSql, shownTimeSql } from './shown.js';
 import {
   and,
   type Clause,

@@ -2,8 +2,8 @@
 // clause (`query.bool.must[1].match.title: …`).
 import { badContent } from '../../errors.js';
 import { isPlainObject, timestamptzBound } from '../../values.js';
-import { NUMERIC } from './analysis.js';
-import { fieldNameSearchable } from './lexemes.js';
+import { NUMERIC } from '../index/analysis.js';
+import { fieldNameSearchable } from '../index/lexemes.js';
 import { MAX_BOOST } from './limits.js';
 import type { DslField, DslQuery, Scalar } from './query-dsl-types.js';
 

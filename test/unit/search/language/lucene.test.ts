@@ -1,7 +1,12 @@
-// The query_string parser (src/domain/search/lucene.ts): Lucene's classic grammar and QueryParserBase.addClause's
+// The query_string parser (src/search/language/lucene.ts): Lucene's classic grammar and QueryParserBase.addClause's
 // reading of conjunctions and modifiers.
 import { describe, expect, it } from 'vitest';
-import { type LuceneNode, type LuceneQuery, LuceneSyntaxError, parseLucene } from '../../src/domain/search/lucene.js';
+import {
+  type LuceneNode,
+  type LuceneQuery,
+  LuceneSyntaxError,
+  parseLucene,
+} from '../../../../src/search/language/lucene.js';
 
 /** A compact picture of a parsed query: occurrence prefix (+ must, - must_not, none should) and the node. */
 function show(q: LuceneQuery): string {

@@ -4,12 +4,11 @@
 // DISTINCT, SKIP and LIMIT. Without ORDER BY the order is still deterministic: UNWIND order, shorter paths, ids. A
 // relation appears at most once in a match; nodes repeat. Beyond a cap the answer is a 400, never a truncation
 // (docs/search.md); relations get no READ check of their own (docs/decisions/020-cypher-relations-unchecked.md).
-import { type CypherQuery, cypherError, type Expr, MAX_HOPS } from '../../domain/search/cypher-ast.js';
-import type { PathsOutput } from '../../domain/search/types.js';
 import { badContent } from '../../errors.js';
-import type { Queryable } from '../db.js';
-import { inlineCheck } from '../queries/access.js';
-import { preparedName } from '../queries/statement-names.js';
+import { storedElementId } from '../../values.js';
+import { type CypherQuery, cypherError, type Expr, MAX_HOPS } from '../language/cypher-ast.js';
+import { CYPHER_LIMITS, type CypherLimits, MAX_UNWIND } from '../language/limits.js';
+import type { PathsOutput } from '../results.js';
 import { Binder } from './binder.js';
 import {
   and,
@@ -23,36 +22,22 @@ import {
 } from './cypher-expressions.js';
 import { CypherPlan, type Segment, type Slot, type Start, variablesOf, type Walk } from './cypher-plan.js';
 
-/** Matches (complete paths) a query without LIMIT may return; more is a 400, never a truncation. */
-export const MAX_PATHS = 10_000;
-/** Partial paths a query may explore (all rows of its walks); more is a 400. Bounds work and memory per query. */
-const MAX_EXPLORED = 100_000;
-/** Items an UNWIND list may hold. */
-const MAX_UNWIND = 10_000;
+/** SQL: whether the caller (`user`, a uuid expression) may READ the element row `alias` (the access module's check). */
+export type ReadCheck = (user: string, alias: string) => string;
 
-export interface CypherLimits {
-  maxPaths: number;
-  maxExplored: number;
+/** A row of the compiled statement: the work counts, then one path per row (none when nothing matched). */
+export interface PathRow {
+  explored: number;
+  matched: number;
+  nodes: string[] | null;
+  rels: string[] | null;
 }
-const LIMITS: CypherLimits = { maxPaths: MAX_PATHS, maxExplored: MAX_EXPLORED };
 
 /**
- * Finds the paths of a parsed query for `userId` (ids in path order). A missing `$parameter`, a value of the wrong
- * kind where a constant is needed or a query over the caps is a 400 `bad-content`. `limits` exists for tests.
+ * The paths of the compiled statement's rows (ids in path order), or a 400 `bad-content` when the query explored or
+ * matched more than its caps allow.
  */
-export async function findPaths(
-  q: Queryable,
-  userId: string,
-  query: CypherQuery,
-  parameters: Readonly<Record<string, unknown>>,
-  limits: CypherLimits = LIMITS,
-): Promise<PathsOutput> {
-  const compiled = compileCypher(query, parameters, userId, limits);
-  const { rows } = await q.query<{ explored: number; matched: number; nodes: string[] | null; rels: string[] | null }>(
-    compiled.text,
-    compiled.values,
-    preparedName('cypher', compiled.text),
-  );
+export function pathsOf(rows: readonly PathRow[], compiled: CompiledCypher, limits: CypherLimits): PathsOutput {
   const counts = rows[0];
   if (counts && counts.explored > limits.maxExplored)
     throw badContent(
@@ -64,7 +49,11 @@ export async function findPaths(
         ? `The Cypher query matches more than ${compiled.matchCap} paths before SKIP/LIMIT, the limit. Narrow it down (labels, relation types, WHERE conditions).`
         : `The Cypher query matches more than ${compiled.matchCap} paths, the limit without LIMIT. Add a LIMIT, or narrow it down (labels, relation types, WHERE conditions).`,
     );
-  return { paths: rows.filter((r) => r.nodes !== null).map((r) => ({ nodeIds: r.nodes!, relationIds: r.rels ?? [] })) };
+  return {
+    paths: rows
+      .filter((r) => r.nodes !== null)
+      .map((r) => ({ nodeIds: r.nodes!.map(storedElementId), relationIds: (r.rels ?? []).map(storedElementId) })),
+  };
 }
 
 /**
@@ -77,7 +66,7 @@ const unstorable = () =>
 /** Start, with the UNWIND value's id as SQL. */
 type Seed = Exclude<Start, { kind: 'unwind' }> | { kind: 'unwind'; uuid: string };
 
-interface Compiled {
+export interface CompiledCypher {
   text: string;
   values: unknown[];
   /** How many matches the statement may find (more: a 400), and whether a LIMIT bounds what it returns. */
@@ -85,14 +74,18 @@ interface Compiled {
   limited: boolean;
 }
 
-/** Compiles a validated query to one statement (parameters resolved, constant positions checked). */
-function compileCypher(
+/**
+ * Compiles a validated query to one statement for `userId` (parameters resolved, constant positions checked), READ
+ * decided on every node by `readable`. Its rows are PathRows; pathsOf reads them.
+ */
+export function compileCypher(
   query: CypherQuery,
   parameters: Readonly<Record<string, unknown>>,
   userId: string,
-  limits: CypherLimits = LIMITS,
-): Compiled {
-  return new Compilation(query, parameters, userId, limits).compile();
+  readable: ReadCheck,
+  limits: CypherLimits = CYPHER_LIMITS,
+): CompiledCypher {
+  return new Compilation(query, parameters, userId, readable, limits).compile();
 }
 
 class Compilation {
@@ -103,13 +96,14 @@ class Compilation {
     private readonly q: CypherQuery,
     private readonly parameters: Readonly<Record<string, unknown>>,
     userId: string,
+    private readonly readCheck: ReadCheck,
     private readonly limits: CypherLimits,
   ) {
     this.b = new Binder([userId], { unstorable, share: true });
     this.plan = new CypherPlan(q, parameters);
   }
 
-  compile(): Compiled {
+  compile(): CompiledCypher {
     const q = this.q;
     const skip = this.count(q.skip, 'SKIP') ?? 0;
     const limit = this.count(q.limit, 'LIMIT');
@@ -189,7 +183,7 @@ ORDER BY r.rn`;
   }
 
   private readable(alias: string): string {
-    return `(${inlineCheck(USER, 'READ', alias)})`;
+    return `(${this.readCheck(USER, alias)})`;
   }
 
   /**

@@ -3,8 +3,8 @@
 // wildcard, range, exists, ids, match_all, match_none, constant_score, bool and query_string (query-string.ts);
 // docs/search.md describes the mapping onto the index and the scores. A bad clause is a 400 naming its path; the
 // checks run in the order of the clauses, so the first bad one is the one named.
-import { analyze } from './analysis.js';
-import { lexemeFits, tokenLexeme } from './lexemes.js';
+import { analyze } from '../index/analysis.js';
+import { lexemeFits, tokenLexeme } from '../index/lexemes.js';
 import { MAX_CLAUSES, MAX_DEPTH, MAX_FUZZY_TERMS } from './limits.js';
 import { type LuceneQuery, LuceneSyntaxError, parseLucene } from './lucene.js';
 import type { DslField, DslQuery, RangeOp, Scalar } from './query-dsl-types.js';

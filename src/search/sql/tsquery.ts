@@ -1,8 +1,8 @@
 // The conditions and scores a query DSL compiles to, and their SQL: lexeme conditions of one and/or become one
 // tsquery (one index lookup, one @@ per row), every value is a bind parameter, and long chains are balanced trees.
 
-import { lexemeFits, TSQUERY_MAX_OPERAND_BYTES, TSQUERY_MAX_TOTAL_BYTES } from '../../domain/search/lexemes.js';
 import { badContent } from '../../errors.js';
+import { lexemeFits, TSQUERY_MAX_OPERAND_BYTES, TSQUERY_MAX_TOTAL_BYTES } from '../index/lexemes.js';
 import type { Binder } from './binder.js';
 
 /** tsquery trees: lexemes (exact or prefix), a tsquery computed by SQL (fuzzy expansions), and, or, not. */

@@ -1,15 +1,15 @@
 // The `{{ … }}` expression language of the search pipeline: pure unit tests of the tokenizer, parser and
-// interpreter in src/domain/search/expressions.ts (no database).
+// interpreter in src/search/language/expressions.ts (no database).
 import { describe, expect, it } from 'vitest';
-import { MAX_STEPS, MAX_VALUE_DEPTH } from '../../src/domain/search/expression-interpreter.js';
-import { MAX_NESTING, MAX_TREE_DEPTH } from '../../src/domain/search/expression-syntax.js';
+import { Problem } from '../../../../src/errors.js';
+import { MAX_STEPS, MAX_VALUE_DEPTH } from '../../../../src/search/language/expression-interpreter.js';
+import { MAX_NESTING, MAX_TREE_DEPTH } from '../../../../src/search/language/expression-syntax.js';
 import {
   type ExpressionOptions,
   evaluateExpression,
   isExpression,
   resolveExpressions,
-} from '../../src/domain/search/expressions.js';
-import { Problem } from '../../src/errors.js';
+} from '../../../../src/search/language/expressions.js';
 
 const on: ExpressionOptions = { enabled: true, maxLength: 10240 };
 

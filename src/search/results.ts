@@ -1,10 +1,11 @@
 // The shapes that flow between the steps of a search pipeline (POST /search). Each step kind lives in its own
 // module (query-dsl/search-engine, cypher, hydration); the pipeline only passes these values along, so a step can
 // be changed without touching the others.
+import type { ElementId } from '../values.js';
 
 /** One hit of the search-engine step, as the spec shows it. */
 interface SearchEngineHit {
-  id: string;
+  id: ElementId;
   type: string;
   metadata: { score: number };
 }
@@ -31,8 +32,8 @@ export interface SearchEngineOptions {
 
 /** One path found by a `cypher-path-subset` step: its nodes and relations in path order. */
 export interface PathIds {
-  nodeIds: string[];
-  relationIds: string[];
+  nodeIds: ElementId[];
+  relationIds: ElementId[];
 }
 
 /** Output of a `cypher-path-subset` step. */
