@@ -1,4 +1,4 @@
-// A validated query DSL object (query-dsl.ts parses it, storage/search/ compiles it to SQL). Every value has been
+// A validated query DSL object (query-dsl.ts parses it, search/sql/ compiles it to SQL). Every value has been
 // checked and normalised; whatever is left to decide needs the index's layout.
 
 export type Scalar = string | number | boolean;
@@ -18,6 +18,24 @@ export type DslField =
   | { kind: 'file'; keys: string[] }
   /** Can never match ("_" properties are not in the index, a name too long to search for). */
   | { kind: 'none' };
+
+/** The edit distance a fuzzy term may have, by the term. */
+export type Fuzziness = (term: string) => number;
+
+/** The options of an analysed text query (match, match_phrase, query_string's terms), as the parser reads them. */
+export interface TextOptions {
+  operator: string;
+  fuzziness: Fuzziness;
+  transpositions: boolean;
+  prefixLength: number;
+  maxExpansions: number;
+  boost: number;
+  zeroTerms: 'none' | 'all';
+  msm: unknown;
+  at: string;
+  /** A phrase (query_string's "…", match_phrase) with this slop: its words in order. */
+  phraseSlop?: number;
+}
 
 /** One distinct analysed term of a text query, with its edit distance (0: exact). */
 export interface TextTerm {

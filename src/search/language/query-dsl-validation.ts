@@ -5,7 +5,7 @@ import { isPlainObject, timestamptzBound } from '../../values.js';
 import { NUMERIC } from '../index/analysis.js';
 import { fieldNameSearchable } from '../index/lexemes.js';
 import { MAX_BOOST } from './limits.js';
-import type { DslField, DslQuery, Scalar } from './query-dsl-types.js';
+import type { DslField, DslQuery, Fuzziness, Scalar } from './query-dsl-types.js';
 
 export type Json = Record<string, unknown>;
 
@@ -92,9 +92,6 @@ export function minimumShouldMatch(value: unknown, total: number, path: string):
   }
   return fail(path, `must be an integer or a percentage such as "75%", not ${describe(value)}`);
 }
-
-/** The edit distance a fuzzy term may have, by the term. */
-export type Fuzziness = (term: string) => number;
 
 export function fuzzinessOf(value: unknown, path: string): Fuzziness {
   if (value === undefined || value === null) return () => 0;

@@ -7,14 +7,13 @@ import { analyze } from '../index/analysis.js';
 import { lexemeFits, tokenLexeme } from '../index/lexemes.js';
 import { MAX_CLAUSES, MAX_DEPTH, MAX_FUZZY_TERMS } from './limits.js';
 import { type LuceneQuery, LuceneSyntaxError, parseLucene } from './lucene.js';
-import type { DslField, DslQuery, RangeOp, Scalar } from './query-dsl-types.js';
+import type { DslField, DslQuery, RangeOp, Scalar, TextOptions } from './query-dsl-types.js';
 import {
   analysisOptions,
   boolQuery,
   boostOf,
   dateValue,
   describe,
-  type Fuzziness,
   fail,
   fieldClause,
   fieldOf,
@@ -28,7 +27,7 @@ import {
   scalar,
   stringValue,
 } from './query-dsl-validation.js';
-import { translateQueryString } from './query-string.js';
+import { type QueryBuilder, translateQueryString } from './query-string.js';
 
 /** Validates the client's query DSL object. Throws a 400 (bad-content) naming the path of the first bad clause. */
 export function parseQueryDsl(query: unknown): DslQuery {
@@ -49,22 +48,7 @@ const MATCH_OPTIONS = [
   'analyzer',
 ];
 
-/** The options of an analysed text query (match, match_phrase, query_string's terms). */
-export interface TextOptions {
-  operator: string;
-  fuzziness: Fuzziness;
-  transpositions: boolean;
-  prefixLength: number;
-  maxExpansions: number;
-  boost: number;
-  zeroTerms: 'none' | 'all';
-  msm: unknown;
-  at: string;
-  /** A phrase (query_string's "…", match_phrase) with this slop: its words in order. */
-  phraseSlop?: number;
-}
-
-export class QueryDslParser {
+export class QueryDslParser implements QueryBuilder {
   private clauses = 0;
   private fuzzyTerms = 0;
 

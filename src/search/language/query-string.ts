@@ -3,8 +3,7 @@
 import { fold } from '../index/analysis.js';
 import { MAX_DEPTH } from './limits.js';
 import type { LuceneNode, LuceneQuery } from './lucene.js';
-import type { QueryDslParser } from './query-dsl.js';
-import type { DslQuery } from './query-dsl-types.js';
+import type { DslField, DslQuery, RangeOp, Scalar, TextOptions } from './query-dsl-types.js';
 import { boolQuery, checkBoost, fail, fieldOf, rangeBound } from './query-dsl-validation.js';
 
 export interface QueryStringOptions {
@@ -17,13 +16,32 @@ export interface QueryStringOptions {
   phraseSlop: number;
 }
 
-export function translateQueryString(parser: QueryDslParser, q: LuceneQuery, options: QueryStringOptions): DslQuery {
+/**
+ * What a query string's clauses become, built by the DSL parser (query-dsl.ts), which hands itself in: so this
+ * module, which the parser calls, does not import the parser back.
+ */
+export interface QueryBuilder {
+  /** Counts clauses towards the query's limit (limits.ts MAX_CLAUSES). */
+  countClauses(n: number, path: string): void;
+  text(target: DslField, query: Scalar, o: TextOptions): DslQuery;
+  patternOn(
+    target: DslField,
+    syntax: 'prefix' | 'wildcard',
+    pattern: string,
+    boost: number,
+    caseInsensitive: boolean,
+    at: string,
+  ): DslQuery;
+  rangeOn(target: DslField, bounds: ReadonlyArray<readonly [RangeOp, unknown]>, at: string, boost: number): DslQuery;
+}
+
+export function translateQueryString(parser: QueryBuilder, q: LuceneQuery, options: QueryStringOptions): DslQuery {
   return new Translator(parser, options).query(q, null, options.depth);
 }
 
 class Translator {
   constructor(
-    private readonly parser: QueryDslParser,
+    private readonly parser: QueryBuilder,
     private readonly o: QueryStringOptions,
   ) {}
 
