@@ -4,7 +4,7 @@
 // strings as UUIDs), `n.created`/`n.updated` its timestamps (compared with values that parse as dates), every other
 // `n.key` is `data.key`; a JSON null and a missing key are both null. Constant parts are evaluated here.
 
-import { isPlainObject, isUuid, timestamptzBound } from '../../values.js';
+import { isPlainObject, parseElementId, timestamptzBound } from '../../values.js';
 import type { ComparisonOp, Expr, StringOp } from '../language/cypher-ast.js';
 import { cypherError } from '../language/cypher-ast.js';
 import type { Binder } from './binder.js';
@@ -271,7 +271,8 @@ export class ExprCompiler {
           ? `(${a.sql}::text ${op} ${this.b.bind(b.v.toLowerCase(), 'text')})`
           : 'NULL::boolean';
       // Ids compare as UUIDs (so the primary key can be used); a value that is no UUID equals no id.
-      if (isUuid(b.v)) return `(${a.sql} ${op} ${this.b.bind(b.v.toLowerCase(), 'uuid')})`;
+      const id = parseElementId(b.v);
+      if (id !== null) return `(${a.sql} ${op} ${this.b.bind(id, 'uuid')})`;
       return op === '=' ? 'false' : 'true';
     }
     if (a.t === 'id' && b.t === 'id')
@@ -313,7 +314,12 @@ export class ExprCompiler {
       if (!Array.isArray(list.v)) throw cypherError(offset, `IN needs a list, found a ${typeName(list.v)}`);
       const items = list.v as unknown[];
       if (a.t === 'id') {
-        const ids = items.flatMap((item) => (item === null ? [null] : isUuid(item) ? [item.toLowerCase()] : []));
+        // A null item keeps SQL's null rule; an item that is no UUID equals no id.
+        const ids = items.flatMap((item) => {
+          if (item === null) return [null];
+          const id = parseElementId(item);
+          return id === null ? [] : [id];
+        });
         return `(${a.sql} = ANY(${this.b.bind(ids, 'uuid[]')}))`;
       }
       return `(${this.json(a)} = ANY(${this.b.bind(

@@ -2,7 +2,7 @@
 // checks where it stands, and each pattern laid out to start from its better-bound end (ids from WHERE or UNWIND,
 // then conditions, then a label).
 
-import { isUuid } from '../../values.js';
+import { type ElementId, parseElementId } from '../../values.js';
 import { type CypherQuery, type Direction, type Expr, MAX_HOPS, type Pattern } from '../language/cypher-ast.js';
 import { evalConstant, hasVariables } from './cypher-expressions.js';
 
@@ -167,7 +167,8 @@ export class CypherPlan {
         ? x.object.name
         : null;
     const onlyUnwind = (x: Expr) => [...variablesOf(x)].every((v) => v === this.unwindVariable);
-    const constantIds = (value: unknown[]): string[] => value.filter(isUuid).map((id) => id.toLowerCase());
+    const constantIds = (value: unknown[]): ElementId[] =>
+      value.map(parseElementId).filter((id): id is ElementId => id !== null);
     let variable: string | null = null;
     let other: Expr | null = null;
     if (e.kind === 'comparison' && e.op === '=') {

@@ -2,7 +2,7 @@
 // search index can narrow (the lexeme layout is described where the schema defines the index) and a score, with every
 // value a bind parameter. docs/search.md describes the scores; ties are broken by id by the caller.
 
-import { isUuid } from '../../values.js';
+import { type ElementId, parseElementId } from '../../values.js';
 import { analyze, exactValue, fold, SEARCH_LIMITS } from '../index/analysis.js';
 import {
   escapeLexeme,
@@ -392,8 +392,8 @@ class Compiler {
 
   private termOn(target: DslField, value: Scalar, boost: number, caseInsensitive: boolean): Clause {
     const cond = this.termCond(target, value, caseInsensitive);
-    const narrow =
-      target.kind === 'id' && cond.k === 'sql' ? { ts: null, ids: [String(value).toLowerCase()] } : narrowOf(cond);
+    const id = target.kind === 'id' ? parseElementId(String(value)) : null;
+    const narrow = id !== null ? { ts: null, ids: [id] } : narrowOf(cond);
     return {
       cond,
       score: constScore(boost),
@@ -406,10 +406,10 @@ class Compiler {
     switch (target.kind) {
       case 'none':
         return FALSE;
-      case 'id':
-        return isUuid(String(value))
-          ? { k: 'sql', sql: () => `e.id = ${this.params.bind(String(value).toLowerCase(), 'uuid')}` }
-          : FALSE;
+      case 'id': {
+        const id = parseElementId(String(value));
+        return id === null ? FALSE : { k: 'sql', sql: () => `e.id = ${this.params.bind(id, 'uuid')}` };
+      }
       case 'date':
         return {
           k: 'sql',
@@ -459,10 +459,7 @@ class Compiler {
   private terms(target: DslField, values: Scalar[], boost: number): Clause {
     const cond = this.termsCond(target, values);
     if (cond.k === 'const' && !cond.value) return { cond, score: ZERO, narrow: NO_NARROW };
-    const ids =
-      target.kind === 'id' && cond.k === 'sql'
-        ? values.map((v) => String(v).toLowerCase()).filter((v) => isUuid(v))
-        : null;
+    const ids = target.kind === 'id' && cond.k === 'sql' ? idsOf(values) : null;
     return { cond, score: constScore(boost), narrow: ids === null ? narrowOf(cond) : { ts: null, ids } };
   }
 
@@ -473,7 +470,7 @@ class Compiler {
   private termsCond(target: DslField, values: Scalar[]): Cond {
     switch (target.kind) {
       case 'id': {
-        const ids = [...new Set(values.map((v) => String(v).toLowerCase()).filter((v) => isUuid(v)))];
+        const ids = [...new Set(idsOf(values))];
         return ids.length === 0 ? FALSE : { k: 'sql', sql: () => `e.id = ANY(${this.params.bind(ids, 'uuid[]')})` };
       }
       case 'date':
@@ -644,3 +641,7 @@ class Compiler {
     return renderTs(q, this.params);
   }
 }
+
+/** The values that are element ids, as ids (lower-cased); the others match no element. */
+const idsOf = (values: Scalar[]): ElementId[] =>
+  values.map((v) => parseElementId(String(v))).filter((id): id is ElementId => id !== null);
