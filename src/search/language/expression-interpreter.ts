@@ -9,7 +9,8 @@
 // all be numbers or all strings; a map literal's `{` at the start of a predicate is taken as a map (not as the
 // closure's braces) when it is `{}` or starts with `key:`, which expr-lang would reject anyway.
 import { isPlainObject } from '../../values.js';
-import { ExpressionError, type Node, type NodeOf } from './expression-syntax.js';
+import type { Node, NodeOf } from './expression-syntax.js';
+import { ExpressionError } from './expression-tokens.js';
 
 /** Evaluation steps per `resolveExpressions` (or `evaluateExpression`) call; each node evaluation is one step. */
 export const MAX_STEPS = 1_000_000;

@@ -11,7 +11,8 @@
 import { badContent } from '../../errors.js';
 import { isPlainObject } from '../../values.js';
 import { type Budget, Interpreter, MAX_STEPS, MAX_VALUE_DEPTH, setOwn } from './expression-interpreter.js';
-import { ExpressionError, endOfQuoted, Parser } from './expression-syntax.js';
+import { Parser } from './expression-syntax.js';
+import { ExpressionError, endOfQuoted } from './expression-tokens.js';
 
 export interface ExpressionOptions {
   enabled: boolean;
