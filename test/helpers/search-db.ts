@@ -14,10 +14,10 @@ import type { ElementId } from '../../src/values.js';
 /** How long a test file may take to start its database (PGlite's start and the migrations, on a loaded machine). */
 export const START_TIMEOUT = 120_000;
 
-/** A fresh database in memory with every migration applied. Close it after the tests. */
-export async function memoryDb(): Promise<Db> {
+/** A fresh database in memory, with every migration applied unless `schema` is false. Close it after the tests. */
+export async function memoryDb({ schema = true } = {}): Promise<Db> {
   const db = await pgliteDb(await createPglite());
-  await migrate(db);
+  if (schema) await migrate(db);
   return db;
 }
 
