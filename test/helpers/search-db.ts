@@ -2,12 +2,17 @@
 // no server and no HTTP. Elements are written with plain INSERTs (the database computes their search documents); a
 // seeded user may read and search them through the CREATED relations the service would write.
 import { randomUUID } from 'node:crypto';
+import { parseCypher } from '../../src/search/language/cypher-parse.js';
+import { CYPHER_LIMITS, type CypherLimits } from '../../src/search/language/limits.js';
 import { parseQueryDsl } from '../../src/search/language/query-dsl.js';
+import type { PathsOutput } from '../../src/search/results.js';
 import { Binder } from '../../src/search/sql/binder.js';
+import { compileCypher, type PathRow, pathsOf } from '../../src/search/sql/cypher-statement.js';
 import { compileQuery } from '../../src/search/sql/query-dsl-compile.js';
 import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
+import { inlineCheck } from '../../src/storage/queries/access.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
 import type { ElementId } from '../../src/values.js';
 
@@ -69,4 +74,18 @@ export async function dslHits(db: Db, query: unknown): Promise<Array<{ id: strin
     ORDER BY 2 DESC, 1`;
   const { rows } = await db.query<{ id: string; score: number }>(sql, params.values);
   return rows;
+}
+
+/** The paths of a Cypher query for `user`, compiled by search/sql/cypher-statement.ts with the access module's READ. */
+export async function cypherPaths(
+  db: Db,
+  user: string,
+  query: string,
+  parameters: Record<string, unknown> = {},
+  limits: CypherLimits = CYPHER_LIMITS,
+): Promise<PathsOutput> {
+  const readable = (who: string, alias: string) => inlineCheck(who, 'READ', alias);
+  const compiled = compileCypher(parseCypher(query), parameters, user, readable, limits);
+  const { rows } = await db.query<PathRow>(compiled.text, compiled.values);
+  return pathsOf(rows, compiled, limits);
 }
