@@ -1,5 +1,5 @@
 // The Cypher subset of the `cypher-path-subset` search step, as the parser (cypher-parse.ts) hands it to the SQL
-// compiler (storage/search/cypher-statement.ts): a typed AST, already validated (variables bound and of the right
+// compiler (search/sql/cypher-statement.ts): a typed AST, already validated (variables bound and of the right
 // kind, the returned item a named path, constant positions constant), so the compiler can trust it.
 import { badContent } from '../../errors.js';
 

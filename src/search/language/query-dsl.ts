@@ -1,5 +1,5 @@
 // The search engine's query DSL (the Elasticsearch query DSL the reference implementation sends to Elasticsearch),
-// validated into a DslQuery for storage/search/ to compile. Supported: match, match_phrase, term(s), prefix,
+// validated into a DslQuery for search/sql/ to compile. Supported: match, match_phrase, term(s), prefix,
 // wildcard, range, exists, ids, match_all, match_none, constant_score, bool and query_string (query-string.ts);
 // docs/search.md describes the mapping onto the index and the scores. A bad clause is a 400 naming its path; the
 // checks run in the order of the clauses, so the first bad one is the one named.
@@ -48,7 +48,7 @@ const MATCH_OPTIONS = [
   'analyzer',
 ];
 
-export class QueryDslParser implements QueryBuilder {
+class QueryDslParser implements QueryBuilder {
   private clauses = 0;
   private fuzzyTerms = 0;
 

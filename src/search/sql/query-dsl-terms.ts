@@ -65,7 +65,7 @@ export interface LikePattern {
 }
 
 /** Condition: some lexeme of the element matches a LIKE pattern (for what tsquery cannot express exactly). */
-export function lexemeLike(pattern: string, params: Binder, caseInsensitive = false): Cond {
+function lexemeLike(pattern: string, params: Binder, caseInsensitive = false): Cond {
   const l = caseInsensitive ? 'trellis_search_fold(u.lexeme)' : 'u.lexeme';
   return {
     k: 'sql',
@@ -245,12 +245,12 @@ export function patternOn(
 // a condition's sql(), so that a condition left out adds none.
 
 /** SQL: the property as jsonb, null when absent. */
-export function fileValue(ctx: CompileContext, keys: string[]): string {
+function fileValue(ctx: CompileContext, keys: string[]): string {
   return `NULLIF(${shownFileSql('e')} #> ${ctx.params.bind(keys, 'text[]')}, 'null'::jsonb)`;
 }
 
 /** SQL: the property as text (strings without their quotes). */
-export function fileText(ctx: CompileContext, keys: string[]): string {
+function fileText(ctx: CompileContext, keys: string[]): string {
   return `(${shownFileSql('e')} #>> ${ctx.params.bind(keys, 'text[]')})`;
 }
 

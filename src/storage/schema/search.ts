@@ -121,7 +121,7 @@ CREATE FUNCTION trellis_search_escape(p text) RETURNS text LANGUAGE sql IMMUTABL
   SELECT replace(replace(replace(p, E'\\x1e', E'\\x1e1'), E'\\x1f', E'\\x1e2'), E'\\x1d', E'\\x1e3')
 $fn$;
 
--- Lower case, locale-independent (domain/search/analysis-tables.ts). ASCII-only text (the common case) skips the tables.
+-- Lower case, locale-independent (search/index/analysis-tables.ts). ASCII-only text (the common case) skips the tables.
 CREATE FUNCTION trellis_search_fold(p text) RETURNS text LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
 DECLARE
   x text := lower(p COLLATE "C");

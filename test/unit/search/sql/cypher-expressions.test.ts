@@ -69,16 +69,16 @@ describe('Cypher expressions', () => {
   });
 
   it('evaluates constant expressions without the database', () => {
-    const valueOf = (expr: string, parameters: Record<string, unknown> = {}) =>
+    const constantOf = (expr: string, parameters: Record<string, unknown> = {}) =>
       evalConstant(parseCypher(`UNWIND ${expr} AS i MATCH p = (n) RETURN p`).unwind!.expr, parameters);
-    expect(valueOf('$n', { n: 3 })).toBe(3);
-    expect(valueOf("[1, $x, {a: $y, b: 'c'}, null]", { x: 'two', y: [3] })).toEqual([
+    expect(constantOf('$n', { n: 3 })).toBe(3);
+    expect(constantOf("[1, $x, {a: $y, b: 'c'}, null]", { x: 'two', y: [3] })).toEqual([
       1,
       'two',
       { a: [3], b: 'c' },
       null,
     ]);
-    expect(valueOf('$m.k', { m: { k: 'v' } })).toBe('v');
-    expect(() => valueOf('$missing')).toThrow(/missing/);
+    expect(constantOf('$m.k', { m: { k: 'v' } })).toBe('v');
+    expect(() => constantOf('$missing')).toThrow(/missing/);
   });
 });
