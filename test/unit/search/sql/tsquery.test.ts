@@ -23,7 +23,7 @@ import { memoryDb, START_TIMEOUT } from '../../../helpers/search-db.js';
 describe('tsquery conditions', () => {
   let db: Db;
   beforeAll(async () => {
-    db = await memoryDb({ schema: false });
+    db = await memoryDb();
     await db.query(`CREATE TABLE docs (name text, search tsvector)`);
     await db.query(`INSERT INTO docs VALUES
       ('both', array_to_tsvector(ARRAY['talpha', 'tbeta'])),
