@@ -21,6 +21,7 @@ import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
+import type { ElementId } from '../../src/values.js';
 import { emptyPrefix } from './blobs.js';
 import { checkExchange, forgetDocument, registerDocument } from './openapi-check.js';
 
@@ -296,7 +297,7 @@ export async function userWithToken(h: ServiceClient, identifier: string, passwo
     body: { type: 'User', uniqueUserIdentifier: identifier, password },
   });
   if (reg.status !== 201) throw new Error(`register ${identifier}: ${reg.status} ${reg.text}`);
-  const id = reg.headers.get('location')!.slice(1);
+  const id = reg.headers.get('location')!.slice(1) as ElementId;
   const tok = await h.request('POST', '/token', {
     body: { type: 'Token', uniqueUserIdentifier: identifier, password },
   });

@@ -3,9 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PageRequest } from '../../domain/elements/collections.js';
 import type { CollectionKind } from '../../domain/elements/types.js';
 import { Problem } from '../../errors.js';
+import type { ElementId } from '../../values.js';
 import { caller, conditionsOf, created, noContent, sendJson } from '../reply.js';
 import { type Handler, operation, resource, WEBDAV_METHODS } from '../resource.js';
-import { rejectNonUuidIds } from '../route-context.js';
+import { elementIdOf, parseElementIds } from '../route-context.js';
 import type { RouteDeps } from '../route-deps.js';
 import {
   collectionSchema,
@@ -23,11 +24,11 @@ import type { App } from '../types.js';
 export default async function elementRoutes(app: App, { services }: RouteDeps) {
   const { elements, collections } = services;
 
-  rejectNonUuidIds(app);
+  parseElementIds(app);
 
   const listPage = async (
     kind: CollectionKind,
-    anchor: string | null,
+    anchor: ElementId | null,
     request: FastifyRequest,
     query: PageRequest,
     reply: FastifyReply,
@@ -42,7 +43,7 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
   };
   const list = (kind: CollectionKind, operationId: string, summary: string) =>
     operation(collectionSchema(operationId, summary), (request, reply) =>
-      listPage(kind, request.params.id, request, request.query, reply),
+      listPage(kind, elementIdOf(request), request, request.query, reply),
     );
 
   resource(app, '/', {
@@ -74,27 +75,27 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
     ...Object.fromEntries(WEBDAV_METHODS.map((method) => [method, notImplemented])),
     GET: operation(readSchema, async (request, reply) => {
       const credentials = services.accounts.credentials(request.headers.authorization);
-      const { rendered, notModified } = await elements.read(credentials, request.params.id, conditionsOf(request));
+      const { rendered, notModified } = await elements.read(credentials, elementIdOf(request), conditionsOf(request));
       return sendJson(reply, { ...rendered, notModified });
     }),
     POST: operation(createChildSchema, async (request, reply) =>
       created(
         reply,
-        `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body, request.params.id, conditionsOf(request))}`,
+        `/${await elements.create(services.accounts.credentials(request.headers.authorization), request.body, elementIdOf(request), conditionsOf(request))}`,
       ),
     ),
     PUT: operation(replaceSchema, async (request, reply) => {
       const credentials = services.accounts.credentials(request.headers.authorization);
-      await elements.update(credentials, request.params.id, request.body, 'replace', conditionsOf(request));
+      await elements.update(credentials, elementIdOf(request), request.body, 'replace', conditionsOf(request));
       return noContent(reply);
     }),
     PATCH: operation(patchSchema, async (request, reply) => {
       const credentials = services.accounts.credentials(request.headers.authorization);
-      await elements.update(credentials, request.params.id, request.body, 'merge', conditionsOf(request));
+      await elements.update(credentials, elementIdOf(request), request.body, 'merge', conditionsOf(request));
       return noContent(reply);
     }),
     DELETE: operation(deleteSchema, async (request, reply) => {
-      await elements.delete(await caller(services, request), request.params.id, conditionsOf(request));
+      await elements.delete(await caller(services, request), elementIdOf(request), conditionsOf(request));
       return noContent(reply);
     }),
   });
