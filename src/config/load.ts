@@ -5,8 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Value from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
-import { BASE_RESERVED } from '../domain/elements/properties.js';
-import { isUuid } from '../values.js';
+import { BASE_RESERVED, isUuid } from '../values.js';
 import { type Config, type Runtime, type Settings, SettingsSchema, STORAGE_CEILING_BYTES } from './schema.js';
 
 export class ConfigError extends Error {

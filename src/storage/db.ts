@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { serviceUnavailable } from '../errors.js';
 import type { SessionAccessEpoch } from './access-decisions.js';
+import { ANSWER_GRACE_MS } from './answer-grace.js';
 import type { ReadLanes } from './read-lanes.js';
 
 // Rows are typed by the caller; interfaces (without index signatures) are fine.
@@ -123,13 +124,6 @@ function runner(client: PgRunner, waitMs: number, state: TransactionState): Quer
     });
   return { query, read: query };
 }
-
-/**
- * How much longer than its statement timeout this side waits for a statement's answer. The server cancels the
- * statement at the timeout and says so at once; a server that says nothing by then is not answering at all (frozen,
- * or out of reach), and never will apply its own timeout.
- */
-export const ANSWER_GRACE_MS = 1000;
 
 /** SQLSTATEs of a server that is shutting down, starting, full, or lost the connection (class 08). */
 const SERVER_UNAVAILABLE = /^(08...|57P0[1-3]|53300)$/;
