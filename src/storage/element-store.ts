@@ -12,7 +12,7 @@ import * as sql from './queries/elements.js';
 import { queryable } from './transactions.js';
 
 /** A stored row as the domain sees it. */
-export function storedElement(row: sql.ElementRow & { body?: string }): StoredElement {
+function storedElement(row: sql.ElementRow & { body?: string }): StoredElement {
   const element: StoredElement = {
     id: storedElementId(row.id),
     type: row.type,

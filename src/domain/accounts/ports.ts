@@ -4,13 +4,13 @@ import type { ElementId } from '../../values.js';
 import type { Tx } from '../transactions.js';
 import type { Caller, Credentials } from './types.js';
 
-export interface StoredUser {
+interface StoredUser {
   id: ElementId;
   /** Null for an account that cannot log in with a password. */
   passwordHash: string | null;
 }
 
-export interface NewToken {
+interface NewToken {
   id: ElementId;
   hash: string;
   userId: ElementId;
@@ -37,7 +37,7 @@ export interface AccountStore {
   deleteExpiredTokens(tx: Tx, before: Date): Promise<number>;
 }
 
-export interface FailureCounter {
+interface FailureCounter {
   key: string;
   failures: number;
   lastFailure: Date;

@@ -33,7 +33,7 @@ export interface NewElement {
 }
 
 /** A node created by a caller: with its OWNS (from the parent, else from the caller) and its CREATED. */
-export interface NewNode {
+interface NewNode {
   id: ElementId;
   type: string;
   data: Record<string, unknown>;
@@ -43,7 +43,7 @@ export interface NewNode {
 }
 
 /** A PATCH or PUT of client properties that needs nothing of the stored element first. */
-export interface DataChange {
+interface DataChange {
   id: ElementId;
   mode: 'replace' | 'merge';
   set: Record<string, unknown>;
@@ -54,7 +54,7 @@ export interface DataChange {
   limits: [number, number];
 }
 
-export interface CollectionPage {
+interface CollectionPage {
   /** False when the credentials name no user (401); nothing else is then known. */
   authenticated: boolean;
   /** False when the anchor is missing or the caller may not read it (404); the page is then empty. */
