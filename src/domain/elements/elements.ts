@@ -32,6 +32,13 @@ const TOKEN_OWNER = "A token is owned by its user alone: its 'OWNS' cannot be ad
 
 export type Rendered = { body: string; etag: string };
 
+/** A create's body once checked: a node, or a relation with its ends. */
+interface NewElementBody {
+  type: string;
+  data: Record<string, unknown>;
+  ends: { start: ElementId; end: ElementId } | null;
+}
+
 export class Elements {
   /** Per type, the properties a replace keeps from the stored data ('*': every other type). */
   private readonly keptOnReplace: Record<string, string[]>;
@@ -105,41 +112,14 @@ export class Elements {
       if (parentId !== undefined) await this.checkParentPreconditions(credentials, now, parentId, conditions);
       else await this.checkIndexPreconditions(credentials, now, conditions);
     }
-    let type: string;
-    let data: Record<string, unknown>;
-    let id: ElementId;
-    let ends: { start: ElementId; end: ElementId } | null = null;
+    let parsed: NewElementBody;
     try {
-      if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
-      type = checkNewType(body.type);
-      data = checkProperties(body.data, this.reserved(type));
-      checkDataLimits(data, this.settings.element);
-      // The spec: an id is "Assigned once at creation. Cannot be set by clients." (the design notes let a client choose it;
-      // where the two disagree the spec wins.) A chosen id that was in use would also have told the caller that an
-      // element it may not see exists.
-      if (body.id !== undefined && body.id !== null)
-        throw new Problem('forbidden-property', "The property 'id' is assigned by the service and cannot be set.");
-      id = newId();
-      const hasStart = body.start !== undefined && body.start !== null;
-      const hasEnd = body.end !== undefined && body.end !== null;
-      if (hasStart !== hasEnd)
-        throw new Problem(
-          'incomplete-mutual-dependency',
-          "A relation needs both 'start' and 'end'; only one of them was given.",
-        );
-      if (hasStart && parentId !== undefined)
-        throw new Problem('bad-content', 'Relations are created with POST /, not as children of an element.');
-      if (hasStart) {
-        const start = parseElementId(body.start);
-        const end = parseElementId(body.end);
-        if (start === null || end === null) throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
-        ends = { start, end };
-      }
-      if (type === 'CREATED')
-        throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
+      parsed = this.parseNew(body, parentId !== undefined);
     } catch (problem) {
       return this.authentication.failAfter(credentials, now, problem);
     }
+    const { type, data, ends } = parsed;
+    const id = newId();
     const { direct } = this.transactions;
     if (ends === null) {
       // A node: one statement (the common case: POST / and POST /<parent>).
@@ -178,6 +158,37 @@ export class Elements {
       throw error;
     }
     return id;
+  }
+
+  /** The body of POST / or POST /<parent>, checked (400s) before the database is asked. */
+  private parseNew(body: unknown, asChild: boolean): NewElementBody {
+    if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
+    const type = checkNewType(body.type);
+    const data = checkProperties(body.data, this.reserved(type));
+    checkDataLimits(data, this.settings.element);
+    // The spec: an id is "Assigned once at creation. Cannot be set by clients." (the design notes let a client choose it;
+    // where the two disagree the spec wins.) A chosen id that was in use would also have told the caller that an
+    // element it may not see exists.
+    if (body.id !== undefined && body.id !== null)
+      throw new Problem('forbidden-property', "The property 'id' is assigned by the service and cannot be set.");
+    const hasStart = body.start !== undefined && body.start !== null;
+    const hasEnd = body.end !== undefined && body.end !== null;
+    if (hasStart !== hasEnd)
+      throw new Problem(
+        'incomplete-mutual-dependency',
+        "A relation needs both 'start' and 'end'; only one of them was given.",
+      );
+    if (hasStart && asChild)
+      throw new Problem('bad-content', 'Relations are created with POST /, not as children of an element.');
+    let ends: NewElementBody['ends'] = null;
+    if (hasStart) {
+      const start = parseElementId(body.start);
+      const end = parseElementId(body.end);
+      if (start === null || end === null) throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
+      ends = { start, end };
+    }
+    if (type === 'CREATED') throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
+    return { type, data, ends };
   }
 
   private async checkParentPreconditions(
