@@ -1179,7 +1179,7 @@ async function statementStats(url: string) {
 
 /**
  * Issue 34's item 7: a direct upload and a download through Trellis with its files in an S3-compatible store (a
- * throw-away Ceph cluster, scripts/ceph-cluster.mjs), against the same transfers made with the SDK alone in the same
+ * throw-away Ceph cluster, scripts/ceph-cluster.ts), against the same transfers made with the SDK alone in the same
  * run (the S3 floor, bench/lib/s3-floor.ts), taking turns like the other file scenarios. PostgreSQL only.
  */
 const S3_SCENARIOS = () => [
