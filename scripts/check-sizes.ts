@@ -1,9 +1,9 @@
-// `node --import tsx scripts/check-sizes.ts [dir...]` (run by `npm run lint` and by the static checks of `npm test`):
+// `node --import tsx scripts/check-sizes.ts [dir or file...]` (run by `npm run lint` and by the static checks of `npm test`):
 // lists every TypeScript file in src/ and explorer/src/ (or the directories given) over 500 lines, and every
 // function, method, accessor or arrow function in them whose body spans over 80 lines; exits 1 when there is any.
 // Big files and long functions are where a newcomer loses the thread: the limits make a split happen at review.
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { isMain } from './process-tools.js';
@@ -21,6 +21,7 @@ export interface Offender {
 }
 
 function typeScriptFiles(dir: string): string[] {
+  if (statSync(dir).isFile()) return [dir];
   const found: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
