@@ -22,7 +22,7 @@ import { migrate } from '../../src/storage/migrate.js';
 import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import type { ElementId } from '../../src/values.js';
-import { emptyPrefix } from './blobs.js';
+import { emptyPrefix, newS3Prefix } from './bucket.js';
 import { checkExchange, forgetDocument, registerDocument } from './openapi-check.js';
 
 export type BackendName = 'pglite' | 'postgres';
@@ -192,9 +192,6 @@ export function s3Settings(
     credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
   };
 }
-
-/** A new prefix in the test bucket. */
-export const newS3Prefix = () => `t-${randomBytes(8).toString('hex')}`;
 
 /**
  * Tests register many users from one address: the registration throttle is off unless a suite's settings give
