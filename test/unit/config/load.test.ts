@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, validateSettings } from '../../src/config/load.js';
+import { ConfigError, loadConfig, validateSettings } from '../../../src/config/load.js';
 
 const keyOf = (input: unknown) => {
   try {

@@ -2,8 +2,8 @@
 // at once, with a bounded queue: beyond it 503 with Retry-After at once.
 import { readdir, readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { hashPassword, PasswordHashing, verifyPassword } from '../../src/domain/accounts/passwords.js';
-import { Problem } from '../../src/errors.js';
+import { hashPassword, PasswordHashing, verifyPassword } from '../../../../src/domain/accounts/passwords.js';
+import { Problem } from '../../../../src/errors.js';
 
 /** The nice values of this process's threads (Linux: field 19 of /proc/self/task/<tid>/stat). */
 async function threadNiceValues(): Promise<number[]> {
