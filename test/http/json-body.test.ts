@@ -1,7 +1,7 @@
 // JSON bodies the database cannot store are a 400 on every endpoint (src/http/json-body.ts): U+0000, unpaired
 // surrogates, numbers beyond the double range, nesting beyond MAX_JSON_DEPTH. They used to reach PostgreSQL and come
 // back as 500s; a deeply nested body even broke a prepared statement of the connection for every later request.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../../src/http/json-body.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 

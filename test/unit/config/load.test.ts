@@ -210,9 +210,7 @@ describe('validateSettings, further', () => {
     expect(validateSettings(null)).toEqual(validateSettings({}));
     expect(validateSettings(undefined)).toEqual(validateSettings({}));
     for (const input of [[], 'text', 3])
-      expect(() => validateSettings(input)).toThrow(
-        new ConfigError('(root)', 'must be a mapping of keys'),
-      );
+      expect(() => validateSettings(input)).toThrow(new ConfigError('(root)', 'must be a mapping of keys'));
     expect(() => validateSettings([])).toThrow('invalid configuration: (root): must be a mapping of keys');
   });
 
@@ -474,5 +472,4 @@ describe('derived defaults', () => {
       });
     });
   });
-
 });

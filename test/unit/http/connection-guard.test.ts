@@ -211,7 +211,11 @@ describe('silent and slow clients', () => {
   });
 
   it('cuts off a request body that arrives slower than the minimum rate', async () => {
-    const server = await guarded({ bodyIdleTimeoutInSeconds: 10, bodyMinBytesPerSecond: 1000, bodyRateWindowInSeconds: 1 });
+    const server = await guarded({
+      bodyIdleTimeoutInSeconds: 10,
+      bodyMinBytesPerSecond: 1000,
+      bodyRateWindowInSeconds: 1,
+    });
     const client = await connect(server.port);
     client.socket.write(
       request('POST', '/read', { 'content-type': 'application/octet-stream', 'content-length': '100000' }),
@@ -227,7 +231,11 @@ describe('silent and slow clients', () => {
   });
 
   it('lets a body that moves steadily arrive whole', async () => {
-    const { port } = await guarded({ bodyIdleTimeoutInSeconds: 1, bodyMinBytesPerSecond: 1000, bodyRateWindowInSeconds: 1 });
+    const { port } = await guarded({
+      bodyIdleTimeoutInSeconds: 1,
+      bodyMinBytesPerSecond: 1000,
+      bodyRateWindowInSeconds: 1,
+    });
     const client = await connect(port);
     client.socket.write(
       request('POST', '/read', { 'content-type': 'application/octet-stream', 'content-length': String(4 * 65536) }),
@@ -307,7 +315,12 @@ describe('ticks', () => {
     const log = pino({ level: 'silent' });
     const tick = (idle: number, window: number) =>
       new ConnectionGuard(
-        { maxConnections: 1, bodyIdleTimeoutInSeconds: idle, bodyMinBytesPerSecond: 0, bodyRateWindowInSeconds: window },
+        {
+          maxConnections: 1,
+          bodyIdleTimeoutInSeconds: idle,
+          bodyMinBytesPerSecond: 0,
+          bodyRateWindowInSeconds: window,
+        },
         log,
       ).tickMs;
     expect(tick(30, 30)).toBe(1000);

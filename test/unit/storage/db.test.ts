@@ -37,15 +37,15 @@ async function withDb<T>(options: PoolDbOptions, work: (db: Db) => Promise<T>): 
 const failingWith = (code: string) =>
   `DO $$ BEGIN RAISE EXCEPTION 'failing with ${code}' USING ERRCODE = '${code}'; END $$`;
 
-const caught = (promise: Promise<unknown>) => promise.then(
-  () => {
-    throw new Error('expected a failure');
-  },
-  (error: unknown) => error as Error & { code?: string; cause?: unknown },
-);
+const caught = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: unknown) => error as Error & { code?: string; cause?: unknown },
+  );
 
-const marks = async (db: Db) =>
-  (await db.query<{ n: number }>('SELECT n FROM marks ORDER BY n')).rows.map((r) => r.n);
+const marks = async (db: Db) => (await db.query<{ n: number }>('SELECT n FROM marks ORDER BY n')).rows.map((r) => r.n);
 
 describe('statements', () => {
   it('answers rows and a row count; int8 comes back as a number; prepared statements are reused by name', async () => {
@@ -217,7 +217,8 @@ describe('transactions', () => {
   it("sets a server's statement_timeout for a budget, and lifts the database's bound for 0", async () => {
     const timeout = (db: Db, ms?: number) =>
       db.transaction(
-        async (tx) => (await tx.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout,
+        async (tx) =>
+          (await tx.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout,
         ms === undefined ? {} : { statementTimeoutMs: ms },
       );
     await withDb({ statementTimeoutMs: 30_000 }, async (db) => {

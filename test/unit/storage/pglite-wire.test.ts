@@ -95,7 +95,9 @@ describe("PostgreSQL's log", () => {
     expect(log.lastProblem).toBeNull();
     log.write('2026-01-01 00:00:01.000 UTC [1] ERROR:  relation "x" does not exist');
     expect(log.lastProblem).toBe('ERROR: relation "x" does not exist');
-    log.write('2026-01-01 00:00:02.000 UTC [1] PANIC:  could not write to file "pg_wal/xlogtemp.1": No space left on device');
+    log.write(
+      '2026-01-01 00:00:02.000 UTC [1] PANIC:  could not write to file "pg_wal/xlogtemp.1": No space left on device',
+    );
     expect(log.lastProblem).toBe('PANIC: could not write to file "pg_wal/xlogtemp.1": No space left on device');
     log.write('2026-01-01 00:00:03.000 UTC [1] HINT:  free some space');
     expect(log.lastProblem).toMatch(/^PANIC: /);
@@ -150,7 +152,9 @@ describe('the wire', () => {
     expect(messageTypes(reply)).toContain('R');
     expect(messageTypes(reply).at(-1)).toBe('Z');
     const check = Buffer.from(
-      await wire.exchange(serialize.query(`SELECT count(*) || ' prepared, ' || now()::text FROM pg_prepared_statements`)),
+      await wire.exchange(
+        serialize.query(`SELECT count(*) || ' prepared, ' || now()::text FROM pg_prepared_statements`),
+      ),
     ).toString('latin1');
     expect(check).toContain('0 prepared');
     // Not in the old transaction any more: a new one begins without a warning.

@@ -34,12 +34,15 @@ describe('in memory', () => {
   it('opens with the page cache asked for, and the extensions the schema needs', async () => {
     expect(await setting(pglite, 'shared_buffers')).toBe('48MB');
     await pglite.exec('CREATE EXTENSION IF NOT EXISTS pg_trgm');
-    expect((await pglite.query<{ s: number }>(`SELECT similarity('trellis', 'trellis') AS s`)).rows).toEqual([{ s: 1 }]);
+    expect((await pglite.query<{ s: number }>(`SELECT similarity('trellis', 'trellis') AS s`)).rows).toEqual([
+      { s: 1 },
+    ]);
   });
 
   it('prepares the session: our settings, and auto_explain loaded for the statement budget', async () => {
     await prepareSession(pglite);
-    for (const [key, value] of Object.entries(SESSION_SETTINGS)) expect([key, await setting(pglite, key)]).toEqual([key, value]);
+    for (const [key, value] of Object.entries(SESSION_SETTINGS))
+      expect([key, await setting(pglite, key)]).toEqual([key, value]);
     expect(await setting(pglite, 'auto_explain.log_min_duration')).toBe('-1');
   });
 

@@ -1,8 +1,8 @@
 // Password hashing runs on threads of its own below normal priority (domain/accounts/passwords.ts), a bounded number
 // at once, with a bounded queue: beyond it 503 with Retry-After at once.
 import { readdir, readFile } from 'node:fs/promises';
-import { describe, expect, it } from 'vitest';
 import { Algorithm, hash as argon2Hash } from '@node-rs/argon2';
+import { describe, expect, it } from 'vitest';
 import {
   defaultHashWorkers,
   hashPassword,

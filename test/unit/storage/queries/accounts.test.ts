@@ -181,8 +181,7 @@ describe('callers and tokens', () => {
     const bobs = await token(bob, { issued: hours(-20) });
     await token(ann, { issued: hours(-10), state: 'REVOKED' });
     await token(bob, { issued: hours(-10), expires: hours(-1) });
-    const ids = async (filter: Parameters<typeof activeTokens>[1]) =>
-      (await activeTokens(db, filter)).map((t) => t.id);
+    const ids = async (filter: Parameters<typeof activeTokens>[1]) => (await activeTokens(db, filter)).map((t) => t.id);
     expect(await ids({ now, userIds: [ann, bob] })).toEqual([annOld, bobs, annNew]);
     expect(await ids({ now, groupId: company })).toEqual([bobs]);
     expect(await ids({ now, userIds: [ann, bob], issuedBefore: hours(-5) })).toEqual([annOld, bobs]);
@@ -190,7 +189,13 @@ describe('callers and tokens', () => {
     expect(await ids({ now, userIds: [ann, bob], withoutExpirationDate: true })).toEqual([annOld]);
     expect(await ids({ now, userIds: [ann, bob], withExpirationDate: true })).toEqual([bobs, annNew]);
     const [first] = await activeTokens(db, { now, userIds: [ann] });
-    expect(first).toEqual({ id: annOld, user_id: ann, identifier: 'ann@tokens.org', issued: hours(-30), expires: null });
+    expect(first).toEqual({
+      id: annOld,
+      user_id: ann,
+      identifier: 'ann@tokens.org',
+      issued: hours(-30),
+      expires: null,
+    });
   });
 
   it("revokes a user's active tokens, in the tokens table and in the Token elements' data", async () => {
@@ -203,9 +208,10 @@ describe('callers and tokens', () => {
     expect(await tokenState(one)).toBe('REVOKED');
     expect(await tokenState(two)).toBe('REVOKED');
     expect(await tokenState(kept)).toBe('ACTIVE');
-    const { rows } = await db.query<{ data: unknown; updated: Date }>('SELECT data, updated FROM elements WHERE id = $1', [
-      one,
-    ]);
+    const { rows } = await db.query<{ data: unknown; updated: Date }>(
+      'SELECT data, updated FROM elements WHERE id = $1',
+      [one],
+    );
     expect(rows).toEqual([{ data: { state: 'REVOKED' }, updated: now }]);
     // Nothing left to revoke.
     expect(await revokeTokensOfUser(db, user, now)).toBe(0);

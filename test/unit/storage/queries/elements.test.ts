@@ -83,9 +83,14 @@ describe('insert and read', () => {
     const id = randomUUID();
     expect(await insertElement(db, { id, type: 'LINKS', start: a, end: b, data: {}, at })).toBe(true);
     expect(await elementById(db, id)).toMatchObject({ start_id: a, end_id: b, type: 'LINKS' });
-    const error = await insertElement(db, { id: randomUUID(), type: 'LINKS', start: a, end: randomUUID(), data: {}, at }).catch(
-      (e: unknown) => e,
-    );
+    const error = await insertElement(db, {
+      id: randomUUID(),
+      type: 'LINKS',
+      start: a,
+      end: randomUUID(),
+      data: {},
+      at,
+    }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: '23503' });
   });
 
@@ -219,7 +224,7 @@ describe('insertNodeAs (POST)', () => {
     const relation = await addRelation(db, 'LINKS', parent, await ownedNode(alice.id));
     const count = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM elements')).rows[0]!.n;
     const before = await count();
-    const post = (credentials: { tokenHash: string }, parentId: string | null, id = randomUUID()) =>
+    const post = (credentials: { tokenHash: string }, parentId: string | null, id: string = randomUUID()) =>
       insertNodeAs(db, credentials, now, { ...ids(), id, type: 'Note', data: {}, parentId });
     expect(await post({ tokenHash: 'nobody' }, null)).toEqual({
       authenticated: false,
@@ -227,9 +232,17 @@ describe('insertNodeAs (POST)', () => {
       inserted: false,
     });
     expect(await post(bob.credentials, parent)).toEqual({ authenticated: true, allowed: false, inserted: false });
-    expect(await post(alice.credentials, randomUUID())).toEqual({ authenticated: true, allowed: false, inserted: false });
+    expect(await post(alice.credentials, randomUUID())).toEqual({
+      authenticated: true,
+      allowed: false,
+      inserted: false,
+    });
     expect(await post(alice.credentials, relation)).toEqual({ authenticated: true, allowed: false, inserted: false });
-    expect(await post(alice.credentials, null, parent)).toEqual({ authenticated: true, allowed: true, inserted: false });
+    expect(await post(alice.credentials, null, parent)).toEqual({
+      authenticated: true,
+      allowed: true,
+      inserted: false,
+    });
     expect(await count()).toBe(before);
   });
 });
@@ -252,9 +265,19 @@ describe('updateDataAs (PATCH and PUT)', () => {
       updated: true,
     });
     expect(await elementById(db, id)).toMatchObject({ data: { b: 2, c: 3, kept: 'k', other: 'o' }, updated: now });
-    await updateDataAs(db, alice.credentials, now, change(id, { mode: 'replace', set: { d: 4 }, keep: { Note: ['kept'] } }));
+    await updateDataAs(
+      db,
+      alice.credentials,
+      now,
+      change(id, { mode: 'replace', set: { d: 4 }, keep: { Note: ['kept'] } }),
+    );
     expect(await dataOf(id)).toEqual({ d: 4, kept: 'k' });
-    await updateDataAs(db, alice.credentials, now, change(id, { mode: 'replace', set: { e: 5 }, keep: { '*': ['d'] } }));
+    await updateDataAs(
+      db,
+      alice.credentials,
+      now,
+      change(id, { mode: 'replace', set: { e: 5 }, keep: { '*': ['d'] } }),
+    );
     expect(await dataOf(id)).toEqual({ e: 5, d: 4 });
   });
 

@@ -33,8 +33,11 @@ async function keysOf(id: string): Promise<string[]> {
 }
 
 const drift = async () =>
-  (await db.query<{ closure: string; a: string; b: string; problem: string }>('SELECT * FROM trellis_access_index_drift()'))
-    .rows;
+  (
+    await db.query<{ closure: string; a: string; b: string; problem: string }>(
+      'SELECT * FROM trellis_access_index_drift()',
+    )
+  ).rows;
 
 const epoch = async () => (await db.query<{ epoch: number }>('SELECT epoch FROM access_epoch')).rows[0]!.epoch;
 
