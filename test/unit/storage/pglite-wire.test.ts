@@ -1,7 +1,7 @@
-// The wire to PGlite (src/storage/pglite-wire.ts). The statement budget (EmbeddedBudget): PGlite ignores
-// statement_timeout, so a transaction's `statementTimeoutMs` cancels its statements by other means. A statement past
-// its budget fails with PostgreSQL's 57014, and nothing of it reaches the statements after it. Then PostgreSQL's log,
-// the error of an aborted instance and the wire's exchanges. (The socket over it: pglite-socket.test.ts.)
+// The wire to PGlite (src/storage/pglite-wire.ts): PostgreSQL's log, the error of an aborted instance, the wire's
+// exchanges and session reset, and the statement budget (EmbeddedBudget: PGlite ignores statement_timeout, so a
+// budgeted transaction's statements are cancelled by other means). The budget's timing, with statements that run
+// for seconds, is tested in test/storage/embedded-budget.test.ts; the socket over the wire in pglite-socket.test.ts.
 import type { PGlite } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,78 +14,6 @@ import {
   localWire,
   PostgresLog,
 } from '../../../src/storage/pglite-wire.js';
-
-/** A statement that takes seconds on PGlite: nine million rows out of a join. */
-const SLOW = 'SELECT count(*) AS n FROM generate_series(1, 3000) a, generate_series(1, 3000) b WHERE a + b > 0';
-
-describe('statement budget', () => {
-  let db: Db;
-  beforeAll(async () => {
-    db = await pgliteDb(await createPglite());
-  });
-  afterAll(() => db.close());
-
-  const timed = async <T>(
-    work: () => Promise<T>,
-  ): Promise<{ ms: number; result: T | null; error: { code?: string } | null }> => {
-    const started = performance.now();
-    try {
-      const result = await work();
-      return { ms: performance.now() - started, result, error: null };
-    } catch (error) {
-      return { ms: performance.now() - started, result: null, error: error as { code?: string } };
-    }
-  };
-
-  it('cancels a statement that runs past the budget (57014) near the deadline, and the transaction rolls back', async () => {
-    await db.query('CREATE TABLE budget_marks (n int)');
-    const run = await timed(() =>
-      db.transaction(
-        async (tx) => {
-          await tx.query('INSERT INTO budget_marks VALUES (1)');
-          return tx.query(SLOW);
-        },
-        { statementTimeoutMs: 300 },
-      ),
-    );
-    expect(run.error?.code).toBe('57014');
-    expect(run.ms).toBeGreaterThanOrEqual(290);
-    expect(run.ms).toBeLessThan(5_000);
-    expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM budget_marks')).rows).toEqual([{ n: 0 }]);
-  });
-
-  it('budgets each statement on its own, and leaves statements outside a budgeted transaction alone', async () => {
-    // Statements under a budget of four times what one takes (timed under a budget, which makes PostgreSQL time
-    // every plan node): each finishes, although together they run longer than the budget.
-    const quick =
-      'SELECT count(*)::int AS n FROM generate_series(1, 300) a, generate_series(1, 1000) b WHERE a + b > 0';
-    const one = await timed(() => db.transaction((tx) => tx.query(quick), { statementTimeoutMs: 60_000 }));
-    expect(one.error).toBeNull();
-    const budget = Math.max(1000, Math.ceil(one.ms * 4));
-    const statements = Math.ceil((budget * 1.5) / one.ms);
-    const many = await timed(() =>
-      db.transaction(
-        async (tx) => {
-          const counts: unknown[] = [];
-          for (let i = 0; i < statements; i++) counts.push((await tx.query(quick)).rows[0]);
-          return counts;
-        },
-        { statementTimeoutMs: budget },
-      ),
-    );
-    expect(many.error).toBeNull();
-    expect(many.result).toEqual(Array(statements).fill({ n: 300_000 }));
-    expect(many.ms).toBeGreaterThan(budget);
-    // After a cancelled transaction, a long statement without a budget runs to its end.
-    expect((await timed(() => db.transaction((tx) => tx.query(SLOW), { statementTimeoutMs: 100 }))).error?.code).toBe(
-      '57014',
-    );
-    const long = await timed(() => db.query<{ n: number }>(SLOW));
-    expect(long.error).toBeNull();
-    expect(long.result!.rows).toEqual([{ n: 9_000_000 }]);
-    expect(long.ms).toBeGreaterThan(100);
-  });
-});
 
 describe("PostgreSQL's log", () => {
   it('keeps the last PANIC, FATAL or ERROR line without its time stamp, and prints nothing itself', () => {
@@ -117,15 +45,65 @@ describe("PostgreSQL's log", () => {
   });
 });
 
-describe('the wire', () => {
-  let pglite: PGlite;
+// One PGlite for the file; the last test closes it.
+let pglite: PGlite;
+beforeAll(async () => {
+  pglite = await createPglite();
+});
+afterAll(async () => {
+  if (!pglite.closed) await pglite.close();
+});
+
+describe('statement budget', () => {
+  let db: Db;
   beforeAll(async () => {
-    pglite = await createPglite();
+    db = await pgliteDb(pglite, false);
   });
-  afterAll(async () => {
-    if (!pglite.closed) await pglite.close();
+  afterAll(() => db.close());
+
+  /** Runs for as long as it is let: a million rows from a cross join, counted. */
+  const LONG = 'SELECT count(*)::int AS n FROM generate_series(1, 1000) a, generate_series(1, 1000) b WHERE a + b > 0';
+
+  it('cancels a statement past its budget with 57014, rolls back, and the next statements run unbudgeted', async () => {
+    await db.query('CREATE TABLE budget_marks (n int)');
+    const error = await db
+      .transaction(
+        async (tx) => {
+          await tx.query('INSERT INTO budget_marks VALUES (1)');
+          return tx.query(LONG);
+        },
+        { statementTimeoutMs: 1 },
+      )
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: '57014', message: 'canceling statement due to user request' });
+    expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM budget_marks')).rows).toEqual([{ n: 0 }]);
+    // Nothing of the budget reaches what follows: the same statement, outside one, runs to its end.
+    expect((await db.query(LONG)).rows).toEqual([{ n: 1_000_000 }]);
+    expect((await db.transaction((tx) => tx.query(LONG))).rows).toEqual([{ n: 1_000_000 }]);
   });
 
+  it('gives each exchange a deadline while armed, and none once disarmed', async () => {
+    const { budget } = localWire(pglite);
+    const wire = localWire(pglite);
+    const run = async () =>
+      Buffer.from(
+        await wire.exchange(serialize.query(`BEGIN; ${EMBEDDED_BUDGET_SETTINGS}; ${LONG}; ROLLBACK`)),
+      ).toString('latin1');
+    budget.arm(1);
+    try {
+      expect(await run()).toContain('canceling statement due to user request');
+    } finally {
+      budget.disarm();
+    }
+    // The ROLLBACK of the failed batch did not run (the error skipped it): end the transaction.
+    await wire.exchange(serialize.query('ROLLBACK'));
+    const whole = await run();
+    expect(whole).not.toContain('canceling statement');
+    expect(whole).toContain('1000000');
+  });
+});
+
+describe('the wire', () => {
   /** The message types ('Z' ReadyForQuery, 'E' ErrorResponse, ...) in `reply`, in order. */
   function messageTypes(reply: Uint8Array): string[] {
     const types: string[] = [];

@@ -1,0 +1,79 @@
+// The statement budget on the embedded database (src/storage/pglite-wire.ts, EmbeddedBudget): PGlite ignores
+// statement_timeout, so a transaction's `statementTimeoutMs` cancels its statements by other means. A statement past
+// its budget fails with PostgreSQL's 57014, and nothing of it reaches the statements after it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../src/storage/db.js';
+import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
+import { backendsUnderTest } from '../helpers/harness.js';
+
+/** A statement that takes seconds on PGlite: nine million rows out of a join. */
+const SLOW = 'SELECT count(*) AS n FROM generate_series(1, 3000) a, generate_series(1, 3000) b WHERE a + b > 0';
+
+describe.skipIf(!backendsUnderTest().includes('pglite'))('statement budget [pglite]', () => {
+  let db: Db;
+  beforeAll(async () => {
+    db = await pgliteDb(await createPglite());
+  });
+  afterAll(() => db.close());
+
+  const timed = async <T>(
+    work: () => Promise<T>,
+  ): Promise<{ ms: number; result: T | null; error: { code?: string } | null }> => {
+    const started = performance.now();
+    try {
+      const result = await work();
+      return { ms: performance.now() - started, result, error: null };
+    } catch (error) {
+      return { ms: performance.now() - started, result: null, error: error as { code?: string } };
+    }
+  };
+
+  it('cancels a statement that runs past the budget (57014) near the deadline, and the transaction rolls back', async () => {
+    await db.query('CREATE TABLE budget_marks (n int)');
+    const run = await timed(() =>
+      db.transaction(
+        async (tx) => {
+          await tx.query('INSERT INTO budget_marks VALUES (1)');
+          return tx.query(SLOW);
+        },
+        { statementTimeoutMs: 300 },
+      ),
+    );
+    expect(run.error?.code).toBe('57014');
+    expect(run.ms).toBeGreaterThanOrEqual(290);
+    expect(run.ms).toBeLessThan(5_000);
+    expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM budget_marks')).rows).toEqual([{ n: 0 }]);
+  });
+
+  it('budgets each statement on its own, and leaves statements outside a budgeted transaction alone', async () => {
+    // Statements under a budget of four times what one takes (timed under a budget, which makes PostgreSQL time
+    // every plan node): each finishes, although together they run longer than the budget.
+    const quick =
+      'SELECT count(*)::int AS n FROM generate_series(1, 300) a, generate_series(1, 1000) b WHERE a + b > 0';
+    const one = await timed(() => db.transaction((tx) => tx.query(quick), { statementTimeoutMs: 60_000 }));
+    expect(one.error).toBeNull();
+    const budget = Math.max(1000, Math.ceil(one.ms * 4));
+    const statements = Math.ceil((budget * 1.5) / one.ms);
+    const many = await timed(() =>
+      db.transaction(
+        async (tx) => {
+          const counts: unknown[] = [];
+          for (let i = 0; i < statements; i++) counts.push((await tx.query(quick)).rows[0]);
+          return counts;
+        },
+        { statementTimeoutMs: budget },
+      ),
+    );
+    expect(many.error).toBeNull();
+    expect(many.result).toEqual(Array(statements).fill({ n: 300_000 }));
+    expect(many.ms).toBeGreaterThan(budget);
+    // After a cancelled transaction, a long statement without a budget runs to its end.
+    expect((await timed(() => db.transaction((tx) => tx.query(SLOW), { statementTimeoutMs: 100 }))).error?.code).toBe(
+      '57014',
+    );
+    const long = await timed(() => db.query<{ n: number }>(SLOW));
+    expect(long.error).toBeNull();
+    expect(long.result!.rows).toEqual([{ n: 9_000_000 }]);
+    expect(long.ms).toBeGreaterThan(100);
+  });
+});
