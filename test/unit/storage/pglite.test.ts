@@ -1,15 +1,18 @@
 // The embedded backend (src/storage/pglite.ts): opening PGlite in memory and in a folder, its session settings, the
-// Db on it, following the access epoch, and what an operator is told when it does not start. The arithmetic of the
-// page cache is tested in test/storage/embedded-cache.test.ts.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+// Db on it, following the access epoch, what an operator is told when it does not start, and the page cache for
+// 'auto'. test/storage/embedded-cache.test.ts opens the database with the configured cache through open.ts.
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GiB, MiB } from '../../../src/config/schema.js';
 import { SESSION_SETTINGS } from '../../../src/storage/db.js';
 import {
   createPglite,
+  databaseBytes,
   EmbeddedStartFailed,
+  embeddedCacheMiB,
   embeddedFailureReport,
   openPglite,
   pgliteDb,
@@ -154,5 +157,32 @@ describe('in a folder (DATA_DIR/db)', () => {
     const gone = await embeddedFailureReport(failed, join(dir, 'missing'), 0);
     expect(gone.message).not.toMatch(/free there/);
     expect(gone.exitCode).toBe(74);
+  });
+});
+
+describe('the page cache under auto', () => {
+  it("sizes 'auto' to the database, in steps of 64 MiB, between 128 MiB and the smaller of 1 GiB and an eighth of memory", () => {
+    expect(embeddedCacheMiB(0, 24 * GiB)).toBe(128);
+    expect(embeddedCacheMiB(50 * MiB, 24 * GiB)).toBe(128);
+    // 413 MiB (the benchmark's 100k nodes) and a quarter more: 516.25 MiB, rounded up to 576.
+    expect(embeddedCacheMiB(413 * MiB, 24 * GiB)).toBe(576);
+    expect(embeddedCacheMiB(512 * MiB, 24 * GiB)).toBe(640);
+    expect(embeddedCacheMiB(4 * GiB, 24 * GiB)).toBe(1024);
+    // An eighth of 2 GiB is 256 MiB; an eighth of 512 MiB is below the floor, which wins.
+    expect(embeddedCacheMiB(413 * MiB, 2 * GiB)).toBe(256);
+    expect(embeddedCacheMiB(413 * MiB, 512 * MiB)).toBe(128);
+  });
+
+  it('counts the relation files under base/, and not an entry that is gone by the time it is looked at', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'trellis-cache-'));
+    await mkdir(join(dir, 'base', '5'), { recursive: true });
+    await writeFile(join(dir, 'base', '5', '1259'), Buffer.alloc(8192));
+    await writeFile(join(dir, 'base', '5', '1259_fsm'), Buffer.alloc(1000));
+    await writeFile(join(dir, 'postmaster.opts'), 'not a relation file');
+    // A dangling link stats as ENOENT, as a file dropped between the listing and its stat would.
+    await symlink(join(dir, 'base', '5', 'dropped'), join(dir, 'base', '5', '16384'));
+    expect(await databaseBytes(dir)).toBe(9192);
+    expect(await databaseBytes(join(dir, 'missing'))).toBe(0);
+    await rm(dir, { recursive: true, force: true });
   });
 });
