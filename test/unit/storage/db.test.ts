@@ -4,7 +4,6 @@ import type { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Problem } from '../../../src/errors.js';
 import {
-  ANSWER_GRACE_MS,
   type Db,
   isForeignKeyViolation,
   type PoolDbOptions,
@@ -271,8 +270,4 @@ describe('retryingTransient', () => {
       expect(runs).toBe(1);
     });
   });
-});
-
-it('waits a second longer than the statement timeout for an answer', () => {
-  expect(ANSWER_GRACE_MS).toBe(1000);
 });

@@ -9,6 +9,7 @@ import {
   countRegistration,
   deleteExpiredTokens,
   deleteOldRegistrationCounts,
+  deleteToken,
   identifierCollisions,
   insertToken,
   insertUser,
@@ -227,5 +228,15 @@ describe('callers and tokens', () => {
     expect(await tokenState(gone)).toBeUndefined();
     expect((await db.query('SELECT 1 FROM elements WHERE id = $1', [gone])).rows).toEqual([]);
     expect(await tokenState(stays)).toBe('ACTIVE');
+  });
+
+  it('deletes a token with its element, which stops it authenticating', async () => {
+    const user = await addUser(db, 'delete@tokens.org');
+    const id = await token(user, { hash: 'hash-deleted' });
+    expect((await resolveCaller(db, { tokenHash: 'hash-deleted' }, now))?.tokenId).toBe(id);
+    await deleteToken(db, id);
+    expect(await tokenState(id)).toBeUndefined();
+    expect((await db.query('SELECT 1 FROM elements WHERE id = $1', [id])).rows).toEqual([]);
+    expect(await resolveCaller(db, { tokenHash: 'hash-deleted' }, now)).toBeNull();
   });
 });
