@@ -20,7 +20,7 @@ import {
 } from './pglite-wire.js';
 
 // auto_explain times the statements of a budgeted transaction (pglite-wire.ts, EmbeddedBudget).
-export const pgliteExtensions = { pg_trgm, auto_explain };
+const pgliteExtensions = { pg_trgm, auto_explain };
 
 /**
  * Opens (creating when absent) a PGlite database in `dataDir`, or in memory when `dataDir` is undefined, with a page

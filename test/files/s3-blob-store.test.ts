@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PartialAppendError } from '../../src/blob/blob-store.js';
 import { S3BlobStore } from '../../src/blob/s3-blob-store.js';
 import { ObjectStoreError } from '../../src/blob/s3-errors.js';
-import { collect, emptyPrefix, objectsUnder, testBucket, unfinishedUploads } from '../helpers/blobs.js';
-import { blobStoresUnderTest, newS3Prefix } from '../helpers/harness.js';
+import { collect } from '../helpers/blobs.js';
+import { emptyPrefix, newS3Prefix, objectsUnder, testBucket, unfinishedUploads } from '../helpers/bucket.js';
+import { blobStoresUnderTest } from '../helpers/harness.js';
 
 const MiB = 1024 * 1024;
 const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';

@@ -6,8 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PART_BYTES, partBytes } from '../../src/blob/s3-blob-store.js';
 import { ObjectStoreError } from '../../src/blob/s3-errors.js';
 import { MAX_PARTS, PartBuffers, putStream } from '../../src/blob/s3-put.js';
-import { emptyPrefix, objectsUnder, testBucket, unfinishedUploads } from '../helpers/blobs.js';
-import { blobStoresUnderTest, newS3Prefix } from '../helpers/harness.js';
+import { emptyPrefix, newS3Prefix, objectsUnder, testBucket, unfinishedUploads } from '../helpers/bucket.js';
+import { blobStoresUnderTest } from '../helpers/harness.js';
 import { noise } from './fixtures.js';
 
 const MiB = 1024 * 1024;

@@ -17,12 +17,14 @@ import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
-import { type ElementRow, setFile } from '../../storage/queries/elements.js';
+import { setFile } from '../../storage/queries/elements.js';
 import * as sql from '../../storage/queries/files.js';
-import { isUuid } from '../../values.js';
+import { type ElementId, isUuid } from '../../values.js';
 import type { Caller } from '../accounts/types.js';
 import { type Conditions, checkIfMatch, checkWritePreconditions, ifNoneMatchHits } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
+import type { StoredElement as ElementRow } from '../elements/ports.js';
+import type { Tx } from '../transactions.js';
 import { parseUploadComplete, parseUploadLength } from '../uploads/upload-fields.js';
 import { UploadSlots } from '../uploads/upload-slots.js';
 import { ifRangeAllows, parseRange } from './byte-ranges.js';
@@ -154,7 +156,11 @@ export class Files {
     const max = this.settings.file.maxFileSizeInBytes;
     const announced = uploadLength ?? contentLength;
     if (announced !== undefined && announced > max) throw tooLarge(max);
-    checkFileTarget(await this.elements.require(this.db, caller, id, 'UPDATE'), mode, conditions);
+    checkFileTarget(
+      await this.elements.require(this.db as unknown as Tx, caller, id as ElementId, 'UPDATE'),
+      mode,
+      conditions,
+    );
 
     const release = this.uploadSlots.take();
     try {
@@ -214,7 +220,7 @@ export class Files {
     const committed: { replacement: Replacement | null } = { replacement: null };
     try {
       await this.db.transaction(async (tx) => {
-        const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
+        const row = await this.elements.require(tx as unknown as Tx, caller, id as ElementId, 'UPDATE', { lock: true });
         hooks.check?.(row);
         await hooks.inTransaction?.(tx);
         const tags = { previous: blobTag(row.file), next: blobTag(meta) };
@@ -277,7 +283,7 @@ export class Files {
       // the bytes; once open, the descriptor keeps reading the same bytes whatever happens to the name.
       return await this.db.transaction(async (tx) => {
         if (open) await sql.lockForDownload(tx, id.toLowerCase());
-        const row = await this.elements.require(tx, caller, id, 'READ');
+        const row = await this.elements.require(tx as unknown as Tx, caller, id as ElementId, 'READ');
         const file = row.file;
         if (!file) throw notFound();
         const etag = fileEtag(row);
@@ -323,7 +329,7 @@ export class Files {
     const committed: { replacement: Replacement | null } = { replacement: null };
     try {
       await this.db.transaction(async (tx) => {
-        const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
+        const row = await this.elements.require(tx as unknown as Tx, caller, id as ElementId, 'UPDATE', { lock: true });
         if (!row.file) throw notFound();
         checkWritePreconditions(conditions, fileEtag(row));
         const replacement = await this.blobs.replace(row.id, null, { previous: blobTag(row.file), next: 'none' });

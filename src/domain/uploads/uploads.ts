@@ -11,7 +11,7 @@ import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
 import { type Db, isForeignKeyViolation } from '../../storage/db.js';
 import * as sql from '../../storage/queries/uploads.js';
-import { isUuid, newId } from '../../values.js';
+import { type ElementId, isUuid, newId } from '../../values.js';
 import type { Caller } from '../accounts/types.js';
 import type { Conditions } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
@@ -19,6 +19,7 @@ import { extensionFromDisposition, parseSha256Digest } from '../files/file-heade
 import { checkFileTarget, type Files, type FileWriteMode, isClientAbort } from '../files/files.js';
 import { detectMimeType } from '../files/mime-detect.js';
 import type { FileMeta } from '../files/types.js';
+import type { Tx } from '../transactions.js';
 import { ReadBack, type StoredBytes } from './read-back.js';
 import {
   checkAppendContentType,
@@ -152,7 +153,7 @@ export class Uploads {
         'bad-content',
         `The first chunk (${contentLength} bytes) is longer than the Upload-Length (${length}).`,
       );
-    const target = await this.elements.require(this.db, caller, elementId, 'UPDATE');
+    const target = await this.elements.require(this.db as unknown as Tx, caller, elementId as ElementId, 'UPDATE');
     checkFileTarget(target, mode, conditions);
     // Before the upload exists: a refused start leaves nothing behind.
     const release = this.files.uploadSlots.take();

@@ -11,7 +11,7 @@ import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files/
 import { type UploadState, uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
 import { caller, conditionsOf, created, headerOf, noContent } from '../reply.js';
 import { operation, resource, type TypedHandler } from '../resource.js';
-import { rejectNonUuidIds, streamBodies } from '../route-context.js';
+import { elementIdOf, parseElementIds, streamBodies } from '../route-context.js';
 import type { RouteDeps } from '../route-deps.js';
 import { headOf } from '../schemas/common.js';
 import { createFileSchema, deleteFileSchema, downloadSchema, replaceFileSchema } from '../schemas/files.js';
@@ -69,11 +69,11 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
   const { files, uploads } = services;
 
   streamBodies(app);
-  rejectNonUuidIds(app);
+  parseElementIds(app);
 
   const download: TypedHandler<typeof downloadSchema> = async (request, reply) => {
     reply.header('accept-ranges', 'bytes');
-    const result = await files.download(await caller(services, request), request.params.id, {
+    const result = await files.download(await caller(services, request), elementIdOf(request), {
       range: headerOf(request, 'range'),
       ifRange: headerOf(request, 'if-range'),
       conditions: conditionsOf(request),
@@ -117,7 +117,7 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
     POST: upload('create'),
     PUT: upload('replace'),
     DELETE: operation(deleteFileSchema, async (request, reply) => {
-      await files.remove(await caller(services, request), request.params.id, conditionsOf(request));
+      await files.remove(await caller(services, request), elementIdOf(request), conditionsOf(request));
       return noContent(reply);
     }),
   });

@@ -6,7 +6,7 @@
 import { uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
 import { caller, headerOf, noContent } from '../reply.js';
 import { operation, resource } from '../resource.js';
-import { rejectNonUuidIds, streamBodies } from '../route-context.js';
+import { elementIdOf, parseElementIds, streamBodies } from '../route-context.js';
 import type { RouteDeps } from '../route-deps.js';
 import { appendSchema, cancelUploadSchema, uploadStateSchema } from '../schemas/files.js';
 import type { App } from '../types.js';
@@ -16,11 +16,11 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
   const { uploads } = services;
 
   streamBodies(app);
-  rejectNonUuidIds(app);
+  parseElementIds(app);
 
   resource(app, '/upload/:id', {
     HEAD: operation(uploadStateSchema, async (request, reply) => {
-      const state = await uploads.state(await caller(services, request), request.params.id);
+      const state = await uploads.state(await caller(services, request), elementIdOf(request));
       if (state.length !== null) reply.header('upload-length', String(state.length));
       // The draft: offsets must not come from a cache.
       reply.headers({ expires: state.expires.toUTCString(), 'cache-control': 'no-store' });
@@ -30,7 +30,7 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
       const interop = interopOf(request);
       const result = await uploads.append(
         await caller(services, request),
-        request.params.id,
+        elementIdOf(request),
         bodyOf(request, services.capacity),
         {
           uploadComplete: uploadCompleteValue(
@@ -59,7 +59,7 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
       return reply.code(201).send();
     }),
     DELETE: operation(cancelUploadSchema, async (request, reply) => {
-      await uploads.cancel(await caller(services, request), request.params.id);
+      await uploads.cancel(await caller(services, request), elementIdOf(request));
       return noContent(reply);
     }),
   });

@@ -7,7 +7,8 @@ import { Problem } from '../../../../src/errors.js';
 import type { Db } from '../../../../src/storage/db.js';
 import { sqlSearchEngine } from '../../../../src/storage/search/search-engine.js';
 import { sqlTransactions } from '../../../../src/storage/transactions.js';
-import { memoryDb, START_TIMEOUT, seed, seedUser } from '../../../helpers/search-db.js';
+import { migratedDb } from '../../helpers/database.js';
+import { seed, seedUser } from '../../helpers/search.js';
 
 describe('search pipeline', () => {
   let db: Db;
@@ -17,7 +18,7 @@ describe('search pipeline', () => {
   let ann: string, bob: string, knows: string, secret: string;
 
   beforeAll(async () => {
-    db = await memoryDb();
+    db = await migratedDb();
     search = new Search(sqlTransactions(db), sqlSearchEngine(), validateSettings({}));
     user = await seedUser(db);
     other = await seedUser(db);
@@ -31,7 +32,7 @@ describe('search pipeline', () => {
     );
     [secret] = await seed(db, [{ type: 'Person', data: { name: 'secret lee' } }], other);
     [knows] = await seed(db, [{ type: 'KNOWS', start: ann, end: bob }]);
-  }, START_TIMEOUT);
+  });
   afterAll(async () => {
     await db?.close();
   });

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCypher } from '../../../../src/search/language/cypher-parse.js';
 import { evalConstant } from '../../../../src/search/sql/cypher-expressions.js';
 import type { Db } from '../../../../src/storage/db.js';
-import { cypherPaths, memoryDb, START_TIMEOUT, seed, seedUser } from '../../../helpers/search-db.js';
+import { migratedDb } from '../../helpers/database.js';
+import { cypherPaths, seed, seedUser } from '../../helpers/search.js';
 
 describe('Cypher expressions', () => {
   let db: Db;
@@ -13,7 +14,7 @@ describe('Cypher expressions', () => {
   const id: Record<string, string> = {};
 
   beforeAll(async () => {
-    db = await memoryDb();
+    db = await migratedDb();
     user = await seedUser(db);
     [id.ann, id.bob, id.cid] = await seed(
       db,
@@ -24,7 +25,7 @@ describe('Cypher expressions', () => {
       ],
       user,
     );
-  }, START_TIMEOUT);
+  });
   afterAll(async () => {
     await db?.close();
   });

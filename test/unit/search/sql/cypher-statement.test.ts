@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Problem } from '../../../../src/errors.js';
 import type { Db } from '../../../../src/storage/db.js';
-import { cypherPaths, memoryDb, START_TIMEOUT, seed, seedUser } from '../../../helpers/search-db.js';
+import { migratedDb } from '../../helpers/database.js';
+import { cypherPaths, seed, seedUser } from '../../helpers/search.js';
 
 describe('Cypher statement', () => {
   let db: Db;
@@ -14,7 +15,7 @@ describe('Cypher statement', () => {
   let a: string, b: string, c: string, hidden: string, ab: string, bc: string, ac: string, ch: string;
 
   beforeAll(async () => {
-    db = await memoryDb();
+    db = await migratedDb();
     user = await seedUser(db);
     stranger = await seedUser(db);
     [a, b, c] = await seed(
@@ -33,7 +34,7 @@ describe('Cypher statement', () => {
       { type: 'LIKES', start: a, end: c },
       { type: 'KNOWS', start: c, end: hidden },
     ]);
-  }, START_TIMEOUT);
+  });
   afterAll(async () => {
     await db?.close();
   });

@@ -3,7 +3,8 @@
 // and boosts, analysed text with fuzziness and phrases, ranges on numbers, strings, times and file properties.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../../src/storage/db.js';
-import { dslHits, memoryDb, START_TIMEOUT, seed } from '../../../helpers/search-db.js';
+import { migratedDb } from '../../helpers/database.js';
+import { dslHits, seed } from '../../helpers/search.js';
 
 describe('query DSL compiler', () => {
   let db: Db;
@@ -13,7 +14,7 @@ describe('query DSL compiler', () => {
   const ranked = async (query: unknown) => (await dslHits(db, query)).map((h) => [nameOf(h.id), h.score]);
 
   beforeAll(async () => {
-    db = await memoryDb();
+    db = await migratedDb();
     [id.fox, id.dog, id.both, id.num] = await seed(db, [
       { type: 'Doc', data: { text: 'the quick brown fox', size: 5, code: 'b' }, at: new Date('2024-01-01T00:00:00Z') },
       { type: 'Doc', data: { text: 'a lazy dog sleeps', size: 50, code: 'd' }, at: new Date('2025-01-01T00:00:00Z') },
@@ -21,7 +22,7 @@ describe('query DSL compiler', () => {
       { type: 'Doc', data: { text: 42, nested: { size: 7 } } },
     ]);
     await db.query(`UPDATE elements SET file = '{"size": 1234}'::jsonb WHERE id = $1`, [id.dog]);
-  }, START_TIMEOUT);
+  });
   afterAll(async () => {
     await db?.close();
   });

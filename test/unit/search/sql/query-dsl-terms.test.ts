@@ -3,7 +3,8 @@
 // wildcards, exists.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../../src/storage/db.js';
-import { dslHits, memoryDb, START_TIMEOUT, seed } from '../../../helpers/search-db.js';
+import { migratedDb } from '../../helpers/database.js';
+import { dslHits, seed } from '../../helpers/search.js';
 
 describe('query DSL term-level queries', () => {
   let db: Db;
@@ -14,7 +15,7 @@ describe('query DSL term-level queries', () => {
   };
 
   beforeAll(async () => {
-    db = await memoryDb();
+    db = await migratedDb();
     const made = await seed(db, [
       { type: 'Doc', data: { name: 'Alpha Beta', n: 3, tag: 'red' }, at: new Date('2024-01-02T03:04:05.678Z') },
       { type: 'Doc', data: { name: 'alphabet soup', n: 30, tag: 'Red' }, at: new Date('2025-06-01T00:00:00Z') },
@@ -23,7 +24,7 @@ describe('query DSL term-level queries', () => {
     ]);
     [id.a, id.b, id.c, id.d] = made;
     await db.query(`UPDATE elements SET file = '{"name": "Photo.PNG", "size": 12}'::jsonb WHERE id = $1`, [id.d]);
-  }, START_TIMEOUT);
+  });
   afterAll(async () => {
     await db?.close();
   });

@@ -18,19 +18,19 @@ import {
   type Score,
 } from '../../../../src/search/sql/tsquery.js';
 import type { Db } from '../../../../src/storage/db.js';
-import { memoryDb, START_TIMEOUT } from '../../../helpers/search-db.js';
+import { migratedDb } from '../../helpers/database.js';
 
 describe('tsquery conditions', () => {
   let db: Db;
   beforeAll(async () => {
-    db = await memoryDb();
+    db = await migratedDb();
     await db.query(`CREATE TABLE docs (name text, search tsvector)`);
     await db.query(`INSERT INTO docs VALUES
       ('both', array_to_tsvector(ARRAY['talpha', 'tbeta'])),
       ('alpha', array_to_tsvector(ARRAY['talpha'])),
       ('gamma', array_to_tsvector(ARRAY['tgamma'])),
       ('odd', array_to_tsvector(ARRAY[E't''q\\\\u:x']))`);
-  }, START_TIMEOUT);
+  });
   afterAll(async () => {
     await db?.close();
   });

@@ -3,13 +3,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { analyze, fold } from '../../../../src/search/index/analysis.js';
 import type { Db } from '../../../../src/storage/db.js';
-import { memoryDb, START_TIMEOUT, seed } from '../../../helpers/search-db.js';
+import { migratedDb } from '../../helpers/database.js';
+import { seed } from '../../helpers/search.js';
 
 describe('search index SQL', () => {
   let db: Db;
   beforeAll(async () => {
-    db = await memoryDb();
-  }, START_TIMEOUT);
+    db = await migratedDb();
+  });
   afterAll(async () => {
     await db?.close();
   });
