@@ -84,7 +84,7 @@ describeBackends('access matrix', (h) => {
     }
   });
 
-  // Cypher walks (storage/search/cypher-statement.ts) check READ on every node they add and rely on this clause for the
+  // Cypher walks (search/sql/cypher-statement.ts) check READ on every node they add and rely on this clause for the
   // relations between them.
   it('any relation whose two ends the caller may read is readable, whatever its type', async () => {
     const O = u.owner!.token;
