@@ -14,8 +14,11 @@ import { Search } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads/uploads.js';
 import { AccessDecisions } from './storage/access-decisions.js';
 import type { Db } from './storage/db.js';
+import { sqlFileStore } from './storage/file-store.js';
 import { StatfsGauge, type WatchedFolder } from './storage/free-space.js';
 import { embeddedDatabaseDir } from './storage/open.js';
+import { sqlTransactions } from './storage/transactions.js';
+import { sqlUploadStore } from './storage/upload-store.js';
 
 export interface Services {
   db: Db;
@@ -37,8 +40,8 @@ export async function createServices(config: Config, db: Db, clock: Clock): Prom
   const decisions = new AccessDecisions({ sessionEpoch: db.sessionEpoch });
   const collections = new Collections(db, settings, decisions);
   const elements = new Elements(db, settings, clock, blobs, collections, decisions);
-  const files = new Files(db, settings, clock, blobs, elements);
-  const uploads = new Uploads(db, settings, clock, blobs, elements, files);
+  const files = new Files(sqlTransactions(db), sqlFileStore, settings, clock, blobs, elements);
+  const uploads = new Uploads(sqlTransactions(db), sqlUploadStore, settings, clock, blobs, elements, files);
   const search = new Search(db, settings);
   const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
   return { db, clock, blobs, accounts, elements, collections, files, uploads, search, capacity };

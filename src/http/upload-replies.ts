@@ -2,18 +2,16 @@
 // `Upload-Complete: ?0` starts one) and `/upload/<id>`.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Capacity } from '../domain/capacity.js';
-import {
-  interopVersion,
-  progressFields,
-  type UploadState,
-  usesUploadIncomplete,
-} from '../domain/uploads/upload-fields.js';
-import type { RequestControl } from '../domain/uploads/uploads.js';
+import type { RequestControl } from '../domain/uploads/upload-requests.js';
+import { UploadInProgress, type UploadState } from '../domain/uploads/upload-state.js';
+import { notFound, Problem } from '../errors.js';
+import { type ElementId, parseElementId } from '../values.js';
 import { sendInterim } from './interim.js';
 import { headerOf } from './reply.js';
 import { watchedBody } from './storage-guard.js';
+import { interopVersion, progressFields, usesUploadIncomplete } from './upload-headers.js';
 
-/** The announced draft interop version, when it is one we speak (see upload-fields.ts). */
+/** The announced draft interop version, when it is one we speak (see upload-headers.ts). */
 export const interopOf = (request: FastifyRequest) => interopVersion(headerOf(request, 'upload-draft-interop-version'));
 
 /**
@@ -29,12 +27,32 @@ export const bodyOf = (request: FastifyRequest, capacity: Capacity): AsyncIterab
  * still arriving. Once the whole body is in, closing would only lose the answer of a request that goes on with its
  * work (committing, completing) anyway; the newer request waits for it instead (UploadsInFlight).
  */
-export const controlOf = (request: FastifyRequest, interop: number | null): RequestControl => ({
+export const controlOf = (request: FastifyRequest): RequestControl => ({
   abort: () => {
     if (!request.raw.complete) request.raw.destroy();
   },
-  interop,
 });
+
+/** The `:id` of the path, which rejectNonUuidIds (route-context.ts) has let through only as a UUID. */
+export function pathId(request: FastifyRequest): ElementId {
+  const id = parseElementId((request.params as { id?: string }).id);
+  if (id === null) throw notFound();
+  return id;
+}
+
+/**
+ * `work`, its refusals that leave an upload in progress answered with the upload's fields (real clients read
+ * Upload-Offset after each append, also after a failed one).
+ */
+export async function withProgress<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (!(error instanceof UploadInProgress)) throw error;
+    const { slug, detail, extensions, headers, state } = error;
+    throw new Problem(slug, detail, extensions, { ...headers, ...progressFields(state) });
+  }
+}
 
 /**
  * The 104 (Upload Resumption Supported) interim response with the upload's `Location` and `Upload-Limit`, for

@@ -3,14 +3,14 @@
 //
 // Append bodies are streamed, never parsed: like the file routes, this plugin (an encapsulated context of its
 // own) drops the JSON parsers and accepts any Content-Type, or none, without reading the body.
-import { uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
-import { caller, headerOf, noContent } from '../reply.js';
+import { caller, noContent } from '../reply.js';
 import { operation, resource } from '../resource.js';
 import { rejectNonUuidIds, streamBodies } from '../route-context.js';
 import type { RouteDeps } from '../route-deps.js';
 import { appendSchema, cancelUploadSchema, uploadStateSchema } from '../schemas/files.js';
 import type { App } from '../types.js';
-import { bodyOf, controlOf, interopOf, sendProgress } from '../upload-replies.js';
+import { bodyOf, controlOf, interopOf, pathId, sendProgress, withProgress } from '../upload-replies.js';
+import { appendFieldsOf } from '../upload-requests.js';
 
 export default async function uploadRoutes(app: App, { services }: RouteDeps) {
   const { uploads } = services;
@@ -20,7 +20,7 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
 
   resource(app, '/upload/:id', {
     HEAD: operation(uploadStateSchema, async (request, reply) => {
-      const state = await uploads.state(await caller(services, request), request.params.id);
+      const state = await uploads.state(await caller(services, request), pathId(request));
       if (state.length !== null) reply.header('upload-length', String(state.length));
       // The draft: offsets must not come from a cache.
       reply.headers({ expires: state.expires.toUTCString(), 'cache-control': 'no-store' });
@@ -28,27 +28,14 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
     }),
     PATCH: operation(appendSchema, async (request, reply) => {
       const interop = interopOf(request);
-      const result = await uploads.append(
-        await caller(services, request),
-        request.params.id,
-        bodyOf(request, services.capacity),
-        {
-          uploadComplete: uploadCompleteValue(
-            {
-              uploadComplete: headerOf(request, 'upload-complete'),
-              uploadIncomplete: headerOf(request, 'upload-incomplete'),
-            },
-            interop,
-            true,
-          ),
-          uploadOffset: headerOf(request, 'upload-offset'),
-          uploadLength: headerOf(request, 'upload-length'),
-          contentLength: headerOf(request, 'content-length'),
-          contentType: headerOf(request, 'content-type'),
-          reprDigest: headerOf(request, 'repr-digest'),
-          contentDigest: headerOf(request, 'content-digest'),
-        },
-        controlOf(request, interop),
+      const result = await withProgress(
+        uploads.append(
+          await caller(services, request),
+          pathId(request),
+          bodyOf(request, services.capacity),
+          appendFieldsOf(request, interop),
+          controlOf(request),
+        ),
       );
       if (!result.complete) return sendProgress(reply, result.state, 204);
       reply.headers({
@@ -59,7 +46,7 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
       return reply.code(201).send();
     }),
     DELETE: operation(cancelUploadSchema, async (request, reply) => {
-      await uploads.cancel(await caller(services, request), request.params.id);
+      await uploads.cancel(await caller(services, request), pathId(request));
       return noContent(reply);
     }),
   });
