@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
+  CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -26,10 +27,41 @@ import { type Harness, newS3Prefix } from './harness.js';
 
 let shared: { client: S3Client; bucket: string } | null = null;
 
+/**
+ * The object store of the test run: the one the global setup provides, or for the unit tier (which has no global
+ * setup) the one TRELLIS_TEST_S3 names, with the test bucket; null when there is none.
+ */
+export function testObjectStore(): {
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  bucket: string;
+} | null {
+  const provided = inject('s3');
+  if (provided) return provided;
+  const given = process.env.TRELLIS_TEST_S3;
+  return given
+    ? {
+        ...(JSON.parse(given) as { endpoint: string; accessKeyId: string; secretAccessKey: string }),
+        bucket: 'trellis-test',
+      }
+    : null;
+}
+
+/** Creates the test bucket if it is not there (the unit tier's tests run without the global setup that makes it). */
+export async function ensureTestBucket(): Promise<void> {
+  const { client, bucket } = testBucket();
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  } catch (error) {
+    if ((error as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw error;
+  }
+}
+
 /** A client of the test bucket. */
 export function testBucket(): { client: S3Client; bucket: string } {
   if (shared) return shared;
-  const store = inject('s3');
+  const store = testObjectStore();
   if (!store) throw new Error('no object store was provided (run npm test with TRELLIS_TEST_BLOBS including s3)');
   const client = new S3Client({
     endpoint: store.endpoint,

@@ -32,7 +32,7 @@ export interface Upload {
 /** The upload and whether its creator may still write its target (false also when the target was deleted). */
 export type UploadAccess = Upload & { permitted: boolean };
 
-export interface NewUpload {
+interface NewUpload {
   id: UploadId;
   elementId: ElementId;
   userId: string;
