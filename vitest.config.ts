@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Run through `npm test` (scripts/test.mjs), which type-checks, starts a
+// Run through `npm test` (scripts/test.ts), which type-checks, starts a
 // throw-away PostgreSQL cluster and sets TRELLIS_TEST_PG_URL. Running
 // `npx vitest` directly also works: test/global-setup.ts then starts its own.
 export default defineConfig({

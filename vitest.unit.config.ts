@@ -6,6 +6,8 @@ export default defineConfig({
   test: {
     include: ['test/unit/**/*.test.ts'],
     testTimeout: 30_000,
+    // A fresh in-memory PGlite is migrated in a file's beforeAll: seconds on a busy machine.
+    hookTimeout: 120_000,
     pool: 'forks',
     poolOptions: { forks: { minForks: 1, maxForks: 2 } },
     reporters: ['default'],

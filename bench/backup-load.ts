@@ -20,21 +20,8 @@ import type { Db } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
 import { openPglite } from '../src/storage/pglite.js';
 import { openPostgres } from '../src/storage/postgres.js';
+import { type PgCluster, startCluster } from './lib/cluster.js';
 import { removeTree } from './lib/procs.js';
-
-interface PgCluster {
-  url: string;
-  stop(): Promise<void>;
-}
-
-async function startCluster(log: (msg: string) => void): Promise<PgCluster> {
-  // A non-literal specifier: TypeScript does not look for declarations of the plain-JS module.
-  const specifier = new URL('../scripts/pg-cluster.mjs', import.meta.url).href;
-  const mod = (await import(specifier)) as {
-    startCluster(options: { log: (msg: string) => void }): Promise<PgCluster>;
-  };
-  return mod.startCluster({ log });
-}
 
 // One argon2i hash for every synthetic user (hashing a million passwords would measure argon2, not the load).
 const PASSWORD_HASH =

@@ -210,6 +210,210 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+interface Variant {
+  name: string;
+  server: number[];
+  run: () => Promise<ClientResult>;
+}
+
+/** The object the variants read: `<prefix><key>/f-<tag>`. */
+interface StoredObject {
+  prefix: string;
+  key: string;
+  tag: string;
+}
+
+/** What the variants are set up with: the store and its SDK client, the payload, PostgreSQL for Trellis. */
+interface Setup {
+  work: string;
+  store: Store & { dir: string };
+  storeJson: string;
+  sdk: S3Client;
+  pg: { url: string } | null;
+  payload: string;
+  profile: (name: string) => string[];
+  stops: Array<() => Promise<void>>;
+}
+
+/** Trellis checkout `dir` on a database and a prefix of its own, with one element that has the file. */
+async function trellisVariant(
+  setup: Setup,
+  i: number,
+  dir: string,
+): Promise<{ variant: Variant; object: StoredObject }> {
+  const { work, store, pg, sdk, payload } = setup;
+  const database = `s3dl_${i}`;
+  await runPsql(pg!.url, `DROP DATABASE IF EXISTS ${database}`);
+  await runPsql(pg!.url, `CREATE DATABASE ${database}`);
+  const config = join(work, `trellis-${i}.yaml`);
+  await writeFile(
+    config,
+    `file:\n  storage: s3\n  s3:\n    endpoint: ${store.endpoint}\n    bucket: ${BUCKET}\n    prefix: t${i}\n`,
+  );
+  const port = await freePort();
+  const server = await startServer({
+    name: `trellis ${dir}`,
+    command: process.execPath,
+    args: [...setup.profile(`trellis-${i}`), join(resolve(dir), 'bin/trellis.js'), 'serve'],
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: join(work, `data-${i}`),
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: pg!.url.replace(/\/[^/]*$/, `/${database}`),
+      TRELLIS_CONFIG: config,
+      AWS_ACCESS_KEY_ID: store.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: store.secretAccessKey,
+    },
+    cwd: resolve(dir),
+    port,
+    readyPath: '/instance-configuration',
+    logFile: join(work, `trellis-${i}.log`),
+  });
+  setup.stops.push(() => server.stop());
+  const base = server.baseUrl;
+  const { auth, id } = await uploadedElement(base, payload);
+  const listed = await sdk.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `t${i}/${id}/f-` }));
+  const name = listed.Contents![0]!.Key!;
+  return {
+    variant: {
+      name: `trellis:${i}`,
+      server: [server.pid],
+      run: () => runClient(['get', `${base}/${id}/file`, JSON.stringify(auth)]),
+    },
+    object: { prefix: `t${i}/`, key: id, tag: name.slice(name.lastIndexOf('/f-') + 3) },
+  };
+}
+
+/** An account, its token, and an element with the payload as its file. */
+async function uploadedElement(base: string, payload: string) {
+  const json = { 'content-type': 'application/json' };
+  const account = { type: 'User', uniqueUserIdentifier: 'bench@s3.bench', password: 'bench password 1' };
+  await (await fetch(`${base}/register`, { method: 'POST', headers: json, body: JSON.stringify(account) })).text();
+  const token = (
+    (await (
+      await fetch(`${base}/token`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ ...account, type: 'Token' }),
+      })
+    ).json()) as { token: string }
+  ).token;
+  const auth = { authorization: `Bearer ${token}` };
+  const created = await fetch(`${base}/`, {
+    method: 'POST',
+    headers: { ...json, ...auth },
+    body: JSON.stringify({ type: 'Attachment', data: { name: 'bench' } }),
+  });
+  await created.text();
+  const id = created.headers.get('location')!.slice(1);
+  const put = await fetch(`${base}/${id}/file`, {
+    method: 'PUT',
+    headers: { ...auth, 'content-type': 'application/octet-stream', 'upload-complete': '?1' },
+    body: readFileSync(payload),
+  });
+  if (put.status !== 201) throw new Error(`PUT /${id}/file answered ${put.status}: ${await put.text()}`);
+  return { auth, id };
+}
+
+/** A bare proxy in between: `store` reads through S3BlobStore, `sdk` with the SDK's own handler. */
+async function proxyVariant(setup: Setup, kind: string, object: StoredObject): Promise<Variant> {
+  const port = await freePort();
+  const server = await startServer({
+    name: `proxy ${kind}`,
+    command: process.execPath,
+    args: [
+      ...setup.profile(kind),
+      '--import',
+      'tsx',
+      SELF,
+      'proxy',
+      kind,
+      setup.storeJson,
+      object.prefix,
+      object.key,
+      object.tag,
+      String(port),
+    ],
+    env: process.env,
+    cwd: ROOT,
+    port,
+    readyPath: '/ready',
+    logFile: join(setup.work, `proxy-${kind}.log`),
+  });
+  setup.stops.push(() => server.stop());
+  return { name: `proxy:${kind}`, server: [server.pid], run: () => runClient(['get', `${server.baseUrl}/`, '{}']) };
+}
+
+/** The floor first, the proxies, then the Trellis checkouts. */
+async function variantsOf(setup: Setup, trellis: string[], kinds: string[]): Promise<Variant[]> {
+  const variants: Variant[] = [];
+  let object: StoredObject | null = null;
+  for (const [i, dir] of trellis.entries()) {
+    const made = await trellisVariant(setup, i, dir);
+    object ??= made.object;
+    variants.push(made.variant);
+  }
+  if (!object) {
+    // No Trellis: the floor and the proxy read an object uploaded with the SDK.
+    await setup.sdk.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: 'p/bench/f-plain',
+        Body: readFileSync(setup.payload),
+      }),
+    );
+    object = { prefix: 'p/', key: 'bench', tag: 'plain' };
+  }
+  const name = `${object.prefix}${object.key}/f-${object.tag}`;
+  variants.unshift({ name: 'floor', server: [], run: () => runClient(['floor', setup.storeJson, name]) });
+  for (const kind of kinds)
+    variants.splice(variants.length - trellis.length, 0, await proxyVariant(setup, kind, object));
+  return variants;
+}
+
+/** The rounds, each variant in turn (the order rotating), a line each; then the medians. */
+async function measureRounds(setup: Setup, variants: Variant[], rounds: number, bytes: number) {
+  const ceph = pidsWith(setup.store.dir);
+  const rgw = ceph.filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('radosgw'));
+  const osd = ceph.filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('ceph-osd'));
+  const sum = (pids: number[]) => pids.reduce((s, p) => s + cpuOf(p), 0);
+  const results = new Map<string, Array<{ mibps: number; ratio: number }>>();
+  process.stdout.write('round variant    MiB/s  seconds  first-byte  chunks  cpu: client server radosgw osd\n');
+  for (let r = 0; r < rounds; r++) {
+    const order = variants.map((_, k) => variants[(k + r) % variants.length]!);
+    const measured = new Map<string, ClientResult>();
+    for (const v of order) {
+      const before = { server: sum(v.server), rgw: sum(rgw), osd: sum(osd) };
+      const t = await v.run();
+      if (t.bytes !== bytes) throw new Error(`${v.name}: ${t.bytes} bytes, expected ${bytes}`);
+      measured.set(v.name, t);
+      const cpu = { server: sum(v.server) - before.server, rgw: sum(rgw) - before.rgw, osd: sum(osd) - before.osd };
+      process.stdout.write(
+        `${String(r + 1).padStart(5)} ${v.name.padEnd(13)} ${(bytes / MiB / t.seconds).toFixed(0).padStart(5)} ` +
+          `${t.seconds.toFixed(3).padStart(8)} ${(t.firstByte * 1000).toFixed(0).padStart(8)} ms ${String(t.chunks).padStart(7)} ` +
+          `${t.cpu.toFixed(2).padStart(11)} ${cpu.server.toFixed(2).padStart(6)} ${cpu.rgw.toFixed(2).padStart(7)} ${cpu.osd.toFixed(2).padStart(4)}\n`,
+      );
+    }
+    const floor = measured.get('floor')!;
+    for (const [n, t] of measured) {
+      const list = results.get(n) ?? [];
+      list.push({ mibps: bytes / MiB / t.seconds, ratio: floor.seconds / t.seconds });
+      results.set(n, list);
+    }
+  }
+  process.stdout.write('\nvariant    median MiB/s  median ratio to the floor  ratios\n');
+  for (const [n, list] of results)
+    process.stdout.write(
+      `${n.padEnd(13)} ${median(list.map((x) => x.mibps))
+        .toFixed(0)
+        .padStart(12)} ${median(list.map((x) => x.ratio))
+        .toFixed(2)
+        .padStart(26)}  ${list.map((x) => x.ratio.toFixed(2)).join(' ')}\n`,
+    );
+}
+
 async function orchestrate() {
   const { values: argv } = parseArgs({
     args: process.argv.slice(2),
@@ -237,164 +441,11 @@ async function orchestrate() {
     const payload = join(work, 'payload.bin');
     await writeFile(payload, randomBytes(bytes));
     const storeJson = JSON.stringify({ ...store, stop: undefined });
-
-    const variants: Array<{ name: string; server: number[]; run: () => Promise<ClientResult> }> = [];
-    // Each Trellis checkout gets a database and a prefix of its own, and one element with the file.
-    let object: { prefix: string; key: string; tag: string } | null = null;
-    for (const [i, dir] of argv.trellis!.entries()) {
-      const database = `s3dl_${i}`;
-      const admin = pg!.url;
-      await runPsql(admin, `DROP DATABASE IF EXISTS ${database}`);
-      await runPsql(admin, `CREATE DATABASE ${database}`);
-      const config = join(work, `trellis-${i}.yaml`);
-      await writeFile(
-        config,
-        `file:\n  storage: s3\n  s3:\n    endpoint: ${store.endpoint}\n    bucket: ${BUCKET}\n    prefix: t${i}\n`,
-      );
-      const port = await freePort();
-      const dataDir = join(work, `data-${i}`);
-      const server = await startServer({
-        name: `trellis ${dir}`,
-        command: process.execPath,
-        args: [...profile(`trellis-${i}`), join(resolve(dir), 'bin/trellis.js'), 'serve'],
-        env: {
-          ...process.env,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          DATA_DIR: dataDir,
-          LOG_LEVEL: 'warn',
-          DATABASE_URL: pg!.url.replace(/\/[^/]*$/, `/${database}`),
-          TRELLIS_CONFIG: config,
-          AWS_ACCESS_KEY_ID: store.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: store.secretAccessKey,
-        },
-        cwd: resolve(dir),
-        port,
-        readyPath: '/instance-configuration',
-        logFile: join(work, `trellis-${i}.log`),
-      });
-      stops.push(() => server.stop());
-      const base = server.baseUrl;
-      const json = { 'content-type': 'application/json' };
-      const account = { type: 'User', uniqueUserIdentifier: 'bench@s3.bench', password: 'bench password 1' };
-      await (await fetch(`${base}/register`, { method: 'POST', headers: json, body: JSON.stringify(account) })).text();
-      const token = (
-        (await (
-          await fetch(`${base}/token`, {
-            method: 'POST',
-            headers: json,
-            body: JSON.stringify({ ...account, type: 'Token' }),
-          })
-        ).json()) as { token: string }
-      ).token;
-      const auth = { authorization: `Bearer ${token}` };
-      const created = await fetch(`${base}/`, {
-        method: 'POST',
-        headers: { ...json, ...auth },
-        body: JSON.stringify({ type: 'Attachment', data: { name: 'bench' } }),
-      });
-      await created.text();
-      const id = created.headers.get('location')!.slice(1);
-      const put = await fetch(`${base}/${id}/file`, {
-        method: 'PUT',
-        headers: { ...auth, 'content-type': 'application/octet-stream', 'upload-complete': '?1' },
-        body: readFileSync(payload),
-      });
-      if (put.status !== 201) throw new Error(`PUT /${id}/file answered ${put.status}: ${await put.text()}`);
-      const listed = await sdk.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `t${i}/${id}/f-` }));
-      const name = listed.Contents![0]!.Key!;
-      object ??= { prefix: `t${i}/`, key: id, tag: name.slice(name.lastIndexOf('/f-') + 3) };
-      variants.push({
-        name: `trellis:${i}`,
-        server: [server.pid],
-        run: () => runClient(['get', `${base}/${id}/file`, JSON.stringify(auth)]),
-      });
-    }
-    if (!object) {
-      // No Trellis: the floor and the proxy read an object uploaded with the SDK.
-      await sdk.send(
-        new PutObjectCommand({
-          Bucket: BUCKET,
-          Key: 'p/bench/f-plain',
-          Body: readFileSync(payload),
-        }),
-      );
-      object = { prefix: 'p/', key: 'bench', tag: 'plain' };
-    }
-    const name = `${object.prefix}${object.key}/f-${object.tag}`;
-    variants.unshift({ name: 'floor', server: [], run: () => runClient(['floor', storeJson, name]) });
-    // Bare proxies in between (--with): `store` reads through S3BlobStore, `sdk` with the SDK's own handler.
-    for (const kind of argv.with!.split(',').filter(Boolean)) {
-      const port = await freePort();
-      const server = await startServer({
-        name: `proxy ${kind}`,
-        command: process.execPath,
-        args: [
-          ...profile(kind),
-          '--import',
-          'tsx',
-          SELF,
-          'proxy',
-          kind,
-          storeJson,
-          object.prefix,
-          object.key,
-          object.tag,
-          String(port),
-        ],
-        env: process.env,
-        cwd: ROOT,
-        port,
-        readyPath: '/ready',
-        logFile: join(work, `proxy-${kind}.log`),
-      });
-      stops.push(() => server.stop());
-      variants.splice(variants.length - argv.trellis!.length, 0, {
-        name: `proxy:${kind}`,
-        server: [server.pid],
-        run: () => runClient(['get', `${server.baseUrl}/`, '{}']),
-      });
-    }
+    const setup: Setup = { work, store, storeJson, sdk, pg, payload, profile, stops };
+    const variants = await variantsOf(setup, argv.trellis!, argv.with!.split(',').filter(Boolean));
     sdk.destroy();
-
-    const ceph = pidsWith((store as unknown as { dir: string }).dir);
-    const rgw = ceph.filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('radosgw'));
-    const osd = ceph.filter((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('ceph-osd'));
-    const sum = (pids: number[]) => pids.reduce((s, p) => s + cpuOf(p), 0);
-    const results = new Map<string, Array<{ mibps: number; ratio: number }>>();
     log(`${argv.mib} MiB, ${rounds} rounds, ${variants.map((v) => v.name).join(', ')}`);
-    process.stdout.write('round variant    MiB/s  seconds  first-byte  chunks  cpu: client server radosgw osd\n');
-    for (let r = 0; r < rounds; r++) {
-      const order = variants.map((_, k) => variants[(k + r) % variants.length]!);
-      const measured = new Map<string, ClientResult>();
-      for (const v of order) {
-        const before = { server: sum(v.server), rgw: sum(rgw), osd: sum(osd) };
-        const t = await v.run();
-        if (t.bytes !== bytes) throw new Error(`${v.name}: ${t.bytes} bytes, expected ${bytes}`);
-        measured.set(v.name, t);
-        const cpu = { server: sum(v.server) - before.server, rgw: sum(rgw) - before.rgw, osd: sum(osd) - before.osd };
-        process.stdout.write(
-          `${String(r + 1).padStart(5)} ${v.name.padEnd(13)} ${(bytes / MiB / t.seconds).toFixed(0).padStart(5)} ` +
-            `${t.seconds.toFixed(3).padStart(8)} ${(t.firstByte * 1000).toFixed(0).padStart(8)} ms ${String(t.chunks).padStart(7)} ` +
-            `${t.cpu.toFixed(2).padStart(11)} ${cpu.server.toFixed(2).padStart(6)} ${cpu.rgw.toFixed(2).padStart(7)} ${cpu.osd.toFixed(2).padStart(4)}\n`,
-        );
-      }
-      const floor = measured.get('floor')!;
-      for (const [n, t] of measured) {
-        const list = results.get(n) ?? [];
-        list.push({ mibps: bytes / MiB / t.seconds, ratio: floor.seconds / t.seconds });
-        results.set(n, list);
-      }
-    }
-    process.stdout.write('\nvariant    median MiB/s  median ratio to the floor  ratios\n');
-    for (const [n, list] of results)
-      process.stdout.write(
-        `${n.padEnd(13)} ${median(list.map((x) => x.mibps))
-          .toFixed(0)
-          .padStart(12)} ${median(list.map((x) => x.ratio))
-          .toFixed(2)
-          .padStart(26)}  ${list.map((x) => x.ratio.toFixed(2)).join(' ')}\n`,
-      );
+    await measureRounds(setup, variants, rounds, bytes);
   } finally {
     for (const stop of stops) await stop().catch(() => {});
     await pg?.stop();

@@ -94,14 +94,20 @@ async function setUp(base: string, n: number): Promise<Client[]> {
   return clients;
 }
 
+type Search = (query: unknown) => ReturnType<typeof call>;
+
 /** One request of the mix: mostly ordinary work, about a third hostile. Returns its status. */
 async function oneRequest(base: string, c: Client, k: number): Promise<number> {
   const el = pick(c.elements);
-  const search = (query: unknown) =>
+  const search: Search = (query) =>
     call(base, 'POST', '/search', {
       token: c.token,
       body: { steps: [{ type: 'searchengine-query-dsl-mixin', query }] },
     });
+  return k % 16 <= 8 ? ordinaryRequest(base, c, k, el, search) : hostileRequest(base, c, k, el, search);
+}
+
+async function ordinaryRequest(base: string, c: Client, k: number, el: string, search: Search): Promise<number> {
   switch (k % 16) {
     case 0:
     case 1:
@@ -144,9 +150,14 @@ async function oneRequest(base: string, c: Client, k: number): Promise<number> {
           headers: { 'upload-complete': '?1', 'content-disposition': 'attachment; filename="a.txt"' },
         })
       ).status;
-    case 8:
+    default:
       return (await call(base, 'GET', `/${el}/file`, { token: c.token, headers: { range: 'bytes=0-99' } })).status;
-    // Hostile: each must answer a 4xx quickly and change nothing.
+  }
+}
+
+/** Hostile: each must answer a 4xx quickly and change nothing. */
+async function hostileRequest(base: string, c: Client, k: number, el: string, search: Search): Promise<number> {
+  switch (k % 16) {
     case 9:
       return (await search({ terms: { 'title.keyword': Array.from({ length: 2000 }, (_, i) => `v${i}`) } })).status;
     case 10:
@@ -210,6 +221,147 @@ const fdsOf = async (pid: number) => (await readdir(`/proc/${pid}/fd`)).length;
 const percentile = (list: number[], q: number) =>
   [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))] ?? NaN;
 
+/** Trellis on `backend` (its PostgreSQL server in `cluster`), its data in `work`. */
+async function startTrellis(work: string, cluster: PgCluster | null): Promise<ServerProcess> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: join(work, 'data'),
+    LOG_LEVEL: 'warn',
+  };
+  for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
+  if (cluster) env.DATABASE_URL = cluster.url;
+  return startServer({
+    name: 'trellis',
+    command: process.execPath,
+    args: [join(ROOT, 'bin/trellis.js'), 'serve'],
+    env,
+    cwd: ROOT,
+    port,
+    readyPath: '/instance-configuration',
+    logFile: join(work, 'trellis.log'),
+  });
+}
+
+interface Sample {
+  at: number;
+  rss: number;
+  fds: number;
+}
+
+/** What the load saw: the statuses, the probe's latencies after the warm-up, and the server's samples. */
+interface Soaked {
+  statuses: Map<number, number>;
+  probes: number[];
+  samples: Sample[];
+  loadStart: number;
+}
+
+/** The mixed load, the probe and the slow bodies, until the time is up; the server sampled every 5 s. */
+async function soak(server: ServerProcess, clients: Client[]): Promise<Soaked> {
+  const base = server.baseUrl;
+  const until = Date.now() + minutes * 60_000;
+  const statuses = new Map<number, number>();
+  const probes: number[] = [];
+  const samples: Sample[] = [];
+  const sample = async () =>
+    samples.push({ at: Date.now() - started, rss: rssOf(server.pid) ?? NaN, fds: await fdsOf(server.pid) });
+  await sample();
+  const loadStart = Date.now();
+  const sampler = setInterval(() => void sample(), 5000);
+  const probe = (async () => {
+    const c = clients[0]!;
+    while (Date.now() < until) {
+      const t = performance.now();
+      const res = await fetch(`${base}/${c.elements[0]}`, { headers: { authorization: `Bearer ${c.token}` } });
+      await res.arrayBuffer();
+      if (Date.now() - loadStart > WARM_UP_MS) probes.push(performance.now() - t);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const port = Number(new URL(base).port);
+  const slowClient = clients[1 % clients.length]!;
+  const slow = (async () => {
+    while (Date.now() < until)
+      await Promise.all(
+        Array.from({ length: 5 }, () => slowBody(port, `/${slowClient.elements[1]}`, slowClient.token)),
+      );
+  })();
+  let k = 0;
+  const load = clients.map(async (c, w) => {
+    while (Date.now() < until) {
+      let status: number;
+      try {
+        status = await oneRequest(base, c, k++ + w);
+      } catch {
+        status = 0; // the connection failed
+      }
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+  });
+  await progress(until, samples, statuses);
+  await Promise.all([...load, probe, slow]);
+  clearInterval(sampler);
+  // Idle a moment so that what the load held (sockets, temporary files) is let go, then count again.
+  await new Promise((r) => setTimeout(r, 5000));
+  await sample();
+  return { statuses, probes, samples, loadStart };
+}
+
+/** A line a minute while the load runs. */
+async function progress(until: number, samples: Sample[], statuses: Map<number, number>) {
+  let last = Date.now();
+  while (Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 1000));
+    if (Date.now() - last > 60_000) {
+      last = Date.now();
+      const s = samples.at(-1)!;
+      log(
+        `RSS ${(s.rss / 1048576).toFixed(0)} MiB, ${s.fds} descriptors, ${[...statuses.values()].reduce((a, b) => a + b, 0)} requests`,
+      );
+    }
+  }
+}
+
+/** Prints the report; returns what failed. */
+function judge({ statuses, probes, samples, loadStart }: Soaked): string[] {
+  const failed: string[] = [];
+  const warm = samples.filter((s) => s.at - (loadStart - started) >= WARM_UP_MS);
+  const afterWarmUp = warm[0] ?? samples[0]!;
+  const peakLate = Math.max(...warm.map((s) => s.rss));
+  const end = samples.at(-1)!;
+  const growth = (end.rss - afterWarmUp.rss) / afterWarmUp.rss;
+  const total = [...statuses.values()].reduce((a, b) => a + b, 0);
+  const fiveXX = [...statuses].filter(([s]) => s >= 500 || s === 0).reduce((a, [, n]) => a + n, 0);
+  const p50 = percentile(probes, 0.5);
+  const p99 = percentile(probes, 0.99);
+  const report = {
+    backend,
+    minutes,
+    workers,
+    requests: total,
+    statuses: Object.fromEntries([...statuses].sort(([a], [b]) => a - b)),
+    errorRate5xx: fiveXX / total,
+    rssMiB: {
+      afterWarmUp: afterWarmUp.rss / 1048576,
+      peakAfterWarmUp: peakLate / 1048576,
+      end: end.rss / 1048576,
+      growth,
+    },
+    descriptors: { start: samples[0]!.fds, afterWarmUp: afterWarmUp.fds, end: end.fds },
+    probeMs: { count: probes.length, p50, p99, limitP99: PROBE_P99_LIMIT_MS },
+  };
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  if (growth > 0.1) failed.push(`RSS grew ${(growth * 100).toFixed(1)}% after the warm-up`);
+  if (end.fds > afterWarmUp.fds + 10) failed.push(`descriptors ${afterWarmUp.fds} -> ${end.fds}`);
+  if (fiveXX > 0) failed.push(`${fiveXX} requests answered 5xx or failed`);
+  if (PROBE_P99_LIMIT_MS !== null && !(p99 <= PROBE_P99_LIMIT_MS))
+    failed.push(`probe p99 ${p99.toFixed(1)} ms > ${PROBE_P99_LIMIT_MS} ms`);
+  return failed;
+}
+
 async function main() {
   const built = spawnSync(
     process.execPath,
@@ -223,116 +375,10 @@ async function main() {
   let failed: string[] = [];
   try {
     if (backend === 'postgres') cluster = await startCluster(log);
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: join(work, 'data'),
-      LOG_LEVEL: 'warn',
-    };
-    for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
-    if (cluster) env.DATABASE_URL = cluster.url;
-    server = await startServer({
-      name: 'trellis',
-      command: process.execPath,
-      args: [join(ROOT, 'bin/trellis.js'), 'serve'],
-      env,
-      cwd: ROOT,
-      port,
-      readyPath: '/instance-configuration',
-      logFile: join(work, 'trellis.log'),
-    });
-    const base = server.baseUrl;
-    log(`Trellis on ${backend} at ${base}; setting up`);
-    const clients = await setUp(base, workers);
-    const until = Date.now() + minutes * 60_000;
-    const statuses = new Map<number, number>();
-    const probes: number[] = [];
-    const samples: { at: number; rss: number; fds: number }[] = [];
-    const sample = async () =>
-      samples.push({ at: Date.now() - started, rss: rssOf(server!.pid) ?? NaN, fds: await fdsOf(server!.pid) });
-    await sample();
-    const loadStart = Date.now();
-    const sampler = setInterval(() => void sample(), 5000);
-    const probe = (async () => {
-      const c = clients[0]!;
-      while (Date.now() < until) {
-        const t = performance.now();
-        const res = await fetch(`${base}/${c.elements[0]}`, { headers: { authorization: `Bearer ${c.token}` } });
-        await res.arrayBuffer();
-        if (Date.now() - loadStart > WARM_UP_MS) probes.push(performance.now() - t);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    })();
-    const slow = (async () => {
-      while (Date.now() < until)
-        await Promise.all(
-          Array.from({ length: 5 }, () =>
-            slowBody(port, `/${clients[1 % clients.length]!.elements[1]}`, clients[1 % clients.length]!.token),
-          ),
-        );
-    })();
-    let k = 0;
-    const load = clients.map(async (c, w) => {
-      while (Date.now() < until) {
-        let status: number;
-        try {
-          status = await oneRequest(base, c, k++ + w);
-        } catch {
-          status = 0; // the connection failed
-        }
-        statuses.set(status, (statuses.get(status) ?? 0) + 1);
-      }
-    });
-    let last = Date.now();
-    while (Date.now() < until) {
-      await new Promise((r) => setTimeout(r, 1000));
-      if (Date.now() - last > 60_000) {
-        last = Date.now();
-        const s = samples.at(-1)!;
-        log(
-          `RSS ${(s.rss / 1048576).toFixed(0)} MiB, ${s.fds} descriptors, ${[...statuses.values()].reduce((a, b) => a + b, 0)} requests`,
-        );
-      }
-    }
-    await Promise.all([...load, probe, slow]);
-    clearInterval(sampler);
-    // Idle a moment so that what the load held (sockets, temporary files) is let go, then count again.
-    await new Promise((r) => setTimeout(r, 5000));
-    await sample();
-
-    const warm = samples.filter((s) => s.at - (loadStart - started) >= WARM_UP_MS);
-    const afterWarmUp = warm[0] ?? samples[0]!;
-    const peakLate = Math.max(...warm.map((s) => s.rss));
-    const end = samples.at(-1)!;
-    const growth = (end.rss - afterWarmUp.rss) / afterWarmUp.rss;
-    const total = [...statuses.values()].reduce((a, b) => a + b, 0);
-    const fiveXX = [...statuses].filter(([s]) => s >= 500 || s === 0).reduce((a, [, n]) => a + n, 0);
-    const p50 = percentile(probes, 0.5);
-    const p99 = percentile(probes, 0.99);
-    const report = {
-      backend,
-      minutes,
-      workers,
-      requests: total,
-      statuses: Object.fromEntries([...statuses].sort(([a], [b]) => a - b)),
-      errorRate5xx: fiveXX / total,
-      rssMiB: {
-        afterWarmUp: afterWarmUp.rss / 1048576,
-        peakAfterWarmUp: peakLate / 1048576,
-        end: end.rss / 1048576,
-        growth,
-      },
-      descriptors: { start: samples[0]!.fds, afterWarmUp: afterWarmUp.fds, end: end.fds },
-      probeMs: { count: probes.length, p50, p99, limitP99: PROBE_P99_LIMIT_MS },
-    };
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    if (growth > 0.1) failed.push(`RSS grew ${(growth * 100).toFixed(1)}% after the warm-up`);
-    if (end.fds > afterWarmUp.fds + 10) failed.push(`descriptors ${afterWarmUp.fds} -> ${end.fds}`);
-    if (fiveXX > 0) failed.push(`${fiveXX} requests answered 5xx or failed`);
-    if (PROBE_P99_LIMIT_MS !== null && !(p99 <= PROBE_P99_LIMIT_MS))
-      failed.push(`probe p99 ${p99.toFixed(1)} ms > ${PROBE_P99_LIMIT_MS} ms`);
+    server = await startTrellis(work, cluster);
+    log(`Trellis on ${backend} at ${server.baseUrl}; setting up`);
+    const clients = await setUp(server.baseUrl, workers);
+    failed = judge(await soak(server, clients));
   } catch (error) {
     failed = [`the soak could not run: ${(error as Error).stack ?? error}`, server ? tailOf(server.logFile) : ''];
   } finally {

@@ -1,7 +1,8 @@
 // Runs the service: database, background jobs, HTTP listener, the CLI's admin socket, graceful shutdown.
 import { setTimeout as delay } from 'node:timers/promises';
 import pino from 'pino';
-import { startAdminSocket } from './cli/admin-socket.js';
+import type { DbCommand } from './admin/commands.js';
+import { startAdminSocket } from './admin/server.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { buildApp } from './http/app.js';
@@ -31,7 +32,12 @@ export interface RunningServer {
 const ABORT_GRACE_MS = 2000;
 const ABORT_DEADLINE_MS = 10_000;
 
-export async function startServer(config: Config, clock: Clock = systemClock): Promise<RunningServer> {
+/** `adminCommands`: what the admin socket of an embedded server runs for the CLI (cli/commands hands them in). */
+export async function startServer(
+  config: Config,
+  clock: Clock = systemClock,
+  adminCommands: Readonly<Record<string, DbCommand>> = {},
+): Promise<RunningServer> {
   const logger = pino({ level: config.runtime.logLevel, redact: REDACT });
   const embedded = config.runtime.databaseUrl === null;
   const releaseLock = embedded ? acquireDataDirLock(config.runtime.dataDir) : () => {};
@@ -57,7 +63,7 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
     const app = await buildApp({ config, services, logger });
     await app.listen({ port: config.runtime.port, host: config.runtime.host });
     const jobs = startJobs(services, config, logger);
-    const admin = embedded ? await startAdminSocket(config, services, logger) : null;
+    const admin = embedded ? await startAdminSocket(config, services, adminCommands, logger) : null;
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.runtime.port;
     const url = `http://${config.runtime.host.includes(':') ? `[${config.runtime.host}]` : config.runtime.host}:${port}`;

@@ -6,6 +6,7 @@ import { FsBlobStore } from './blob/fs-blob-store.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { Accounts } from './domain/accounts/accounts.js';
+import { Authentication } from './domain/accounts/authentication.js';
 import { Capacity } from './domain/capacity.js';
 import { Collections } from './domain/elements/collections.js';
 import { Elements } from './domain/elements/elements.js';
@@ -13,7 +14,9 @@ import { Files } from './domain/files/files.js';
 import { Search } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads/uploads.js';
 import { AccessDecisions } from './storage/access-decisions.js';
+import { sqlAccountStore, sqlCredentialFailureStore, sqlRegistrationCountStore } from './storage/account-store.js';
 import type { Db } from './storage/db.js';
+import { sqlElementStore } from './storage/element-store.js';
 import { sqlFileStore } from './storage/file-store.js';
 import { StatfsGauge, type WatchedFolder } from './storage/free-space.js';
 import { embeddedDatabaseDir } from './storage/open.js';
@@ -36,12 +39,25 @@ export interface Services {
 export async function createServices(config: Config, db: Db, clock: Clock): Promise<Services> {
   const { settings, runtime } = config;
   const blobs = await createBlobStore(config);
-  const accounts = new Accounts(db, settings, clock, runtime.anonymousUserId);
+  const transactions = sqlTransactions(db);
   const decisions = new AccessDecisions({ sessionEpoch: db.sessionEpoch });
-  const collections = new Collections(db, settings, decisions);
-  const elements = new Elements(db, settings, clock, blobs, collections, decisions);
-  const files = new Files(sqlTransactions(db), sqlFileStore, settings, clock, blobs, elements);
-  const uploads = new Uploads(sqlTransactions(db), sqlUploadStore, settings, clock, blobs, elements, files);
+  const elementStore = sqlElementStore(decisions);
+  const authentication = new Authentication(sqlAccountStore, transactions);
+  const counters = { failures: sqlCredentialFailureStore(db), registrations: sqlRegistrationCountStore(db) };
+  const accounts = new Accounts(
+    transactions,
+    sqlAccountStore,
+    elementStore,
+    authentication,
+    counters,
+    settings,
+    clock,
+    runtime.anonymousUserId,
+  );
+  const collections = new Collections(transactions, elementStore, authentication, settings);
+  const elements = new Elements(transactions, elementStore, authentication, settings, clock, blobs, collections);
+  const files = new Files(transactions, sqlFileStore, settings, clock, blobs, elements);
+  const uploads = new Uploads(transactions, sqlUploadStore, settings, clock, blobs, elements, files);
   const search = new Search(db, settings);
   const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
   return { db, clock, blobs, accounts, elements, collections, files, uploads, search, capacity };

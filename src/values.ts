@@ -27,6 +27,12 @@ export function isoTime(date: Date): string {
   return `${date.toISOString().slice(0, 19)}+00:00`;
 }
 
+/**
+ * Properties the service sets on every element (spec "Properties inside data"): no client may set them, and no
+ * setting may name one (register.uniqueIdentifier).
+ */
+export const BASE_RESERVED: readonly string[] = ['id', 'created', 'updated', 'file', 'hasFile'];
+
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 

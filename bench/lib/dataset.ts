@@ -97,177 +97,267 @@ const WORDS =
 /** 100 words for `title`, two per node: each word is in about 2% of the tree nodes (the search scenario's selectivity). */
 export const TITLE_WORDS = WORDS.flatMap((a, i) => WORDS.slice(i + 1, i + 6).map((b) => `${a}${b}`)).slice(0, 100);
 
-export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: string) => void): Promise<Dataset> {
-  const started = Date.now();
-  const random = rng(spec.seed ?? 8);
-  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
-  const sentence = (n: number) => Array.from({ length: n }, () => pick(WORDS)).join(' ');
-  const now = new Date();
-  const expires = new Date(now.getTime() + 7 * 86400_000);
+type UserRow = { id: string; identifier: string; password_hash: string };
+type TokenRow = { id: string; hash: string; user_id: string; state: string; issued: string; expires: string };
 
-  const nodes: Row[] = [];
-  const relations: Row[] = [];
-  const node = (type: string, data: Record<string, unknown>): string => {
+/**
+ * The data set's shape, built in memory: the elements in insertion order, the users' and tokens' rows. The seeded
+ * random numbers are drawn in one fixed order (groups, users, tags, trees, probes, the targets' shuffle), so that the
+ * shape is the same in every run.
+ */
+class Shape {
+  readonly random: () => number;
+  readonly now = new Date();
+  readonly expires = new Date(this.now.getTime() + 7 * 86400_000);
+  readonly nodes: Row[] = [];
+  readonly relations: Row[] = [];
+  readonly users: Dataset['users'] = [];
+  readonly userRows: UserRow[] = [];
+  readonly tokenRows: TokenRow[] = [];
+  readonly targets: Target[] = [];
+  readonly parentOf = new Map<string, string>();
+  readonly tags: string[] = [];
+  readonly tokenByUser = new Map<string, string>();
+  g3: string[] = [];
+  g2: string[] = [];
+  g1: string[] = [];
+  membersOfG1: string[][] = [];
+  membersOfG2: string[][] = [];
+  membersOfG3: string[][] = [];
+  hasTag = 0;
+  serial = 0;
+  trees = 0;
+
+  constructor(
+    readonly spec: DatasetSpec,
+    readonly passwordHash: string,
+  ) {
+    this.random = rng(spec.seed ?? 8);
+  }
+
+  pick<T>(list: readonly T[]): T {
+    return list[Math.floor(this.random() * list.length)]!;
+  }
+
+  sentence(n: number): string {
+    return Array.from({ length: n }, () => this.pick(WORDS)).join(' ');
+  }
+
+  node(type: string, data: Record<string, unknown>): string {
     const id = randomUUID();
-    nodes.push({ id, type, start_id: null, end_id: null, data });
+    this.nodes.push({ id, type, start_id: null, end_id: null, data });
     return id;
-  };
-  const relation = (type: string, start: string, end: string) => {
-    relations.push({ id: randomUUID(), type, start_id: start, end_id: end, data: {} });
-  };
+  }
 
-  // Groups, nested 3 deep.
-  const g3 = Array.from({ length: G3 }, (_, i) => node('Group', { name: `Division ${i}` }));
-  const g2 = g3.flatMap((parent, i) =>
-    [0, 1].map((j) => {
-      const id = node('Group', { name: `Department ${i}.${j}` });
-      relation('IS_IN_GROUP', id, parent);
-      return id;
-    }),
-  );
-  const g1 = g2.flatMap((parent, i) =>
-    [0, 1].map((j) => {
-      const id = node('Group', { name: `Team ${i}.${j}` });
-      relation('IS_IN_GROUP', id, parent);
-      return id;
-    }),
-  );
-  const g1ParentIndex = (k: number) => Math.floor(k / 2); // g1[k] is in g2[k >> 1]
-  const g2ParentIndex = (k: number) => Math.floor(k / 2); // g2[k] is in g3[k >> 1]
+  relation(type: string, start: string, end: string): void {
+    this.relations.push({ id: randomUUID(), type, start_id: start, end_id: end, data: {} });
+  }
 
-  // Users, each in one g1 (round robin), each with one active token (as POST /token writes it).
-  const password = 'bench-password';
-  const passwordHash = await hashPassword(password);
-  const users: Dataset['users'] = [];
-  const userRows: { id: string; identifier: string; password_hash: string }[] = [];
-  const tokenRows: { id: string; hash: string; user_id: string; state: string; issued: string; expires: string }[] = [];
-  const membersOfG1: string[][] = g1.map(() => []);
-  const addUser = (i: number, group: number | null) => {
+  /** Groups, nested 3 deep. */
+  groups(): void {
+    this.g3 = Array.from({ length: G3 }, (_, i) => this.node('Group', { name: `Division ${i}` }));
+    this.g2 = this.g3.flatMap((parent, i) =>
+      [0, 1].map((j) => {
+        const id = this.node('Group', { name: `Department ${i}.${j}` });
+        this.relation('IS_IN_GROUP', id, parent);
+        return id;
+      }),
+    );
+    this.g1 = this.g2.flatMap((parent, i) =>
+      [0, 1].map((j) => {
+        const id = this.node('Group', { name: `Team ${i}.${j}` });
+        this.relation('IS_IN_GROUP', id, parent);
+        return id;
+      }),
+    );
+    this.membersOfG1 = this.g1.map(() => []);
+  }
+
+  /** A user with one active token (as POST /token writes it), in the g1 `group` unless null. */
+  addUser(i: number, group: number | null): Dataset['users'][number] {
     const identifier = `user${i}@bench.dev`;
-    const id = node('User', { email: identifier, name: `User ${i}` });
-    userRows.push({ id, identifier, password_hash: passwordHash });
+    const id = this.node('User', { email: identifier, name: `User ${i}` });
+    this.userRows.push({ id, identifier, password_hash: this.passwordHash });
     if (group !== null) {
-      relation('IS_IN_GROUP', id, g1[group]!);
-      membersOfG1[group]!.push(id);
+      this.relation('IS_IN_GROUP', id, this.g1[group]!);
+      this.membersOfG1[group]!.push(id);
     }
     const token = generateToken();
-    const tokenId = node('Token', { state: 'ACTIVE', expirationDate: isoTime(expires) });
-    relation('OWNS', id, tokenId);
-    tokenRows.push({
+    const tokenId = this.node('Token', { state: 'ACTIVE', expirationDate: isoTime(this.expires) });
+    this.relation('OWNS', id, tokenId);
+    this.tokenRows.push({
       id: tokenId,
       hash: hashToken(token),
       user_id: id,
       state: 'ACTIVE',
-      issued: now.toISOString(),
-      expires: expires.toISOString(),
+      issued: this.now.toISOString(),
+      expires: this.expires.toISOString(),
     });
     return { id, identifier, token };
-  };
-  for (let i = 0; i < spec.users; i++) users.push(addUser(i, i % g1.length));
-  const tokenOf = new Map(users.map((u) => [u.id, u.token]));
-  // Users who reach a group through IS_IN_GROUP hops (members of its g1 descendants).
-  const membersOfG2 = g2.map((_, k) => g1.flatMap((__, j) => (g1ParentIndex(j) === k ? membersOfG1[j]! : [])));
-  const membersOfG3 = g3.map((_, k) => g2.flatMap((__, j) => (g2ParentIndex(j) === k ? membersOfG2[j]! : [])));
-
-  // Tags, owned by the top-level groups.
-  const tagCount = Math.max(50, Math.floor(spec.nodes / 100));
-  const tags: string[] = [];
-  for (let i = 0; i < tagCount; i++) {
-    const owner = i % G3;
-    const id = node('Tag', { name: `tag-${i}`, color: pick(['red', 'green', 'blue', 'amber']) });
-    relation('OWNS', g3[owner]!, id);
-    relation('CREATED', pick(membersOfG3[owner]!), id);
-    tags.push(id);
   }
 
-  // OWNS trees: 18 of 20 owned by a g2 (the targets live there), 1 by a g3, 1 by a user directly.
-  const trees = Math.max(1, Math.floor((spec.nodes - nodes.length) / PER_TREE));
-  const targets: Target[] = [];
-  const parentOf = new Map<string, string>();
-  let hasTag = 0;
-  let serial = 0;
-  for (let t = 0; t < trees; t++) {
-    let owner: string;
-    let members: string[];
-    let viaG2 = false;
-    if (t % 20 === 18) {
-      const k = Math.floor(random() * G3);
-      owner = g3[k]!;
-      members = membersOfG3[k]!;
-    } else if (t % 20 === 19) {
-      owner = pick(users).id;
-      members = [owner];
-    } else {
-      const k = Math.floor(random() * g2.length);
-      owner = g2[k]!;
-      members = membersOfG2[k]!;
-      viaG2 = true;
+  /** Users, each in one g1 (round robin); then who reaches each g2 and g3 through IS_IN_GROUP hops. */
+  members(): void {
+    const { g1, g2, g3 } = this;
+    for (let i = 0; i < this.spec.users; i++) this.users.push(this.addUser(i, i % g1.length));
+    for (const u of this.users) this.tokenByUser.set(u.id, u.token);
+    const g1ParentIndex = (k: number) => Math.floor(k / 2); // g1[k] is in g2[k >> 1]
+    const g2ParentIndex = (k: number) => Math.floor(k / 2); // g2[k] is in g3[k >> 1]
+    this.membersOfG2 = g2.map((_, k) => g1.flatMap((__, j) => (g1ParentIndex(j) === k ? this.membersOfG1[j]! : [])));
+    this.membersOfG3 = g3.map((_, k) => g2.flatMap((__, j) => (g2ParentIndex(j) === k ? this.membersOfG2[j]! : [])));
+  }
+
+  /** Tags, owned by the top-level groups. */
+  addTags(): void {
+    const tagCount = Math.max(50, Math.floor(this.spec.nodes / 100));
+    for (let i = 0; i < tagCount; i++) {
+      const owner = i % G3;
+      const id = this.node('Tag', { name: `tag-${i}`, color: this.pick(['red', 'green', 'blue', 'amber']) });
+      this.relation('OWNS', this.g3[owner]!, id);
+      this.relation('CREATED', this.pick(this.membersOfG3[owner]!), id);
+      this.tags.push(id);
     }
-    const creator = pick(members);
+  }
+
+  /** OWNS trees: 18 of 20 owned by a g2 (the targets live there), 1 by a g3, 1 by a user directly. */
+  addTrees(): void {
+    this.trees = Math.max(1, Math.floor((this.spec.nodes - this.nodes.length) / PER_TREE));
+    for (let t = 0; t < this.trees; t++) {
+      if (t % 20 === 18) {
+        const k = Math.floor(this.random() * G3);
+        this.tree(this.g3[k]!, this.membersOfG3[k]!, false);
+      } else if (t % 20 === 19) {
+        const owner = this.pick(this.users).id;
+        this.tree(owner, [owner], false);
+      } else {
+        const k = Math.floor(this.random() * this.g2.length);
+        this.tree(this.g2[k]!, this.membersOfG2[k]!, true);
+      }
+    }
+  }
+
+  private tree(owner: string, members: string[], viaG2: boolean): void {
+    const creator = this.pick(members);
     let level = [owner];
     for (let depth = 1; depth <= 5; depth++) {
       const fanout = depth === 1 ? 1 : FANOUT[depth - 2]!;
       const next: string[] = [];
       for (const parent of level) {
         for (let c = 0; c < fanout; c++) {
-          serial++;
-          const leaf = depth === 5;
-          const id = node(leaf ? 'Document' : 'Folder', {
-            name: `${leaf ? 'Document' : 'Folder'} ${serial}`,
-            level: depth,
-            number: serial,
-            description: sentence(leaf ? 12 : 6),
-            title: `${pick(TITLE_WORDS)} ${pick(TITLE_WORDS)}`,
-            ...(leaf ? { status: pick(['draft', 'review', 'published']), pages: 1 + Math.floor(random() * 200) } : {}),
-          });
-          relation('OWNS', parent, id);
-          parentOf.set(id, parent);
-          relation('CREATED', creator, id);
-          if (leaf && random() < 0.3) {
-            relation('HAS_TAG', id, pick(tags));
-            hasTag++;
-          }
+          const id = this.treeNode(parent, depth, creator);
           next.push(id);
           if (depth === 4 && viaG2) {
             // A user of a g1 inside this g2: exactly 2 IS_IN_GROUP hops, then 4 OWNS hops down to `id`.
-            targets.push({ id, token: tokenOf.get(pick(members))!, grandparent: parentOf.get(parentOf.get(id)!)! });
+            const grandparent = this.parentOf.get(this.parentOf.get(id)!)!;
+            this.targets.push({ id, token: this.tokenOf(this.pick(members)), grandparent });
           }
         }
       }
       level = next;
     }
   }
-  let probes: Probes | null = null;
-  if (spec.probes) {
-    // The anchor's owner and the grantee are users of their own, in no group, so that no other scenario's user
-    // gets their cost.
-    const owner = addUser(spec.users, null);
-    const grantee = addUser(spec.users + 1, null);
-    const anchor = node('Folder', { name: 'Big folder', level: 1, description: sentence(6) });
-    relation('OWNS', owner.id, anchor);
-    relation('CREATED', owner.id, anchor);
-    for (let c = 0; c < PROBE_CHILDREN; c++) {
-      serial++;
-      const id = node('Document', { name: `Document ${serial}`, number: serial, description: sentence(12) });
-      relation('OWNS', anchor, id);
-      relation('CREATED', owner.id, id);
-    }
-    const treeNodes = [...parentOf.keys()];
-    const granted = new Set<string>();
-    while (granted.size < Math.min(PROBE_GRANTS, treeNodes.length)) granted.add(pick(treeNodes));
-    for (const id of granted) relation('HAS_READ_ACCESS', grantee.id, id);
-    probes = { anchor, anchorToken: owner.token, granteeToken: grantee.token, granted: [...granted] };
+
+  private tokenOf(user: string): string {
+    return this.tokenByUser.get(user)!;
   }
 
-  // Targets in a shuffled order so consecutive requests hit different trees and users.
-  for (let i = targets.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [targets[i], targets[j]] = [targets[j]!, targets[i]!];
+  private treeNode(parent: string, depth: number, creator: string): string {
+    this.serial++;
+    const leaf = depth === 5;
+    const id = this.node(leaf ? 'Document' : 'Folder', {
+      name: `${leaf ? 'Document' : 'Folder'} ${this.serial}`,
+      level: depth,
+      number: this.serial,
+      description: this.sentence(leaf ? 12 : 6),
+      title: `${this.pick(TITLE_WORDS)} ${this.pick(TITLE_WORDS)}`,
+      ...(leaf
+        ? { status: this.pick(['draft', 'review', 'published']), pages: 1 + Math.floor(this.random() * 200) }
+        : {}),
+    });
+    this.relation('OWNS', parent, id);
+    this.parentOf.set(id, parent);
+    this.relation('CREATED', creator, id);
+    if (leaf && this.random() < 0.3) {
+      this.relation('HAS_TAG', id, this.pick(this.tags));
+      this.hasTag++;
+    }
+    return id;
   }
+
+  /**
+   * The probes of --large. The anchor's owner and the grantee are users of their own, in no group, so that no other
+   * scenario's user gets their cost.
+   */
+  addProbes(): Probes {
+    const owner = this.addUser(this.spec.users, null);
+    const grantee = this.addUser(this.spec.users + 1, null);
+    const anchor = this.node('Folder', { name: 'Big folder', level: 1, description: this.sentence(6) });
+    this.relation('OWNS', owner.id, anchor);
+    this.relation('CREATED', owner.id, anchor);
+    for (let c = 0; c < PROBE_CHILDREN; c++) {
+      this.serial++;
+      const id = this.node('Document', {
+        name: `Document ${this.serial}`,
+        number: this.serial,
+        description: this.sentence(12),
+      });
+      this.relation('OWNS', anchor, id);
+      this.relation('CREATED', owner.id, id);
+    }
+    const treeNodes = [...this.parentOf.keys()];
+    const granted = new Set<string>();
+    while (granted.size < Math.min(PROBE_GRANTS, treeNodes.length)) granted.add(this.pick(treeNodes));
+    for (const id of granted) this.relation('HAS_READ_ACCESS', grantee.id, id);
+    return { anchor, anchorToken: owner.token, granteeToken: grantee.token, granted: [...granted] };
+  }
+
+  /** Targets in a shuffled order so consecutive requests hit different trees and users. */
+  shuffleTargets(): void {
+    const { targets } = this;
+    for (let i = targets.length - 1; i > 0; i--) {
+      const j = Math.floor(this.random() * (i + 1));
+      [targets[i], targets[j]] = [targets[j]!, targets[i]!];
+    }
+  }
+}
+
+export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: string) => void): Promise<Dataset> {
+  const started = Date.now();
+  const password = 'bench-password';
+  const shape = new Shape(spec, await hashPassword(password));
+  shape.groups();
+  shape.members();
+  shape.addTags();
+  shape.addTrees();
+  const probes = spec.probes ? shape.addProbes() : null;
+  shape.shuffleTargets();
+  const { nodes, relations } = shape;
   log(
     `data set: ${nodes.length} nodes, ${relations.length} relations built in memory (${Date.now() - started} ms), inserting...`,
   );
+  await insertShape(db, shape, log);
+  await vacuum(db, log);
+  return {
+    spec,
+    password,
+    users: shape.users,
+    probes,
+    targets: shape.targets,
+    counts: {
+      nodes: nodes.length,
+      relations: relations.length,
+      users: spec.users,
+      groups: shape.g1.length + shape.g2.length + shape.g3.length,
+      trees: shape.trees,
+      tags: shape.tags.length,
+      hasTag: shape.hasTag,
+    },
+    seconds: (Date.now() - started) / 1000,
+  };
+}
 
+async function insertShape(db: Db, shape: Shape, log: (msg: string) => void): Promise<void> {
+  const { nodes, relations, userRows, tokenRows, now } = shape;
   await db.transaction(async (tx) => {
     // The throw-away cluster runs with synchronous_commit = off. VACUUM cannot mark a page all-visible while the
     // commit of its rows is not yet flushed to the WAL (it may not set their hint bits), so right after an
@@ -296,11 +386,16 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
       );
     await rebuildAccessIndex(tx);
   });
-  // Fresh statistics and visibility map, as autovacuum would leave them on a long-running server (PGlite has no
-  // autovacuum at all). The map matters: the access checks are index-only scans, which read the heap for every
-  // entry on a page the map does not mark all-visible. Right after the load, VACUUM sometimes left element_owners
-  // out of the map (three VACUUMs in a row, with no other session holding a snapshot; one a second later filled
-  // it), so the tables are vacuumed until their maps are complete (or 10 tries) and the result is logged.
+}
+
+/**
+ * Fresh statistics and visibility map, as autovacuum would leave them on a long-running server (PGlite has no
+ * autovacuum at all). The map matters: the access checks are index-only scans, which read the heap for every
+ * entry on a page the map does not mark all-visible. Right after the load, VACUUM sometimes left element_owners
+ * out of the map (three VACUUMs in a row, with no other session holding a snapshot; one a second later filled
+ * it), so the tables are vacuumed until their maps are complete (or 10 tries) and the result is logged.
+ */
+async function vacuum(db: Db, log: (msg: string) => void): Promise<void> {
   for (const table of ['users', 'tokens', 'group_memberships']) await db.query(`VACUUM ANALYZE ${table}`);
   let pending = ['elements', 'element_owners'];
   for (let attempt = 1; attempt <= 10 && pending.length > 0; attempt++) {
@@ -317,24 +412,6 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
   }
   // The load's dirty pages written out now rather than by the checkpointer while the first scenario is measured.
   await db.query('CHECKPOINT');
-
-  return {
-    spec,
-    password,
-    users,
-    probes,
-    targets,
-    counts: {
-      nodes: nodes.length,
-      relations: relations.length,
-      users: spec.users,
-      groups: g1.length + g2.length + g3.length,
-      trees,
-      tags: tags.length,
-      hasTag,
-    },
-    seconds: (Date.now() - started) / 1000,
-  };
 }
 
 async function insertElements(q: Queryable, rows: Row[], at: Date) {

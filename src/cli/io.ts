@@ -2,26 +2,9 @@
 // process or, beside a running embedded server, inside the server with this IO carried over the admin socket.
 import { createInterface } from 'node:readline/promises';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import type { Config } from '../config/schema.js';
-import type { Services } from '../services.js';
+import type { CommandIO } from '../admin/commands.js';
 
-export interface CommandIO {
-  out(line: string): void;
-  err(line: string): void;
-  /** Asks a yes/no question; false when there is no terminal to ask. */
-  confirm(question: string): Promise<boolean>;
-  readonly interactive: boolean;
-  /** The caller's working directory: relative paths in arguments are resolved against it, also inside a server. */
-  readonly cwd: string;
-}
-
-interface CommandContext {
-  config: Config;
-  services: Services;
-}
-
-/** A command that needs the database. Returns the process exit code. */
-export type DbCommand = (ctx: CommandContext, args: string[], io: CommandIO) => Promise<number>;
+export type { CommandIO, DbCommand } from '../admin/commands.js';
 
 export function processIO(): CommandIO {
   const interactive = !!process.stdin.isTTY && !!process.stdout.isTTY;

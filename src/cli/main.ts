@@ -100,7 +100,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: CommandIO
       return 0;
     }
     if (name === 'serve') {
-      const server = await startServer(config);
+      const server = await startServer(config, systemClock, dbCommands);
       const ended = await Promise.race([waitForSignal(), server.stopped]);
       if (typeof ended === 'number') {
         // The server stopped on its own and has said why: end now, whatever is still pending.

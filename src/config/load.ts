@@ -5,8 +5,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Value from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
-import { BASE_RESERVED } from '../domain/elements/properties.js';
-import { isUuid } from '../values.js';
+import { BASE_RESERVED, isUuid } from '../values.js';
 import { type Config, type Runtime, type Settings, SettingsSchema, STORAGE_CEILING_BYTES } from './schema.js';
 
 export class ConfigError extends Error {
@@ -33,6 +32,20 @@ export function validateSettings(input: unknown): Settings {
   const value = Value.Default(SettingsSchema, Value.Clone(raw)) as Record<string, unknown>;
   // Absent means the shipped default file; an explicit null means "serve none" (404).
   if (!('securityTxt' in (raw as object))) value.securityTxt = DEFAULT_SECURITY_TXT;
+  throwFirstSchemaError(value);
+  const settings = value as Settings;
+  followGivenSettings(raw as Record<string, unknown>, settings);
+  const given = (path: string) => isGiven(raw as Record<string, unknown>, path);
+  checkRanges(settings, given);
+  checkAccountRules(settings);
+  if (settings.file.storage === 's3' && settings.file.s3.bucket === null)
+    throw new ConfigError('file.s3.bucket', "must be set when file.storage is 's3'");
+  if (settings.baseUrl !== null) settings.baseUrl = settings.baseUrl.replace(/\/+$/, '');
+  return settings;
+}
+
+/** The first error of the schema's, as the operator reads it: the dotted key and what is wrong with it. */
+function throwFirstSchemaError(value: unknown): void {
   const errors = Value.Errors(SettingsSchema, value);
   if (errors.length > 0) {
     const first = errors[0]!;
@@ -47,15 +60,16 @@ export function validateSettings(input: unknown): Settings {
     }
     throw new ConfigError(keyOf(first.instancePath), first.message);
   }
-  const settings = value as Settings;
-  followGivenSettings(raw as Record<string, unknown>, settings);
+}
+
+/** Settings that bound each other (a minimum below its maximum, a default between them). */
+function checkRanges(settings: Settings, given: (path: string) => boolean): void {
   const f = settings.file;
   if (f.maxFileSizeInBytes > STORAGE_CEILING_BYTES)
     throw new ConfigError(
       'file.maxFileSizeInBytes',
       `exceeds the storage ceiling of ${STORAGE_CEILING_BYTES} bytes (5 TiB)`,
     );
-  const given = (path: string) => isGiven(raw as Record<string, unknown>, path);
   // A maximum chunk derived from a file limit of 0 stays at its own minimum of one byte: no contradiction.
   if (given('file.uploadMaxChunkSizeInBytes') && f.uploadMaxChunkSizeInBytes > f.maxFileSizeInBytes)
     throw new ConfigError(
@@ -87,6 +101,10 @@ export function validateSettings(input: unknown): Settings {
       'token.defaultLifetimeInSeconds',
       `${t.defaultLifetimeInSeconds} must lie between token.minLifetimeInSeconds (${t.minLifetimeInSeconds}) and token.maxLifetimeInSeconds (${t.maxLifetimeInSeconds})`,
     );
+}
+
+/** The log-in back-off, the identifier key and pattern, and the security.txt file. */
+function checkAccountRules(settings: Settings): void {
   // A counter forgotten before its longest delay has passed would never let the delay grow to its maximum.
   const lt = settings.login.throttle;
   const [delayKey, delay] =
@@ -122,10 +140,6 @@ export function validateSettings(input: unknown): Settings {
       throw new ConfigError('securityTxt', `cannot read ${settings.securityTxt}: ${(error as Error).message}`);
     }
   }
-  if (f.storage === 's3' && f.s3.bucket === null)
-    throw new ConfigError('file.s3.bucket', "must be set when file.storage is 's3'");
-  if (settings.baseUrl !== null) settings.baseUrl = settings.baseUrl.replace(/\/+$/, '');
-  return settings;
 }
 
 /** Whether the operator's own settings hold the key at `path` (dotted), rather than its default. */

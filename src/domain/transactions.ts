@@ -15,7 +15,9 @@ export type StoreFailure =
   /** A row the statement refers to is gone (deleted concurrently). */
   | 'missing-reference'
   /** The statement nests deeper than the database can run. */
-  | 'too-complex';
+  | 'too-complex'
+  /** A unique key is taken (an identifier in use). */
+  | 'duplicate';
 
 export interface Transactions {
   /** The embedded database, which runs one statement at a time for the whole process. */

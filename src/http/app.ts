@@ -2,7 +2,9 @@
 import { ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
+import type { Services } from '../services.js';
 import { guardConnections } from './connection-guard.js';
 import explorerRoutes from './explorer.js';
 import { COMMON_HEADERS } from './headers.js';
@@ -32,26 +34,7 @@ const JSON_BODY_LIMIT = 8 * 1024 * 1024;
 const acceptAsParsed = () => true;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
-  const app = Fastify({
-    ...(logger ? { loggerInstance: logger, childLoggerFactory: requestLogger } : { logger: false }),
-    bodyLimit: JSON_BODY_LIMIT,
-    exposeHeadRoutes: true,
-    return503OnClosing: false,
-    forceCloseConnections: 'idle',
-    // No limit on the whole request: it would cut a large upload that moves steadily. Slow bodies are cut by
-    // connection-guard.ts instead; headers still have Node's headersTimeout (60 s), idle keep-alive Fastify's 72 s.
-    requestTimeout: 0,
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
-    // Errors Fastify raises before any route or hook runs: problem details with the common headers too.
-    frameworkErrors: (error, request, reply) => {
-      reply.headers(COMMON_HEADERS);
-      return sendProblem(request, reply, frameworkProblem(error), config.settings.baseUrl);
-    },
-    clientErrorHandler: answerClientError(config.settings.baseUrl),
-    // Node would answer an HTTP/1.1 request without Host with a bare 400 of its own; the hook below answers it
-    // with a problem and the common headers instead.
-    http: { requireHostHeader: false },
-  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+  const app = createFastify(config, logger);
   // The route schemas describe the interface (the OpenAPI document) and type the handlers; they compile into no
   // validator and no serialiser. The domain parses every request, answering each fault with its own problem in its
   // own order (credentials first; configuration-dependent rules), and the handlers send JSON that is already
@@ -66,8 +49,6 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   for (const method of WEBDAV_METHODS) app.addHttpMethod(method);
   installJsonBodyParser(app, JSON_BODY_LIMIT);
 
-  const baseUrl = config.settings.baseUrl;
-
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(COMMON_HEADERS);
     // RFC 9112 section 3.2: a server answers an HTTP/1.1 request without a Host header with 400.
@@ -79,26 +60,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   // Fastify logs each request (method, url) and its completion (status, response time); its serialisers log no
   // headers, so Authorization never reaches the log.
 
-  app.setErrorHandler(async (error, request, reply) => {
-    const { problem: found, unexpected } = toProblem(error);
-    const problem = stoppedForSpace(request, found);
-    if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'unexpected error');
-    else if (problem.status === 503)
-      request.log.warn({ err: error, method: request.method, url: request.url }, 'service unavailable');
-    // A body Fastify could not parse fails before the handler authenticates; bad credentials still answer 401
-    // first (spec "Authentication" 3), so only this error path pays for the lookup.
-    if (!unexpected && !(error instanceof Problem) && request.routeOptions.config.authorization !== 'ignored') {
-      const refusal = await services.accounts.authenticate(request.headers.authorization).then(
-        () => null,
-        (e: unknown) => (e instanceof Problem ? e : null),
-      );
-      if (refusal) return sendProblem(request, reply, refusal, baseUrl);
-    }
-    return sendProblem(request, reply, problem, baseUrl);
-  });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(request, reply, new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`), baseUrl),
-  );
+  answerErrors(app, config, services);
 
   // CORS preflight (and any OPTIONS): 204 with the common headers, whatever the path, answered before any body
   // would be parsed.
@@ -143,4 +105,53 @@ function answerConnect(app: App): void {
     });
     app.routing(request, response);
   });
+}
+
+/** The Fastify instance with the service's server options. */
+function createFastify(config: Config, logger: FastifyBaseLogger | undefined): App {
+  return Fastify({
+    ...(logger ? { loggerInstance: logger, childLoggerFactory: requestLogger } : { logger: false }),
+    bodyLimit: JSON_BODY_LIMIT,
+    exposeHeadRoutes: true,
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    // No limit on the whole request: it would cut a large upload that moves steadily. Slow bodies are cut by
+    // connection-guard.ts instead; headers still have Node's headersTimeout (60 s), idle keep-alive Fastify's 72 s.
+    requestTimeout: 0,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    // Errors Fastify raises before any route or hook runs: problem details with the common headers too.
+    frameworkErrors: (error, request, reply) => {
+      reply.headers(COMMON_HEADERS);
+      return sendProblem(request, reply, frameworkProblem(error), config.settings.baseUrl);
+    },
+    clientErrorHandler: answerClientError(config.settings.baseUrl),
+    // Node would answer an HTTP/1.1 request without Host with a bare 400 of its own; the hook below answers it
+    // with a problem and the common headers instead.
+    http: { requireHostHeader: false },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+}
+
+/** Every error as problem details: the catalogue's, Fastify's own and unknown paths alike. */
+function answerErrors(app: App, config: Config, services: Services): void {
+  const baseUrl = config.settings.baseUrl;
+  app.setErrorHandler(async (error, request, reply) => {
+    const { problem: found, unexpected } = toProblem(error);
+    const problem = stoppedForSpace(request, found);
+    if (unexpected) request.log.error({ err: error, method: request.method, url: request.url }, 'unexpected error');
+    else if (problem.status === 503)
+      request.log.warn({ err: error, method: request.method, url: request.url }, 'service unavailable');
+    // A body Fastify could not parse fails before the handler authenticates; bad credentials still answer 401
+    // first (spec "Authentication" 3), so only this error path pays for the lookup.
+    if (!unexpected && !(error instanceof Problem) && request.routeOptions.config.authorization !== 'ignored') {
+      const refusal = await services.accounts.authenticate(request.headers.authorization).then(
+        () => null,
+        (e: unknown) => (e instanceof Problem ? e : null),
+      );
+      if (refusal) return sendProblem(request, reply, refusal, baseUrl);
+    }
+    return sendProblem(request, reply, problem, baseUrl);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(request, reply, new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`), baseUrl),
+  );
 }

@@ -1,4 +1,4 @@
-// Serves Trellis Explorer, the browser app built from explorer/ (scripts/build-explorer.mjs), under /explorer. It is
+// Serves Trellis Explorer, the browser app built from explorer/ (scripts/build-explorer.ts), under /explorer. It is
 // a client of the public API like any other, so this module only hands out files: index.html for /explorer and
 // /explorer/, the assets below it. A missing file is the API's 404 problem, as on any unknown path.
 import { existsSync } from 'node:fs';

@@ -1,21 +1,35 @@
 // Set-ups shared by the route plugins (each applies to the encapsulated plugin it is called in).
 
+import type { FastifyRequest } from 'fastify';
 import { Problem } from '../errors.js';
-import { isUuid } from '../values.js';
+import { type ElementId, parseElementId } from '../values.js';
 import type { App } from './types.js';
 import { legacyCompleteness } from './upload-replies.js';
 
-/** A path segment `:id` that is not a UUID names nothing: 404 before anything else (no authentication needed). */
-export function rejectNonUuidIds(app: App): void {
+/** The element ids of requests whose path has `:id`, parsed once by parseElementIds. */
+const elementIds = new WeakMap<FastifyRequest, ElementId>();
+
+/**
+ * Parses the path segment `:id` into an ElementId once, for elementIdOf; one that is not a UUID names nothing: 404
+ * before anything else (no authentication needed).
+ */
+export function parseElementIds(app: App): void {
   // Callback style rather than async: this runs on every request, and an async hook costs a promise and a tick.
   app.addHook('onRequest', (request, _reply, done) => {
-    const id = (request.params as { id?: string }).id;
-    done(
-      id !== undefined && !isUuid(id)
-        ? new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`)
-        : undefined,
-    );
+    const text = (request.params as { id?: string }).id;
+    if (text === undefined) return done();
+    const id = parseElementId(text);
+    if (id === null) return done(new Problem('not-found', `No resource at ${request.url.split('?')[0]}.`));
+    elementIds.set(request, id);
+    done();
   });
+}
+
+/** The element id of the request's path (routes under parseElementIds only). */
+export function elementIdOf(request: FastifyRequest): ElementId {
+  const id = elementIds.get(request);
+  if (id === undefined) throw new Error(`${request.url}: no element id was parsed for this route`);
+  return id;
 }
 
 /**

@@ -4,8 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Capacity } from '../domain/capacity.js';
 import type { RequestControl } from '../domain/uploads/upload-requests.js';
 import { UploadInProgress, type UploadState } from '../domain/uploads/upload-state.js';
-import { notFound, Problem } from '../errors.js';
-import { type ElementId, parseElementId } from '../values.js';
+import { Problem } from '../errors.js';
 import { sendInterim } from './interim.js';
 import { headerOf } from './reply.js';
 import { watchedBody } from './storage-guard.js';
@@ -32,13 +31,6 @@ export const controlOf = (request: FastifyRequest): RequestControl => ({
     if (!request.raw.complete) request.raw.destroy();
   },
 });
-
-/** The `:id` of the path, which rejectNonUuidIds (route-context.ts) has let through only as a UUID. */
-export function pathId(request: FastifyRequest): ElementId {
-  const id = parseElementId((request.params as { id?: string }).id);
-  if (id === null) throw notFound();
-  return id;
-}
 
 /**
  * `work`, its refusals that leave an upload in progress answered with the upload's fields (real clients read

@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { serviceUnavailable } from '../errors.js';
 import type { SessionAccessEpoch } from './access-decisions.js';
+import { ANSWER_GRACE_MS } from './answer-grace.js';
 import type { ReadLanes } from './read-lanes.js';
 
 // Rows are typed by the caller; interfaces (without index signatures) are fine.
@@ -123,13 +124,6 @@ function runner(client: PgRunner, waitMs: number, state: TransactionState): Quer
     });
   return { query, read: query };
 }
-
-/**
- * How much longer than its statement timeout this side waits for a statement's answer. The server cancels the
- * statement at the timeout and says so at once; a server that says nothing by then is not answering at all (frozen,
- * or out of reach), and never will apply its own timeout.
- */
-export const ANSWER_GRACE_MS = 1000;
 
 /** SQLSTATEs of a server that is shutting down, starting, full, or lost the connection (class 08). */
 const SERVER_UNAVAILABLE = /^(08...|57P0[1-3]|53300)$/;
@@ -284,44 +278,8 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions =
         throw asUnavailable(error, true);
       });
     },
-    async transaction<T>(
-      work: (tx: Queryable) => Promise<T>,
-      options: { statementTimeoutMs?: number } = {},
-    ): Promise<T> {
-      const timeout = options.statementTimeoutMs;
-      if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout >= 0))
-        throw new Error(`invalid statement timeout ${timeout}`);
-      // A budget of the caller's (`timeout` > 0) replaces the database's bound; 0 lifts it where there is one.
-      const budgeted = timeout !== undefined && timeout > 0;
-      const lifted = timeout === 0 && bounded;
-      const begin = budgeted ? budget.begin(timeout) : lifted ? serverBudget.begin(0) : 'BEGIN';
-      // This side waits for answers only where it bounds statements at all (never on the embedded database, whose
-      // statements run on this thread: a timer could not fire before the answer anyway).
-      const wait = !bounded || timeout === 0 ? 0 : budgeted ? timeout + ANSWER_GRACE_MS : waitMs;
-      const client = await checkOut(pool);
-      const state: TransactionState = { failures: new Set(), lost: false };
-      const tx = runner(client, wait, state);
-      try {
-        await tx.query(begin);
-        if (budgeted) budget.arm?.(timeout);
-        const result = await work(tx);
-        budget.disarm?.();
-        await tx.query('COMMIT');
-        return result;
-      } catch (error) {
-        budget.disarm?.();
-        // A connection that went unanswered or broke is dropped as it is (the server rolls back what it never
-        // sees committed): a ROLLBACK sent to it would only wait in vain.
-        if (!state.lost)
-          await tx.query('ROLLBACK').catch(() => {
-            state.lost = true;
-          });
-        // Only a statement's own failure speaks for the database (`work` may fail for reasons of its own).
-        throw state.failures.has(error) ? asUnavailable(error, bounded && !budgeted) : error;
-      } finally {
-        checkIn(client, state.lost);
-      }
-    },
+    transaction: (work, options = {}) =>
+      inTransaction(pool, { budget, bounded, waitMs }, work, options.statementTimeoutMs),
     async close() {
       await lanes?.close();
       await pool.end();
@@ -329,6 +287,51 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions =
     },
   };
   return db;
+}
+
+/**
+ * One transaction of `poolDb` on a connection of its own: BEGIN (with the statement budget of `timeout` where given),
+ * `work`, COMMIT; ROLLBACK when `work` throws, unless the connection is lost.
+ */
+async function inTransaction<T>(
+  pool: pg.Pool,
+  bounds: { budget: StatementBudget; bounded: boolean; waitMs: number },
+  work: (tx: Queryable) => Promise<T>,
+  timeout: number | undefined,
+): Promise<T> {
+  const { budget, bounded, waitMs } = bounds;
+  if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout >= 0))
+    throw new Error(`invalid statement timeout ${timeout}`);
+  // A budget of the caller's (`timeout` > 0) replaces the database's bound; 0 lifts it where there is one.
+  const budgeted = timeout !== undefined && timeout > 0;
+  const lifted = timeout === 0 && bounded;
+  const begin = budgeted ? budget.begin(timeout) : lifted ? serverBudget.begin(0) : 'BEGIN';
+  // This side waits for answers only where it bounds statements at all (never on the embedded database, whose
+  // statements run on this thread: a timer could not fire before the answer anyway).
+  const wait = !bounded || timeout === 0 ? 0 : budgeted ? timeout + ANSWER_GRACE_MS : waitMs;
+  const client = await checkOut(pool);
+  const state: TransactionState = { failures: new Set(), lost: false };
+  const tx = runner(client, wait, state);
+  try {
+    await tx.query(begin);
+    if (budgeted) budget.arm?.(timeout);
+    const result = await work(tx);
+    budget.disarm?.();
+    await tx.query('COMMIT');
+    return result;
+  } catch (error) {
+    budget.disarm?.();
+    // A connection that went unanswered or broke is dropped as it is (the server rolls back what it never
+    // sees committed): a ROLLBACK sent to it would only wait in vain.
+    if (!state.lost)
+      await tx.query('ROLLBACK').catch(() => {
+        state.lost = true;
+      });
+    // Only a statement's own failure speaks for the database (`work` may fail for reasons of its own).
+    throw state.failures.has(error) ? asUnavailable(error, bounded && !budgeted) : error;
+  } finally {
+    checkIn(client, state.lost);
+  }
 }
 
 /** Values of type `timestamptz` come back as JS Dates; int8 (counts) as numbers (they stay far below 2^53). */

@@ -244,7 +244,7 @@ async function exchangeWith(pglite: PGlite, messages: Uint8Array, { budget, heal
   // syncToFs: false. PGlite's sync copies an in-memory file system to a persistent one (browsers); the two Trellis
   // uses, NodeFS for DATA_DIR (its writes reach the files as PostgreSQL makes them) and the in-memory one for tests,
   // have nothing to copy, yet the call takes a mutex and awaits it (docs/decisions/001-pglite-socket.md).
-  // test/storage/pglite-socket.test.ts checks that the sync is still the base class's no-op for both.
+  // test/unit/storage/pglite-socket.test.ts checks that the sync is still the base class's no-op for both.
   try {
     await pglite.execProtocolRawStream(messages, { syncToFs: false, onRawData: (chunk) => chunks.push(chunk.slice()) });
   } catch (error) {

@@ -3,7 +3,7 @@
 // Only short reads belong here (a bounded number of rows by index, no locks): a connection answers in order, so a
 // slow statement would hold up every statement behind it.
 import pg from 'pg';
-import { ANSWER_GRACE_MS } from './db.js';
+import { ANSWER_GRACE_MS } from './answer-grace.js';
 
 /**
  * How long a short read may run before PostgreSQL cancels it (the lanes' `statement_timeout`; the pool has none). A

@@ -4,6 +4,7 @@ import { type Db, isForeignKeyViolation, type Queryable, retryingTransient } fro
 
 const QUERY_CANCELED = '57014';
 const STATEMENT_TOO_COMPLEX = '54001';
+const UNIQUE_VIOLATION = '23505';
 
 /** The Queryable behind a Tx this module handed out. For the storage adapters that implement the ports. */
 export const queryable = (tx: Tx): Queryable => tx as unknown as Queryable;
@@ -19,6 +20,7 @@ export function sqlTransactions(db: Db): Transactions {
       const code = (error as { code?: string })?.code;
       if (code === QUERY_CANCELED) return 'statement-cancelled';
       if (code === STATEMENT_TOO_COMPLEX) return 'too-complex';
+      if (code === UNIQUE_VIOLATION) return 'duplicate';
       if (isForeignKeyViolation(error)) return 'missing-reference';
       return null;
     },

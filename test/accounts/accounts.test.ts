@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { hashToken } from '../../src/domain/accounts/tokens.js';
 import { activeTokens } from '../../src/storage/queries/accounts.js';
+import type { ElementId } from '../../src/values.js';
 import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
 const register = (h: Harness, body: unknown) => h.request('POST', '/register', { body });
@@ -451,7 +452,7 @@ describeBackends(
     it('runs requests without Authorization as the anonymous user, never downgrades bad tokens', async () => {
       // Before the user exists, no credentials give 401.
       expect((await h().request('GET', '/me')).status).toBe(401);
-      await h().services.accounts.createUser('anonymous@localhost.dev', 'pw', { name: 'Anonymous' }, ANON);
+      await h().services.accounts.createUser('anonymous@localhost.dev', 'pw', { name: 'Anonymous' }, ANON as ElementId);
       const me = await h().request('GET', '/me');
       expect(me.status).toBe(200);
       expect(me.json.id).toBe(ANON);

@@ -87,7 +87,7 @@ describeBackends('remembered access decisions under random graph changes', (h) =
       const turn = checks++ % users.length;
       for (const [k, user] of users.entries()) {
         const reached = new Set<string>();
-        for (let frontier = [user.id]; frontier.length > 0; ) {
+        for (let frontier: string[] = [user.id]; frontier.length > 0; ) {
           frontier = memberships
             .filter((m) => frontier.includes(m.start_id) && !reached.has(m.end_id))
             .map((m) => m.end_id);

@@ -7,6 +7,7 @@ import { buildApp } from '../../src/http/app.js';
 import { createServices } from '../../src/services.js';
 import { revokeTokens } from '../../src/storage/queries/accounts.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
+import type { ElementId } from '../../src/values.js';
 import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
 type User = Awaited<ReturnType<typeof userWithToken>>;
@@ -326,7 +327,7 @@ describeBackends(
         'anonymous@anonymous-grants.dev',
         'unused password 1',
         {},
-        anonymous,
+        anonymous as ElementId,
       );
       expect(created).toBe(anonymous);
       const doc = await createElement(h(), owner.token, { type: 'Doc' });

@@ -41,7 +41,7 @@ describe('Trellis Explorer in Chromium', () => {
 
   beforeAll(async () => {
     // The browser tests need the built explorer; this builds it only when it is missing or older than its sources.
-    execFileSync(process.execPath, [join(import.meta.dirname, '../../scripts/build-explorer.mjs')], {
+    execFileSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../../scripts/build-explorer.ts')], {
       stdio: 'inherit',
     });
     const backend = backendsUnderTest().includes('pglite') ? 'pglite' : 'postgres';

@@ -14,21 +14,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  emptyPrefix,
-  type StoreLocation,
-  type StoreRelay,
-  storedNames,
-  storeRelay,
-  temporaryBlobs,
-} from '../helpers/blobs.js';
-import {
-  backendsUnderTest,
-  blobStoresUnderTest,
-  newS3Prefix,
-  s3Settings,
-  scratchPostgresDatabase,
-} from '../helpers/harness.js';
+import { type StoreLocation, type StoreRelay, storedNames, storeRelay, temporaryBlobs } from '../helpers/blobs.js';
+import { emptyPrefix, newS3Prefix } from '../helpers/bucket.js';
+import { backendsUnderTest, blobStoresUnderTest, s3Settings, scratchPostgresDatabase } from '../helpers/harness.js';
 import { noise } from './fixtures.js';
 
 const ENTRY = fileURLToPath(new URL('../helpers/fd-server.ts', import.meta.url));

@@ -15,8 +15,8 @@ import {
   storedNames,
   storeRelay,
   temporaryBlobs,
-  unfinishedUploads,
 } from '../helpers/blobs.js';
+import { unfinishedUploads } from '../helpers/bucket.js';
 import {
   attachFile,
   backendsUnderTest,

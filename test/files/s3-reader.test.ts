@@ -12,8 +12,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { S3BlobStore } from '../../src/blob/s3-blob-store.js';
 import type { SignedRequest } from '../../src/blob/s3-http.js';
 import { ObjectReader } from '../../src/blob/s3-reader.js';
-import { collect, emptyPrefix } from '../helpers/blobs.js';
-import { blobStoresUnderTest, newS3Prefix } from '../helpers/harness.js';
+import { collect } from '../helpers/blobs.js';
+import { emptyPrefix, newS3Prefix } from '../helpers/bucket.js';
+import { blobStoresUnderTest } from '../helpers/harness.js';
 import { noise } from './fixtures.js';
 
 const MiB = 1024 * 1024;

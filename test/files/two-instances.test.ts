@@ -8,13 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { openPostgres } from '../../src/storage/postgres.js';
-import { storedNames, testBucket, unfinishedUploads } from '../helpers/blobs.js';
+import { storedNames } from '../helpers/blobs.js';
+import { newS3Prefix, testBucket, unfinishedUploads } from '../helpers/bucket.js';
 import {
   backendsUnderTest,
   blobStoresUnderTest,
   createElement,
   type Harness,
-  newS3Prefix,
   scratchPostgresDatabase,
   startHarness,
   userWithToken,

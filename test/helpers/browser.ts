@@ -1,4 +1,4 @@
-// Browser tests drive a real Chromium (Debian's package, found or installed by scripts/test.mjs) through
+// Browser tests drive a real Chromium (Debian's package, found or installed by scripts/test.ts) through
 // playwright-core, which never downloads a browser of its own.
 
 import { existsSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // Freezing a test's own server with SIGSTOP, as an operator's worst day does (a VM paused, a process stopped, a
 // swap storm): the kernel still accepts connections and buffers what is sent, but nothing answers until SIGCONT.
-// Only servers a test started itself (scripts/pg-cluster.mjs, scripts/ceph-cluster.mjs) are frozen, by process id.
+// Only servers a test started itself (scripts/pg-cluster.ts, scripts/ceph-cluster.ts) are frozen, by process id.
 import { readdirSync, readFileSync } from 'node:fs';
 
 function parentOf(pid: number): number | null {

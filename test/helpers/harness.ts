@@ -21,7 +21,8 @@ import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
-import { emptyPrefix } from './blobs.js';
+import type { ElementId } from '../../src/values.js';
+import { emptyPrefix, newS3Prefix } from './bucket.js';
 import { checkExchange, forgetDocument, registerDocument } from './openapi-check.js';
 
 export type BackendName = 'pglite' | 'postgres';
@@ -192,9 +193,6 @@ export function s3Settings(
   };
 }
 
-/** A new prefix in the test bucket. */
-export const newS3Prefix = () => `t-${randomBytes(8).toString('hex')}`;
-
 /**
  * Tests register many users from one address: the registration throttle is off unless a suite's settings give
  * `register.throttle` (test/accounts/registration-throttle.test.ts does).
@@ -296,7 +294,7 @@ export async function userWithToken(h: ServiceClient, identifier: string, passwo
     body: { type: 'User', uniqueUserIdentifier: identifier, password },
   });
   if (reg.status !== 201) throw new Error(`register ${identifier}: ${reg.status} ${reg.text}`);
-  const id = reg.headers.get('location')!.slice(1);
+  const id = reg.headers.get('location')!.slice(1) as ElementId;
   const tok = await h.request('POST', '/token', {
     body: { type: 'Token', uniqueUserIdentifier: identifier, password },
   });

@@ -23,7 +23,7 @@ describe('search time budget: defaults', () => {
 describe.skipIf(!backendsUnderTest().includes('pglite'))('search time budget [pglite]', () => {
   const ELEMENTS = 40;
   const longValues = (i: number) =>
-    Object.fromEntries(Array.from({ length: 30 }, (_, k) => [`code${k}`, 'ab'.repeat(995) + `${i}-${k}`]));
+    Object.fromEntries(Array.from({ length: 30 }, (_, k) => [`code${k}`, `${'ab'.repeat(995)}${i}-${k}`]));
   let h: Harness & { stop(): Promise<void> };
   let token: string;
   const search = (query: unknown) =>

@@ -1,27 +1,16 @@
 // database.embeddedCacheSizeInMiB: the embedded database's page cache (PGlite's shared_buffers), set as configured,
-// and 'auto' sized to the database found at start within the machine's memory.
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+// and 'auto' sized to the database found at start within the machine's memory. The sizing rule and the counting of
+// the database's files are tested in test/unit/storage/pglite.test.ts.
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateSettings } from '../../src/config/load.js';
-import { GiB, MiB } from '../../src/config/schema.js';
+import { MiB } from '../../src/config/schema.js';
 import { openDatabase } from '../../src/storage/open.js';
-import { databaseBytes, embeddedCacheMiB } from '../../src/storage/pglite.js';
+import { databaseBytes } from '../../src/storage/pglite.js';
 
 describe('embedded database cache', () => {
-  it("sizes 'auto' to the database, in steps of 64 MiB, between 128 MiB and the smaller of 1 GiB and an eighth of memory", () => {
-    expect(embeddedCacheMiB(0, 24 * GiB)).toBe(128);
-    expect(embeddedCacheMiB(50 * MiB, 24 * GiB)).toBe(128);
-    // 413 MiB (the benchmark's 100k nodes) and a quarter more: 516.25 MiB, rounded up to 576.
-    expect(embeddedCacheMiB(413 * MiB, 24 * GiB)).toBe(576);
-    expect(embeddedCacheMiB(512 * MiB, 24 * GiB)).toBe(640);
-    expect(embeddedCacheMiB(4 * GiB, 24 * GiB)).toBe(1024);
-    // An eighth of 2 GiB is 256 MiB; an eighth of 512 MiB is below the floor, which wins.
-    expect(embeddedCacheMiB(413 * MiB, 2 * GiB)).toBe(256);
-    expect(embeddedCacheMiB(413 * MiB, 512 * MiB)).toBe(128);
-  });
-
   const dirs: string[] = [];
   const dataDir = async () => {
     const dir = await mkdtemp(join(tmpdir(), 'trellis-cache-'));
@@ -30,17 +19,6 @@ describe('embedded database cache', () => {
   };
   afterEach(async () => {
     await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
-  });
-
-  it('counts the relation files under base/, and not an entry that is gone by the time it is looked at', async () => {
-    const dir = await dataDir();
-    await mkdir(join(dir, 'base', '5'), { recursive: true });
-    await writeFile(join(dir, 'base', '5', '1259'), Buffer.alloc(8192));
-    await writeFile(join(dir, 'base', '5', '1259_fsm'), Buffer.alloc(1000));
-    await writeFile(join(dir, 'postmaster.opts'), 'not a relation file');
-    // A dangling link stats as ENOENT, as a file dropped between the listing and its stat would.
-    await symlink(join(dir, 'base', '5', 'dropped'), join(dir, 'base', '5', '16384'));
-    expect(await databaseBytes(dir)).toBe(9192);
   });
 
   const sharedBuffers = async (dir: string, embeddedCacheSizeInMiB: number | 'auto') => {

@@ -14,14 +14,14 @@ import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import { noise, reprDigest } from '../files/fixtures.js';
-import { appendInStore, emptyPrefix, type StoreLocation } from '../helpers/blobs.js';
+import { appendInStore, type StoreLocation } from '../helpers/blobs.js';
+import { emptyPrefix, newS3Prefix } from '../helpers/bucket.js';
 import {
   type BlobStoreName,
   backendsUnderTest,
   blobStoresUnderTest,
   createElement,
   type Harness,
-  newS3Prefix,
   s3Settings,
   scratchPostgresDatabase,
   serviceClient,

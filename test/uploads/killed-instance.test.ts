@@ -22,20 +22,17 @@ import { noise } from '../files/fixtures.js';
 import {
   appendInStore,
   collect,
-  emptyPrefix,
-  objectsUnder,
   type StoreLocation,
   storedNames,
   temporaryBlobs,
-  unfinishedUploads,
   uploadBytes,
 } from '../helpers/blobs.js';
+import { emptyPrefix, newS3Prefix, objectsUnder, unfinishedUploads } from '../helpers/bucket.js';
 import {
   backendsUnderTest,
   blobStoresUnderTest,
   createElement,
   type Harness,
-  newS3Prefix,
   type ServiceClient,
   s3Settings,
   scratchPostgresDatabase,

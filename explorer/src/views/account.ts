@@ -42,49 +42,60 @@ export async function renderAccount(main: HTMLElement): Promise<void> {
   const user = await currentUser();
   const heading = h('h1', { tabindex: '-1' }, 'Account');
   if (user) {
-    const status = h('div');
-    replace(
-      main,
-      heading,
-      h('p', null, 'You are signed in as ', h('strong', null, String(user.data[identifierName] ?? user.id)), '.'),
-      h(
-        'dl',
-        { class: 'facts' },
-        h('dt', null, 'User id'),
-        h(
-          'dd',
-          null,
-          h('code', { id: 'my-id' }, user.id),
-          ' ',
-          h('a', { href: `#/${user.id}` }, 'open your user node'),
-        ),
-        h('dt', null, 'Type'),
-        h('dd', null, user.type),
-      ),
-      h('p', { class: 'hint' }, 'Others share elements with you by your user id.'),
-      h(
-        'button',
-        {
-          type: 'button',
-          onclick: () =>
-            void attempt(status, async () => {
-              // Deleting the token on the service ends it everywhere, not just in this tab.
-              await request('DELETE', '/token');
-              session.token = null;
-              me = null;
-              announce('Logged out.');
-              await renderAccount(main);
-              void showWho();
-            }),
-        },
-        'Log out',
-      ),
-      status,
-    );
+    replace(main, heading, ...signedInView(main, user, identifierName));
     return;
   }
-
   const identifierLabel = identifierName === 'email' ? 'Email' : identifierName;
+  replace(
+    main,
+    heading,
+    h('p', null, 'Sign in to browse, edit and search the graph.'),
+    h(
+      'div',
+      { class: 'columns' },
+      loginForm(identifierLabel),
+      config.register.enabled ? registerForm(identifierLabel) : null,
+      tokenForm(),
+    ),
+  );
+}
+
+/** Who is signed in, and the button that logs out. */
+function signedInView(main: HTMLElement, user: GraphElement, identifierName: string): HTMLElement[] {
+  const status = h('div');
+  return [
+    h('p', null, 'You are signed in as ', h('strong', null, String(user.data[identifierName] ?? user.id)), '.'),
+    h(
+      'dl',
+      { class: 'facts' },
+      h('dt', null, 'User id'),
+      h('dd', null, h('code', { id: 'my-id' }, user.id), ' ', h('a', { href: `#/${user.id}` }, 'open your user node')),
+      h('dt', null, 'Type'),
+      h('dd', null, user.type),
+    ),
+    h('p', { class: 'hint' }, 'Others share elements with you by your user id.'),
+    h(
+      'button',
+      {
+        type: 'button',
+        onclick: () =>
+          void attempt(status, async () => {
+            // Deleting the token on the service ends it everywhere, not just in this tab.
+            await request('DELETE', '/token');
+            session.token = null;
+            me = null;
+            announce('Logged out.');
+            await renderAccount(main);
+            void showWho();
+          }),
+      },
+      'Log out',
+    ),
+    status,
+  ];
+}
+
+function loginForm(identifierLabel: string): HTMLFormElement {
   const loginIdentifier = h('input', { name: 'identifier', autocomplete: 'username', required: true });
   const loginPassword = h('input', {
     name: 'password',
@@ -113,7 +124,10 @@ export async function renderAccount(main: HTMLElement): Promise<void> {
       signedIn(answer.body.token);
     });
   });
+  return login;
+}
 
+function registerForm(identifierLabel: string): HTMLFormElement {
   const registerIdentifier = h('input', { name: 'identifier', autocomplete: 'username', required: true });
   const registerName = h('input', { name: 'name', autocomplete: 'name' });
   const registerPassword = h('input', {
@@ -143,7 +157,10 @@ export async function renderAccount(main: HTMLElement): Promise<void> {
       signedIn(answer.body.token);
     });
   });
+  return register;
+}
 
+function tokenForm(): HTMLFormElement {
   const tokenInput = h('input', { name: 'token', autocomplete: 'off', placeholder: 'secret-token:…', required: true });
   const tokenStatus = h('div');
   const paste = h(
@@ -162,11 +179,5 @@ export async function renderAccount(main: HTMLElement): Promise<void> {
       signedIn(token);
     });
   });
-
-  replace(
-    main,
-    heading,
-    h('p', null, 'Sign in to browse, edit and search the graph.'),
-    h('div', { class: 'columns' }, login, config.register.enabled ? register : null, paste),
-  );
+  return paste;
 }

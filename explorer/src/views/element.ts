@@ -79,7 +79,37 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
   if (element.start && element.end) void loadEnds(element, view);
 
   const heading = h('h1', { tabindex: '-1' }, labelOf(element), ' ', typeBadge(element.type));
-  const facts = h(
+  replace(
+    main,
+    heading,
+    factsList(element),
+    h(
+      'div',
+      { class: 'element-layout' },
+      h(
+        'div',
+        { class: 'element-main' },
+        await propertiesSection(element, etag),
+        fileSection(element, () => refresh(main, id)),
+        collections(main, id, addPage),
+      ),
+      h(
+        'div',
+        { class: 'element-side' },
+        diagramSection(element, view),
+        element.start ? null : createChildSection(id),
+        element.start ? null : createRelationSection(id),
+        shareSection(id),
+        deleteSection(element),
+      ),
+    ),
+  );
+  view.focus(id);
+}
+
+/** Id, the ends of a relation, and when it was created and updated. */
+function factsList(element: GraphElement): HTMLElement {
+  return h(
     'dl',
     { class: 'facts' },
     h('dt', null, 'Id'),
@@ -92,65 +122,46 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
       element.data[key] ? [h('dt', null, key), h('dd', null, String(element.data[key]))] : null,
     ),
   );
+}
 
+/** Parents (a grant to this element can be revoked there), children and related elements, each page drawn. */
+function collections(main: HTMLElement, id: string, addPage: (page: Collection) => void): HTMLElement {
   const relationActions = (relation: GraphElement) =>
     relation.end === id && GRANT_TYPES.includes(relation.type) ? revokeButton(relation, main) : null;
+  return h(
+    'div',
+    { class: 'collections' },
+    collectionSection({
+      heading: 'Parents',
+      path: `/${id}/parents`,
+      anchor: id,
+      relationActions,
+      onPage: addPage,
+    }),
+    collectionSection({ heading: 'Children', path: `/${id}/children`, anchor: id, onPage: addPage }),
+    collectionSection({ heading: 'Related', path: `/${id}/related`, anchor: id, onPage: addPage }),
+  );
+}
 
-  replace(
-    main,
-    heading,
-    facts,
+function diagramSection(element: GraphElement, view: Diagram): HTMLElement {
+  return h(
+    'section',
+    { 'aria-labelledby': 'diagram-heading' },
+    h('h2', { id: 'diagram-heading' }, 'Diagram'),
+    view.element,
     h(
-      'div',
-      { class: 'element-layout' },
-      h(
-        'div',
-        { class: 'element-main' },
-        await propertiesSection(element, etag),
-        fileSection(element, () => refresh(main, id)),
-        h(
-          'div',
-          { class: 'collections' },
-          collectionSection({
-            heading: 'Parents',
-            path: `/${id}/parents`,
-            anchor: id,
-            relationActions,
-            onPage: addPage,
-          }),
-          collectionSection({ heading: 'Children', path: `/${id}/children`, anchor: id, onPage: addPage }),
-          collectionSection({ heading: 'Related', path: `/${id}/related`, anchor: id, onPage: addPage }),
-        ),
-      ),
-      h(
-        'div',
-        { class: 'element-side' },
-        h(
-          'section',
-          { 'aria-labelledby': 'diagram-heading' },
-          h('h2', { id: 'diagram-heading' }, 'Diagram'),
-          view.element,
-          h(
-            'button',
-            {
-              type: 'button',
-              onclick: () => {
-                view.clear();
-                view.add([element]);
-                view.focus(id);
-              },
-            },
-            'Reset diagram',
-          ),
-        ),
-        element.start ? null : createChildSection(id),
-        element.start ? null : createRelationSection(id),
-        shareSection(id),
-        deleteSection(element),
-      ),
+      'button',
+      {
+        type: 'button',
+        onclick: () => {
+          view.clear();
+          view.add([element]);
+          view.focus(element.id);
+        },
+      },
+      'Reset diagram',
     ),
   );
-  view.focus(id);
 }
 
 async function loadEnds(relation: GraphElement, view: Diagram): Promise<void> {

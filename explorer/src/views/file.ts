@@ -145,17 +145,95 @@ function putForCreation(inner: tus.HttpStack): tus.HttpStack {
 
 type UploadState = 'idle' | 'hashing' | 'uploading' | 'paused' | 'interrupted' | 'done' | 'cancelled' | 'failed';
 
-function uploader(element: GraphElement, onChanged: () => void): HTMLElement {
-  // The chooser itself stays hidden: the button opens it, so the keyboard reaches one plain control.
-  const input = h('input', { type: 'file', hidden: true, 'aria-label': 'File to upload' });
-  const progressId = uid('progress');
-  const progress = h('progress', { id: progressId, max: 100, value: 0 });
+/** The uploader's progress bar, state line, buttons and problem area, and how a state shows in them. */
+interface Controls {
+  progress: HTMLProgressElement;
+  progressText: HTMLSpanElement;
+  state: HTMLParagraphElement;
+  pause: HTMLButtonElement;
+  resume: HTMLButtonElement;
+  cancel: HTMLButtonElement;
+  problem: HTMLDivElement;
+  setState(next: UploadState, message: string): void;
+}
+
+function controls(): Controls {
+  const progress = h('progress', { id: uid('progress'), max: 100, value: 0 });
   const progressText = h('span', { class: 'progress-text' }, '');
   const state = h('p', { class: 'upload-state', 'data-state': 'idle', role: 'status' }, '');
   const pause = h('button', { type: 'button', disabled: true }, 'Pause');
   const resume = h('button', { type: 'button', disabled: true }, 'Resume');
   const cancel = h('button', { type: 'button', disabled: true }, 'Cancel');
   const problem = h('div');
+  const setState = (next: UploadState, message: string) => {
+    state.dataset.state = next;
+    state.textContent = message;
+    pause.disabled = next !== 'uploading';
+    resume.disabled = next !== 'paused' && next !== 'interrupted';
+    cancel.disabled = !['uploading', 'paused', 'interrupted'].includes(next);
+  };
+  return { progress, progressText, state, pause, resume, cancel, problem, setState };
+}
+
+/** Starts the upload of `file` into the element (`keep` gets it before it starts, for the buttons). */
+async function startUpload(
+  c: Controls,
+  element: GraphElement,
+  file: File,
+  onChanged: () => void,
+  keep: (upload: tus.Upload) => void,
+): Promise<void> {
+  const { progress, progressText, problem, setState } = c;
+  problem.replaceChildren();
+  const { file: limits } = await instanceConfiguration();
+  // Chunks within the service's append limits (Upload-Limit); smaller ones report progress more often.
+  const chunkSize = Math.max(limits.uploadMinChunkSizeInBytes, Math.min(limits.uploadMaxChunkSizeInBytes, 8 * MiB));
+  const headers: Record<string, string> = { ...authHeaders(), 'Content-Disposition': contentDisposition(file.name) };
+  if (file.size <= DIGEST_LIMIT) {
+    setState('hashing', 'Computing the SHA-256 digest…');
+    headers['Repr-Digest'] = await sha256Digest(file);
+  }
+  progress.value = 0;
+  const upload = new tus.Upload(file, {
+    endpoint: `${location.origin}/${element.id}/file`,
+    protocol: 'ietf-draft-05',
+    chunkSize,
+    // A dropped connection is retried (HEAD for the offset, then PATCH from there); after these it waits for Resume.
+    retryDelays: [0, 1000, 3000],
+    storeFingerprintForResuming: false,
+    headers,
+    httpStack: putForCreation(new tus.DefaultHttpStack({})),
+    onProgress: (sent, total) => {
+      const percent = total === 0 ? 100 : Math.floor((sent / total) * 100);
+      progress.value = percent;
+      progressText.textContent = `${percent}% (${sent.toLocaleString('en')} of ${total.toLocaleString('en')} bytes)`;
+    },
+    onError: (error) => {
+      const response = (error as tus.DetailedError).originalResponse;
+      if (response && response.getStatus() >= 400 && response.getStatus() < 500 && response.getStatus() !== 409) {
+        setState('failed', `The upload was refused (${response.getStatus()}).`);
+        problem.replaceChildren(h('pre', { class: 'problem', role: 'alert' }, response.getBody()));
+        return;
+      }
+      setState('interrupted', 'The connection was lost. Resume continues from what the service has stored.');
+    },
+    onSuccess: () => {
+      setState('done', 'Uploaded.');
+      announce('File uploaded.');
+      onChanged();
+    },
+    // The package's types predate its IETF-draft protocols.
+  } as tus.UploadOptions);
+  keep(upload);
+  setState('uploading', `Uploading ${file.name}…`);
+  upload.start();
+}
+
+function uploader(element: GraphElement, onChanged: () => void): HTMLElement {
+  // The chooser itself stays hidden: the button opens it, so the keyboard reaches one plain control.
+  const input = h('input', { type: 'file', hidden: true, 'aria-label': 'File to upload' });
+  const c = controls();
+  const { progress, progressText, state, pause, resume, cancel, problem, setState } = c;
   const zone = h(
     'div',
     { class: 'drop-zone' },
@@ -167,59 +245,10 @@ function uploader(element: GraphElement, onChanged: () => void): HTMLElement {
     ),
   );
   let upload: tus.Upload | null = null;
-
-  const setState = (next: UploadState, message: string) => {
-    state.dataset.state = next;
-    state.textContent = message;
-    pause.disabled = next !== 'uploading';
-    resume.disabled = next !== 'paused' && next !== 'interrupted';
-    cancel.disabled = !['uploading', 'paused', 'interrupted'].includes(next);
-  };
-
-  const start = async (file: File) => {
-    problem.replaceChildren();
-    const { file: limits } = await instanceConfiguration();
-    // Chunks within the service's append limits (Upload-Limit); smaller ones report progress more often.
-    const chunkSize = Math.max(limits.uploadMinChunkSizeInBytes, Math.min(limits.uploadMaxChunkSizeInBytes, 8 * MiB));
-    const headers: Record<string, string> = { ...authHeaders(), 'Content-Disposition': contentDisposition(file.name) };
-    if (file.size <= DIGEST_LIMIT) {
-      setState('hashing', 'Computing the SHA-256 digest…');
-      headers['Repr-Digest'] = await sha256Digest(file);
-    }
-    progress.value = 0;
-    upload = new tus.Upload(file, {
-      endpoint: `${location.origin}/${element.id}/file`,
-      protocol: 'ietf-draft-05',
-      chunkSize,
-      // A dropped connection is retried (HEAD for the offset, then PATCH from there); after these it waits for Resume.
-      retryDelays: [0, 1000, 3000],
-      storeFingerprintForResuming: false,
-      headers,
-      httpStack: putForCreation(new tus.DefaultHttpStack({})),
-      onProgress: (sent, total) => {
-        const percent = total === 0 ? 100 : Math.floor((sent / total) * 100);
-        progress.value = percent;
-        progressText.textContent = `${percent}% (${sent.toLocaleString('en')} of ${total.toLocaleString('en')} bytes)`;
-      },
-      onError: (error) => {
-        const response = (error as tus.DetailedError).originalResponse;
-        if (response && response.getStatus() >= 400 && response.getStatus() < 500 && response.getStatus() !== 409) {
-          setState('failed', `The upload was refused (${response.getStatus()}).`);
-          problem.replaceChildren(h('pre', { class: 'problem', role: 'alert' }, response.getBody()));
-          return;
-        }
-        setState('interrupted', 'The connection was lost. Resume continues from what the service has stored.');
-      },
-      onSuccess: () => {
-        setState('done', 'Uploaded.');
-        announce('File uploaded.');
-        onChanged();
-      },
-      // The package's types predate its IETF-draft protocols.
-    } as tus.UploadOptions);
-    setState('uploading', `Uploading ${file.name}…`);
-    upload.start();
-  };
+  const start = (file: File) =>
+    startUpload(c, element, file, onChanged, (started) => {
+      upload = started;
+    });
 
   pause.addEventListener('click', () => {
     void upload?.abort().then(() => setState('paused', 'Paused.'));
@@ -257,7 +286,7 @@ function uploader(element: GraphElement, onChanged: () => void): HTMLElement {
     h('h3', null, element.file ? 'Replace the file' : 'Upload a file'),
     zone,
     input,
-    h('div', { class: 'progress' }, h('label', { for: progressId }, 'Upload progress'), progress, progressText),
+    h('div', { class: 'progress' }, h('label', { for: progress.id }, 'Upload progress'), progress, progressText),
     h('div', { class: 'buttons' }, pause, ' ', resume, ' ', cancel),
     state,
     problem,

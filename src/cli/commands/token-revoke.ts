@@ -2,7 +2,7 @@
 
 import { activeTokens, revokeTokens, type TokenFilter } from '../../storage/queries/accounts.js';
 import { isoTime, isUuid } from '../../values.js';
-import { commandArgs, type DbCommand } from '../io.js';
+import { type CommandIO, commandArgs, type DbCommand } from '../io.js';
 
 const USAGE = `usage: trellis token:revoke [-f] [--dry-run] [-l] [-u USER] [-g GROUP] [-b "YYYY-MM-DD HH:MM"] [-a "YYYY-MM-DD HH:MM"]
                [--issued-with-expiration-date] [--issued-without-expiration-date]`;
@@ -24,29 +24,23 @@ function parseDate(value: string): Date | null {
   return exact ? date : null;
 }
 
-export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
-  const parsed = commandArgs(
-    args,
-    {
-      force: { type: 'boolean', short: 'f' },
-      'dry-run': { type: 'boolean' },
-      'list-all-affected-tokens': { type: 'boolean', short: 'l' },
-      user: { type: 'string', short: 'u' },
-      group: { type: 'string', short: 'g' },
-      'issued-before': { type: 'string', short: 'b' },
-      'issued-after': { type: 'string', short: 'a' },
-      'issued-with-expiration-date': { type: 'boolean' },
-      'issued-without-expiration-date': { type: 'boolean' },
-    },
-    USAGE,
-    io,
-  );
-  if (parsed === null) return 2;
-  const { values, positionals } = parsed;
-  if (positionals.length > 0) {
-    io.err(`unexpected argument ${positionals[0]} (quote a date with a time: -b "YYYY-MM-DD HH:MM")\n${USAGE}`);
-    return 2;
-  }
+const OPTIONS = {
+  force: { type: 'boolean', short: 'f' },
+  'dry-run': { type: 'boolean' },
+  'list-all-affected-tokens': { type: 'boolean', short: 'l' },
+  user: { type: 'string', short: 'u' },
+  group: { type: 'string', short: 'g' },
+  'issued-before': { type: 'string', short: 'b' },
+  'issued-after': { type: 'string', short: 'a' },
+  'issued-with-expiration-date': { type: 'boolean' },
+  'issued-without-expiration-date': { type: 'boolean' },
+} as const;
+
+type Values = NonNullable<ReturnType<typeof commandArgs<typeof OPTIONS>>>['values'];
+type Context = Parameters<DbCommand>[0];
+
+/** The filter the flags describe, or the exit code once what is wrong with them has been said. */
+async function tokenFilter({ services }: Context, values: Values, io: CommandIO): Promise<TokenFilter | number> {
   const filter: TokenFilter = { now: services.clock.now() };
   if (values.user !== undefined) {
     const id = await services.accounts.findUser(values.user);
@@ -82,6 +76,20 @@ export const tokenRevoke: DbCommand = async ({ services }, args, io) => {
   }
   filter.withExpirationDate = values['issued-with-expiration-date'];
   filter.withoutExpirationDate = values['issued-without-expiration-date'];
+  return filter;
+}
+
+export const tokenRevoke: DbCommand = async (ctx, args, io) => {
+  const { services } = ctx;
+  const parsed = commandArgs(args, OPTIONS, USAGE, io);
+  if (parsed === null) return 2;
+  const { values, positionals } = parsed;
+  if (positionals.length > 0) {
+    io.err(`unexpected argument ${positionals[0]} (quote a date with a time: -b "YYYY-MM-DD HH:MM")\n${USAGE}`);
+    return 2;
+  }
+  const filter = await tokenFilter(ctx, values, io);
+  if (typeof filter === 'number') return filter;
 
   const tokens = await activeTokens(services.db, filter);
   io.out(`${tokens.length} active token(s) match.`);

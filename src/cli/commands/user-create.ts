@@ -1,7 +1,7 @@
 // user:create <identifier> <password> [--id UUID] [--name NAME]: prints the new user's id.
 
 import { Problem } from '../../errors.js';
-import { isUuid } from '../../values.js';
+import { parseElementId } from '../../values.js';
 import { commandArgs, type DbCommand } from '../io.js';
 
 const USAGE = 'usage: trellis user:create <identifier> <password> [--id UUID] [--name NAME]';
@@ -14,7 +14,8 @@ export const userCreate: DbCommand = async ({ config, services }, args, io) => {
     io.err(USAGE);
     return 2;
   }
-  if (values.id !== undefined && !isUuid(values.id)) {
+  const id = values.id === undefined ? undefined : parseElementId(values.id);
+  if (id === null) {
     io.err('--id must be a UUID');
     return 2;
   }
@@ -25,13 +26,13 @@ export const userCreate: DbCommand = async ({ config, services }, args, io) => {
       `warning: the password is shorter than register.minPasswordLength (${config.settings.register.minPasswordLength} characters)`,
     );
   try {
-    const id = await services.accounts.createUser(
+    const created = await services.accounts.createUser(
       identifier,
       password,
       values.name ? { name: values.name } : {},
-      values.id?.toLowerCase(),
+      id,
     );
-    io.out(id);
+    io.out(created);
     return 0;
   } catch (error) {
     if (error instanceof Problem) {

@@ -2,51 +2,22 @@
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { Problem } from '../../errors.js';
-import type { Db, Queryable } from '../../storage/db.js';
-import * as sql from '../../storage/queries/accounts.js';
-import { elementBodyById, insertElement } from '../../storage/queries/elements.js';
-import { isoTime, isPlainObject, isUuid, newId } from '../../values.js';
+import { type ElementId, isoTime, isPlainObject, newId, parseElementId } from '../../values.js';
 import { type Conditions, checkReadPreconditions } from '../elements/conditions.js';
 import { checkDataLimits } from '../elements/data-limits.js';
+import type { ElementStore } from '../elements/ports.js';
 import { checkProperties, reservedProperties } from '../elements/properties.js';
 import { renderElement } from '../elements/representation.js';
+import type { Transactions } from '../transactions.js';
+import type { Authentication } from './authentication.js';
 import { defaultHashWorkers, PasswordHashing } from './passwords.js';
+import type { AccountStore, CredentialFailureStore, RegistrationCountStore } from './ports.js';
 import { RegistrationThrottle } from './registration-throttle.js';
 import { CredentialThrottle } from './throttle.js';
 import { generateToken, hashToken, TOKEN_PATTERN } from './tokens.js';
 import type { Caller, Credentials } from './types.js';
 
 export type { Caller, Credentials };
-
-/** The 401 for credentials that resolved to no user. */
-export const unauthorized = (credentials: Credentials) =>
-  new Problem(
-    'unauthorized',
-    credentials.tokenHash ? 'The token is unknown, expired or revoked.' : 'The anonymous user does not exist.',
-  );
-
-/** The caller the credentials name (one indexed query), or 401. */
-export async function authenticated(q: Queryable, credentials: Credentials, now: Date): Promise<Caller> {
-  const caller = await sql.resolveCaller(q, credentials, now);
-  if (!caller) throw unauthorized(credentials);
-  return caller;
-}
-
-/**
- * For a request found invalid before the database was asked: bad credentials still answer 401 before the 400/404
- * that `problem` is, so only this error path pays a round trip for the order.
- */
-export async function failAfterAuthentication(
-  q: Queryable,
-  credentials: Credentials,
-  now: Date,
-  problem: unknown,
-): Promise<never> {
-  await authenticated(q, credentials, now);
-  throw problem;
-}
-
-const UNIQUE_VIOLATION = '23505';
 
 function requireString(body: Record<string, unknown>, key: string): string {
   const value = body[key];
@@ -73,13 +44,17 @@ const MAX_IDENTIFIER_CHARACTERS = 256;
 
 export class Accounts {
   constructor(
-    private readonly db: Db,
+    private readonly transactions: Transactions,
+    private readonly store: AccountStore,
+    private readonly elements: Pick<ElementStore, 'insert' | 'bodyById'>,
+    private readonly authentication: Authentication,
+    counters: { failures: CredentialFailureStore; registrations: RegistrationCountStore },
     private readonly settings: Settings,
     private readonly clock: Clock,
     private readonly anonymousUserId: string | null,
   ) {
-    this.throttle = new CredentialThrottle(db, settings.login.throttle, clock);
-    this.registrations = new RegistrationThrottle(db, settings.register.throttle, clock);
+    this.throttle = new CredentialThrottle(counters.failures, settings.login.throttle, clock);
+    this.registrations = new RegistrationThrottle(counters.registrations, settings.register.throttle, clock);
     const { workers, maxQueued } = settings.passwordHashing;
     this.hashing = new PasswordHashing(workers === 'auto' ? defaultHashWorkers() : workers, maxQueued);
   }
@@ -114,9 +89,8 @@ export class Accounts {
   }
 
   /** Resolves the Authorization header to the calling user (one indexed query). Throws 401. */
-  async authenticate(authorization: string | undefined, q: Queryable = this.db): Promise<Caller> {
-    const credentials = this.credentials(authorization);
-    return authenticated(q, credentials, this.clock.now());
+  async authenticate(authorization: string | undefined): Promise<Caller> {
+    return this.authentication.caller(this.credentials(authorization), this.clock.now());
   }
 
   /** The SHA3-256 hash of a well-formed `Bearer secret-token:...` header; 401 for anything else. */
@@ -128,7 +102,7 @@ export class Accounts {
   }
 
   /** POST /register; `address` is the client's, for the registrations allowed per address (registration-throttle.ts). */
-  async register(body: unknown, address?: string): Promise<string> {
+  async register(body: unknown, address?: string): Promise<ElementId> {
     if (!this.settings.register.enabled) throw new Problem('forbidden', 'Registration is disabled on this instance.');
     const input = requireType(body, 'User');
     const identifier = requireString(input, 'uniqueUserIdentifier');
@@ -149,8 +123,8 @@ export class Accounts {
     identifier: string,
     password: string,
     data: Record<string, unknown> = {},
-    id: string = newId(),
-  ): Promise<string> {
+    id: ElementId = newId(),
+  ): Promise<ElementId> {
     // POST /register refuses empty strings before this; user:create passes its arguments as they are. An account
     // with an empty identifier or password could never log in (POST /token refuses both).
     if (identifier.length === 0) throw new Problem('bad-content', 'The identifier must be a non-empty string.');
@@ -160,15 +134,14 @@ export class Accounts {
     const passwordHash = await this.hashing.hash(password);
     const key = this.settings.register.uniqueIdentifier;
     try {
-      await this.db.transaction(async (tx) => {
-        if (
-          !(await insertElement(tx, { id, type: 'User', data: { ...data, [key]: identifier }, at: this.clock.now() }))
-        )
+      await this.transactions.transaction(async (tx) => {
+        const user = { id, type: 'User', data: { ...data, [key]: identifier }, at: this.clock.now() };
+        if (!(await this.elements.insert(tx, user)))
           throw new Problem('reserved-identifier', `The id ${id} is already in use.`);
-        await sql.insertUser(tx, id, identifier, passwordHash);
+        await this.store.insertUser(tx, id, identifier, passwordHash);
       });
     } catch (error) {
-      if ((error as { code?: string }).code === UNIQUE_VIOLATION)
+      if (this.transactions.failureOf(error) === 'duplicate')
         throw new Problem('reserved-identifier', 'The identifier is already in use.');
       throw error;
     }
@@ -190,8 +163,8 @@ export class Accounts {
       lifetime = Math.min(t.maxLifetimeInSeconds, Math.max(t.minLifetimeInSeconds, input.lifetimeInSeconds as number));
     }
     const attempt = await this.throttle.check(identifier, address);
-    const user = await sql.userByIdentifier(this.db, identifier);
-    if (!(await this.hashing.verify(user?.password_hash, password)) || !user) {
+    const user = await this.store.userByIdentifier(this.transactions.direct, identifier);
+    if (!(await this.hashing.verify(user?.passwordHash, password)) || !user) {
       await this.throttle.failed(attempt);
       throw new Problem('unauthorized', 'The identifier or the password is wrong.');
     }
@@ -200,20 +173,27 @@ export class Accounts {
     const id = newId();
     const now = this.clock.now();
     const expires = new Date(now.getTime() + lifetime * 1000);
-    await this.db.transaction(async (tx) => {
-      await insertElement(tx, {
+    await this.transactions.transaction(async (tx) => {
+      await this.elements.insert(tx, {
         id,
         type: 'Token',
         data: { ...data, state: 'ACTIVE', expirationDate: isoTime(expires) },
         at: now,
       });
-      await sql.insertToken(tx, { id, hash: hashToken(token), userId: user.id, state: 'ACTIVE', issued: now, expires });
-      await insertElement(tx, { id: newId(), type: 'OWNS', start: user.id, end: id, data: {}, at: now });
+      await this.store.insertToken(tx, {
+        id,
+        hash: hashToken(token),
+        userId: user.id,
+        state: 'ACTIVE',
+        issued: now,
+        expires,
+      });
+      await this.elements.insert(tx, { id: newId(), type: 'OWNS', start: user.id, end: id, data: {}, at: now });
     });
     return { token, id };
   }
 
-  private requireTokenCaller(caller: Caller): string {
+  private requireTokenCaller(caller: Caller): ElementId {
     if (caller.tokenId === null) throw new Problem('forbidden', 'The anonymous user has no token.');
     return caller.tokenId;
   }
@@ -223,7 +203,7 @@ export class Accounts {
     caller: Caller,
     conditions: Conditions = {},
   ): Promise<{ body: string; etag: string; notModified: boolean }> {
-    const body = await elementBodyById(this.db, this.requireTokenCaller(caller));
+    const body = await this.elements.bodyById(this.transactions.direct, this.requireTokenCaller(caller));
     if (body === null) throw new Problem('unauthorized', 'The token no longer exists.');
     const rendered = renderElement(body);
     return { ...rendered, notModified: checkReadPreconditions(conditions, rendered.etag) };
@@ -231,7 +211,7 @@ export class Accounts {
 
   async deleteCurrentToken(caller: Caller): Promise<void> {
     const id = this.requireTokenCaller(caller);
-    await this.db.query('DELETE FROM elements WHERE id = $1', [id]);
+    await this.store.deleteToken(this.transactions.direct, id);
   }
 
   /**
@@ -250,7 +230,7 @@ export class Accounts {
       throw new Problem('bad-content', "The property 'newPassword' must differ from 'currentPassword'.");
     this.requirePasswordLength('newPassword', next);
     const attempt = await this.throttle.check(identifier, address);
-    const user = await sql.userByIdentifier(this.db, identifier);
+    const user = await this.store.userByIdentifier(this.transactions.direct, identifier);
     const wrong = () => new Problem('unauthorized', 'The identifier or the current password is wrong.');
     if (!user) {
       await this.hashing.verify(null, current); // the same time as a wrong password: the answer does not tell which
@@ -259,22 +239,22 @@ export class Accounts {
     }
     if (this.anonymousUserId !== null && user.id === this.anonymousUserId.toLowerCase())
       throw new Problem('forbidden', 'The anonymous user cannot change a password.');
-    if (!(await this.hashing.verify(user.password_hash, current))) {
+    if (!(await this.hashing.verify(user.passwordHash, current))) {
       await this.throttle.failed(attempt);
       throw wrong();
     }
     await this.throttle.succeeded(attempt);
     const hash = await this.hashing.hash(next);
-    await this.db.transaction(async (tx) => {
+    await this.transactions.transaction(async (tx) => {
       // Only over the hash that was verified: of two concurrent changes from one password, the second finds it gone.
-      if (!(await sql.replacePasswordHash(tx, user.id, user.password_hash!, hash))) throw wrong();
-      await sql.revokeTokensOfUser(tx, user.id, this.clock.now());
+      if (!(await this.store.replacePasswordHash(tx, user.id, user.passwordHash!, hash))) throw wrong();
+      await this.store.revokeTokensOfUser(tx, user.id, this.clock.now());
     });
   }
 
   /** GET /me: the caller's User element, with If-Match / If-None-Match as for any element (304, 412). */
   async me(caller: Caller, conditions: Conditions = {}): Promise<{ body: string; etag: string; notModified: boolean }> {
-    const body = await elementBodyById(this.db, caller.userId);
+    const body = await this.elements.bodyById(this.transactions.direct, caller.userId);
     if (body === null) throw new Problem('unauthorized', 'The user no longer exists.');
     const rendered = renderElement(body);
     return { ...rendered, notModified: checkReadPreconditions(conditions, rendered.etag) };
@@ -295,13 +275,13 @@ export class Accounts {
     const cutoff = new Date(
       this.clock.now().getTime() - this.settings.token.deleteExpiredTokensAutomaticallyInSeconds * 1000,
     );
-    return sql.deleteExpiredTokens(this.db, cutoff);
+    return this.store.deleteExpiredTokens(this.transactions.direct, cutoff);
   }
 
   /** Resolves a user given by id or by identifier (token:revoke --user). */
-  async findUser(idOrIdentifier: string): Promise<string | null> {
-    if (isUuid(idOrIdentifier) && (await sql.userExists(this.db, idOrIdentifier.toLowerCase())))
-      return idOrIdentifier.toLowerCase();
-    return (await sql.userByIdentifier(this.db, idOrIdentifier))?.id ?? null;
+  async findUser(idOrIdentifier: string): Promise<ElementId | null> {
+    const id = parseElementId(idOrIdentifier);
+    if (id !== null && (await this.store.userExists(this.transactions.direct, id))) return id;
+    return (await this.store.userByIdentifier(this.transactions.direct, idOrIdentifier))?.id ?? null;
   }
 }

@@ -6,15 +6,14 @@
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { Problem } from '../../errors.js';
-import type { Queryable } from '../../storage/db.js';
-import { countRegistration, deleteOldRegistrationCounts } from '../../storage/queries/accounts.js';
+import type { RegistrationCountStore } from './ports.js';
 import { addressKey } from './throttle.js';
 
 type RegistrationThrottleSettings = Settings['register']['throttle'];
 
 export class RegistrationThrottle {
   constructor(
-    private readonly db: Queryable,
+    private readonly counts: RegistrationCountStore,
     private readonly settings: RegistrationThrottleSettings,
     private readonly clock: Clock,
   ) {}
@@ -27,14 +26,13 @@ export class RegistrationThrottle {
   async count(address: string | undefined): Promise<void> {
     if (!this.settings.enabled || address === undefined) return;
     const now = this.clock.now();
-    const { registrations, window_start } = await countRegistration(
-      this.db,
+    const { registrations, windowStart } = await this.counts.count(
       addressKey(address),
       now,
       new Date(now.getTime() - this.windowMs),
     );
     if (registrations <= this.settings.registrationsPerAddress) return;
-    const seconds = Math.max(1, Math.ceil((window_start.getTime() + this.windowMs - now.getTime()) / 1000));
+    const seconds = Math.max(1, Math.ceil((windowStart.getTime() + this.windowMs - now.getTime()) / 1000));
     throw new Problem(
       'too-many-requests',
       `Too many registrations from this address: retry in ${seconds} seconds.`,
@@ -45,6 +43,6 @@ export class RegistrationThrottle {
 
   /** Background job: deletes the counts of windows that are over. */
   async forgetOld(): Promise<number> {
-    return deleteOldRegistrationCounts(this.db, new Date(this.clock.now().getTime() - this.windowMs));
+    return this.counts.deleteOld(new Date(this.clock.now().getTime() - this.windowMs));
   }
 }

@@ -9,8 +9,7 @@ import { hash } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { Problem } from '../../errors.js';
-import type { Queryable } from '../../storage/db.js';
-import * as sql from '../../storage/queries/credential-failures.js';
+import type { CredentialFailureStore } from './ports.js';
 
 type ThrottleSettings = Settings['login']['throttle'];
 
@@ -57,7 +56,7 @@ const identifierKey = (identifier: string): string =>
 
 export class CredentialThrottle {
   constructor(
-    private readonly db: Queryable,
+    private readonly failures: CredentialFailureStore,
     private readonly settings: ThrottleSettings,
     private readonly clock: Clock,
   ) {}
@@ -75,7 +74,7 @@ export class CredentialThrottle {
     const idKey = identifierKey(identifier);
     const keys = address === undefined ? [idKey] : [idKey, addressKey(address)];
     const now = this.clock.now();
-    const counters = await sql.failureCounters(this.db, keys, this.forgottenBefore(now));
+    const counters = await this.failures.counters(keys, this.forgottenBefore(now));
     const s = this.settings;
     let until = 0;
     for (const c of counters) {
@@ -83,7 +82,7 @@ export class CredentialThrottle {
         c.key === idKey
           ? backoffSeconds(c.failures, s.freeFailuresPerIdentifier, s.maxDelayPerIdentifierInSeconds)
           : backoffSeconds(c.failures, s.freeFailuresPerAddress, s.maxDelayPerAddressInSeconds);
-      until = Math.max(until, c.last_failure.getTime() + delay * 1000);
+      until = Math.max(until, c.lastFailure.getTime() + delay * 1000);
     }
     if (until > now.getTime()) {
       const seconds = Math.max(1, Math.ceil((until - now.getTime()) / 1000));
@@ -100,15 +99,15 @@ export class CredentialThrottle {
   async failed(attempt: Attempt | null): Promise<void> {
     if (attempt === null) return;
     const now = this.clock.now();
-    await sql.recordFailure(this.db, attempt.keys, now, this.forgottenBefore(now));
+    await this.failures.record(attempt.keys, now, this.forgottenBefore(now));
   }
 
   async succeeded(attempt: Attempt | null): Promise<void> {
-    if (attempt?.identifierCounted) await sql.clearFailures(this.db, attempt.identifierKey);
+    if (attempt?.identifierCounted) await this.failures.clear(attempt.identifierKey);
   }
 
   /** Background job: deletes the counters that are forgotten anyway. */
   async forgetOld(): Promise<number> {
-    return sql.deleteOldFailures(this.db, this.forgottenBefore(this.clock.now()));
+    return this.failures.deleteOld(this.forgottenBefore(this.clock.now()));
   }
 }

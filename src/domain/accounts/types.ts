@@ -1,4 +1,5 @@
 // Who a request acts for: the credentials it presents and the caller they authenticate.
+import type { ElementId } from '../../values.js';
 
 /** What a request presents: a token (by hash) or, without Authorization, the configured anonymous user. */
 export type Credentials =
@@ -7,7 +8,7 @@ export type Credentials =
 
 /** The user a request authenticated as. */
 export interface Caller {
-  userId: string;
+  userId: ElementId;
   /** The token the request authenticated with; null for the anonymous user. */
-  tokenId: string | null;
+  tokenId: ElementId | null;
 }

@@ -1,13 +1,12 @@
 // The collection endpoints (`/`, `/<id>/parents`, `/<id>/children`, `/<id>/related`) as `_PartialCollection`s.
 import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
-import type { AccessDecisions } from '../../storage/access-decisions.js';
-import type { Db } from '../../storage/db.js';
-import { collectionPage } from '../../storage/queries/collections.js';
-import { isUuid } from '../../values.js';
-import { failAfterAuthentication, unauthorized } from '../accounts/accounts.js';
+import type { ElementId } from '../../values.js';
+import { type Authentication, unauthorized } from '../accounts/authentication.js';
 import type { Credentials } from '../accounts/types.js';
+import type { Transactions } from '../transactions.js';
 import { type Conditions, checkReadPreconditions, NO_ETAG } from './conditions.js';
+import type { ElementStore } from './ports.js';
 import { etagOf } from './representation.js';
 import type { CollectionKind } from './types.js';
 
@@ -18,10 +17,10 @@ export interface PageRequest {
 
 export class Collections {
   constructor(
-    private readonly db: Db,
+    private readonly transactions: Transactions,
+    private readonly store: Pick<ElementStore, 'collectionPage'>,
+    private readonly authentication: Authentication,
     private readonly settings: Settings,
-    /** Access decisions of this process, shared with Elements (storage/access-decisions.ts). */
-    private readonly decisions?: AccessDecisions,
   ) {}
 
   /**
@@ -51,7 +50,7 @@ export class Collections {
     credentials: Credentials,
     now: Date,
     kind: CollectionKind,
-    anchorId: string | null,
+    anchorId: ElementId | null,
     path: string,
     query: PageRequest,
     requestId: string,
@@ -61,23 +60,17 @@ export class Collections {
     try {
       paging = this.pagination(query);
     } catch (err) {
-      return failAfterAuthentication(this.db, credentials, now, err);
+      return this.authentication.failAfter(credentials, now, err);
     }
     const { page, pageSize } = paging;
-    const anchor = anchorId === null ? null : anchorId.toLowerCase();
-    if (anchor !== null && !isUuid(anchor)) {
-      // The routes refuse non-UUID ids before authentication; this is for other callers, with the same order.
-      return failAfterAuthentication(this.db, credentials, now, notFound());
-    }
-    const result = await collectionPage(
-      this.db,
+    const result = await this.store.collectionPage(
+      this.transactions.direct,
       kind,
       credentials,
       now,
-      anchor,
+      anchorId,
       pageSize,
       (page - 1) * pageSize,
-      this.decisions,
     );
     if (!result.authenticated) throw unauthorized(credentials);
     if (!result.found) throw notFound();

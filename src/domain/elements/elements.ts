@@ -5,13 +5,10 @@ import type { BlobStore } from '../../blob/blob-store.js';
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
-import type { AccessDecisions } from '../../storage/access-decisions.js';
-import { type Db, isForeignKeyViolation, type Queryable, retryingTransient } from '../../storage/db.js';
-import { owns } from '../../storage/queries/access.js';
-import * as sql from '../../storage/queries/elements.js';
-import { isPlainObject, isUuid, newId } from '../../values.js';
-import { authenticated, failAfterAuthentication, unauthorized } from '../accounts/accounts.js';
+import { type ElementId, isPlainObject, newId, parseElementId } from '../../values.js';
+import { type Authentication, unauthorized } from '../accounts/authentication.js';
 import type { Caller, Credentials } from '../accounts/types.js';
+import type { Transactions, Tx } from '../transactions.js';
 import type { Collections } from './collections.js';
 import {
   type Conditions,
@@ -21,6 +18,7 @@ import {
   NO_ETAG,
 } from './conditions.js';
 import { checkDataLimits, dataLimitProblem, mergedLimitParams } from './data-limits.js';
+import type { ElementStore, NewElement, StoredElement } from './ports.js';
 import { checkNewType, checkProperties, checkPropertiesOrNull, reservedProperties } from './properties.js';
 import { etagOf, renderElement } from './representation.js';
 import type { Permission } from './types.js';
@@ -34,6 +32,13 @@ const TOKEN_OWNER = "A token is owned by its user alone: its 'OWNS' cannot be ad
 
 export type Rendered = { body: string; etag: string };
 
+/** A create's body once checked: a node, or a relation with its ends. */
+interface NewElementBody {
+  type: string;
+  data: Record<string, unknown>;
+  ends: { start: ElementId; end: ElementId } | null;
+}
+
 export class Elements {
   /** Per type, the properties a replace keeps from the stored data ('*': every other type). */
   private readonly keptOnReplace: Record<string, string[]>;
@@ -41,14 +46,14 @@ export class Elements {
   private readonly reservedSomewhere: Set<string>;
 
   constructor(
-    private readonly db: Db,
+    private readonly transactions: Transactions,
+    private readonly store: ElementStore,
+    private readonly authentication: Authentication,
     private readonly settings: Settings,
     private readonly clock: Clock,
     private readonly blobs: BlobStore,
     /** For the preconditions of POST /, whose target is the index collection. */
     private readonly collections: Collections,
-    /** Access decisions of this process, kept while the access epoch does not move (storage/access-decisions.ts). */
-    private readonly decisions: AccessDecisions,
   ) {
     this.keptOnReplace = Object.fromEntries(['User', 'Token', '*'].map((type) => [type, [...this.reserved(type)]]));
     this.reservedSomewhere = new Set(Object.values(this.keptOnReplace).flat());
@@ -63,31 +68,28 @@ export class Elements {
    * locks its row for the transaction; `render` adds its rendering (`body`), whose ETag a conditional write compares.
    */
   async require(
-    q: Queryable,
+    tx: Tx,
     caller: Caller,
-    id: string,
+    id: ElementId,
     permission: Permission,
     options: { lock?: boolean; render?: boolean } = {},
-  ) {
-    if (!isUuid(id)) throw notFound();
-    const found = await sql.elementWithPermission(q, id.toLowerCase(), caller.userId, permission, options);
+  ): Promise<StoredElement> {
+    const found = await this.store.withPermission(tx, id, caller.userId, permission, options);
     if (!found?.allowed) throw notFound();
-    return found.row;
+    return found.element;
   }
 
   /** GET /<id>: authentication, the element and the access check in one round trip (the hottest path). */
   async read(
     credentials: Credentials,
-    id: string,
+    id: ElementId,
     conditions: Conditions = {},
   ): Promise<{ rendered: Rendered; notModified: boolean }> {
-    if (!isUuid(id)) throw notFound();
-    const { authenticated, body } = await sql.readableElement(
-      this.db,
+    const { authenticated, body } = await this.store.readable(
+      this.transactions.direct,
       credentials,
       this.clock.now(),
-      id.toLowerCase(),
-      this.decisions,
+      id,
     );
     if (!authenticated) throw unauthorized(credentials);
     if (body === null) throw notFound();
@@ -99,9 +101,9 @@ export class Elements {
   async create(
     credentials: Credentials,
     body: unknown,
-    parentId?: string,
+    parentId?: ElementId,
     conditions: Conditions = {},
-  ): Promise<string> {
+  ): Promise<ElementId> {
     const now = this.clock.now();
     // Preconditions are evaluated against the target as the caller can read it, before the element is written (not
     // atomic with the insert: a new element changes neither its parent's representation nor, past its first
@@ -110,56 +112,26 @@ export class Elements {
       if (parentId !== undefined) await this.checkParentPreconditions(credentials, now, parentId, conditions);
       else await this.checkIndexPreconditions(credentials, now, conditions);
     }
-    let type: string;
-    let data: Record<string, unknown>;
-    let id: string;
-    let hasStart: boolean;
+    let parsed: NewElementBody;
     try {
-      if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
-      type = checkNewType(body.type);
-      data = checkProperties(body.data, this.reserved(type));
-      checkDataLimits(data, this.settings.element);
-      // The spec: an id is "Assigned once at creation. Cannot be set by clients." (the design notes let a client choose it;
-      // where the two disagree the spec wins.) A chosen id that was in use would also have told the caller that an
-      // element it may not see exists.
-      if (body.id !== undefined && body.id !== null)
-        throw new Problem('forbidden-property', "The property 'id' is assigned by the service and cannot be set.");
-      id = newId();
-      hasStart = body.start !== undefined && body.start !== null;
-      const hasEnd = body.end !== undefined && body.end !== null;
-      if (hasStart !== hasEnd)
-        throw new Problem(
-          'incomplete-mutual-dependency',
-          "A relation needs both 'start' and 'end'; only one of them was given.",
-        );
-      if (hasStart && parentId !== undefined)
-        throw new Problem('bad-content', 'Relations are created with POST /, not as children of an element.');
-      if (hasStart && (!isUuid(body.start) || !isUuid(body.end)))
-        throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
-      if (type === 'CREATED')
-        throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
+      parsed = this.parseNew(body, parentId !== undefined);
     } catch (problem) {
-      return failAfterAuthentication(this.db, credentials, now, problem);
+      return this.authentication.failAfter(credentials, now, problem);
     }
-    const newIdLower = id.toLowerCase();
-    if (!hasStart) {
+    const { type, data, ends } = parsed;
+    const id = newId();
+    const { direct } = this.transactions;
+    if (ends === null) {
       // A node: one statement (the common case: POST / and POST /<parent>).
-      if (parentId !== undefined && !isUuid(parentId))
-        return failAfterAuthentication(this.db, credentials, now, notFound());
-      const node = {
-        id: newIdLower,
-        type,
-        data,
-        parentId: parentId?.toLowerCase() ?? null,
-        ownsId: newId(),
-        createdId: newId(),
-      };
-      let result: Awaited<ReturnType<typeof sql.insertNodeAs>>;
+      const node = { id, type, data, parentId: parentId ?? null, ownsId: newId(), createdId: newId() };
+      let result: Awaited<ReturnType<ElementStore['insertNodeAs']>>;
       try {
-        result = await retryingTransient(() => sql.insertNodeAs(this.db, credentials, now, node));
+        result = await this.transactions.retryingTransient(() =>
+          this.store.insertNodeAs(direct, credentials, now, node),
+        );
       } catch (error) {
         // The parent was deleted between the statement's snapshot and its foreign-key check.
-        if (isForeignKeyViolation(error)) throw notFound();
+        if (this.transactions.failureOf(error) === 'missing-reference') throw notFound();
         throw error;
       }
       if (!result.authenticated) throw unauthorized(credentials);
@@ -169,35 +141,63 @@ export class Elements {
           throw new Problem('bad-content', 'A relation has no children: POST /<id> creates a child of a node.');
         throw notFound();
       }
-      if (!result.inserted) throw new Problem('reserved-identifier', `The id ${newIdLower} is already in use.`);
-      return newIdLower;
+      if (!result.inserted) throw new Problem('reserved-identifier', `The id ${id} is already in use.`);
+      return id;
     }
-    const caller = await authenticated(this.db, credentials, now);
-    const start = (body as Record<string, string>).start!.toLowerCase();
-    const end = (body as Record<string, string>).end!.toLowerCase();
+    const caller = await this.authentication.caller(credentials, now);
+    const { start, end } = ends;
     try {
-      await retryingTransient(() =>
-        this.db.transaction(async (tx) => {
+      await this.transactions.retryingTransient(() =>
+        this.transactions.transaction(async (tx) => {
           await this.checkRelationCreate(tx, caller, type, start, end);
-          await this.insertOrReserved(tx, { id: newIdLower, type, start, end, data, at: now });
+          await this.insertOrReserved(tx, { id, type, start, end, data, at: now });
         }),
       );
     } catch (error) {
-      if (isForeignKeyViolation(error)) throw notFound(); // an end was deleted concurrently
+      if (this.transactions.failureOf(error) === 'missing-reference') throw notFound(); // an end was deleted concurrently
       throw error;
     }
-    return newIdLower;
+    return id;
+  }
+
+  /** The body of POST / or POST /<parent>, checked (400s) before the database is asked. */
+  private parseNew(body: unknown, asChild: boolean): NewElementBody {
+    if (!isPlainObject(body)) throw new Problem('bad-content', 'The request body must be a JSON object.');
+    const type = checkNewType(body.type);
+    const data = checkProperties(body.data, this.reserved(type));
+    checkDataLimits(data, this.settings.element);
+    // The spec: an id is "Assigned once at creation. Cannot be set by clients." (the design notes let a client choose it;
+    // where the two disagree the spec wins.) A chosen id that was in use would also have told the caller that an
+    // element it may not see exists.
+    if (body.id !== undefined && body.id !== null)
+      throw new Problem('forbidden-property', "The property 'id' is assigned by the service and cannot be set.");
+    const hasStart = body.start !== undefined && body.start !== null;
+    const hasEnd = body.end !== undefined && body.end !== null;
+    if (hasStart !== hasEnd)
+      throw new Problem(
+        'incomplete-mutual-dependency',
+        "A relation needs both 'start' and 'end'; only one of them was given.",
+      );
+    if (hasStart && asChild)
+      throw new Problem('bad-content', 'Relations are created with POST /, not as children of an element.');
+    let ends: NewElementBody['ends'] = null;
+    if (hasStart) {
+      const start = parseElementId(body.start);
+      const end = parseElementId(body.end);
+      if (start === null || end === null) throw new Problem('bad-content', "'start' and 'end' must be UUIDs.");
+      ends = { start, end };
+    }
+    if (type === 'CREATED') throw new Problem('reserved-type', "'CREATED' relations are written by the service only.");
+    return { type, data, ends };
   }
 
   private async checkParentPreconditions(
     credentials: Credentials,
     now: Date,
-    parentId: string,
+    parentId: ElementId,
     conditions: Conditions,
   ) {
-    const found = isUuid(parentId)
-      ? await sql.readableElement(this.db, credentials, now, parentId.toLowerCase(), this.decisions)
-      : { authenticated: true, body: null };
+    const found = await this.store.readable(this.transactions.direct, credentials, now, parentId);
     if (!found.authenticated) throw unauthorized(credentials);
     // An unreadable parent has no ETag the caller could know: If-Match fails, If-None-Match passes, and the create
     // itself decides between 201 and 404.
@@ -209,13 +209,13 @@ export class Elements {
     checkWritePreconditions(conditions, etag ?? NO_ETAG);
   }
 
-  private async isReadableRelation(credentials: Credentials, now: Date, id: string): Promise<boolean> {
-    const { body } = await sql.readableElement(this.db, credentials, now, id, this.decisions);
+  private async isReadableRelation(credentials: Credentials, now: Date, id: ElementId): Promise<boolean> {
+    const { body } = await this.store.readable(this.transactions.direct, credentials, now, id);
     return body !== null && (JSON.parse(body) as { start?: unknown }).start !== undefined;
   }
 
-  private async insertOrReserved(tx: Queryable, element: sql.NewElement) {
-    if (!(await sql.insertElement(tx, element)))
+  private async insertOrReserved(tx: Tx, element: NewElement) {
+    if (!(await this.store.insert(tx, element)))
       throw new Problem('reserved-identifier', `The id ${element.id} is already in use.`);
   }
 
@@ -224,16 +224,16 @@ export class Elements {
    * User or Group (sharing by id) or an element the caller owns (moving within its own tree). Nobody can grant
    * what they do not own. Any other relation needs CREATE on its start and READ on its end, both nodes.
    */
-  private async checkRelationCreate(tx: Queryable, caller: Caller, type: string, start: string, end: string) {
+  private async checkRelationCreate(tx: Tx, caller: Caller, type: string, start: ElementId, end: ElementId) {
     if (ACCESS_GRANTING.test(type)) {
       const endRow = await this.require(tx, caller, end, 'READ');
-      if (!(await owns(tx, caller.userId, endRow.id))) throw notFound();
-      const startRow = await sql.elementById(tx, start);
+      if (!(await this.store.owns(tx, caller.userId, endRow.id))) throw notFound();
+      const startRow = await this.store.byId(tx, start);
       if (!startRow) throw notFound();
       const principal = PRINCIPAL_TYPES.has(startRow.type);
       // Users and groups are shared with by id; any other start must be the caller's own, and one that is not is
       // answered as missing before its type is looked at (else a 400 would tell that it exists).
-      if (!principal && !(await owns(tx, caller.userId, start))) throw notFound();
+      if (!principal && !(await this.store.owns(tx, caller.userId, start))) throw notFound();
       if (type === 'IS_IN_GROUP' && (!principal || endRow.type !== 'Group'))
         throw new Problem('bad-content', "'IS_IN_GROUP' leads from a User or Group to a Group.");
       if (type === 'OWNS' && endRow.type === 'Token') throw new Problem('bad-content', TOKEN_OWNER);
@@ -245,27 +245,25 @@ export class Elements {
     // as the access rules assume: a relation is read with READ on both of its ends as nodes (trellis_allows), so one
     // attached to a relation could be created but never read or deleted again. Asked after the permissions, so that
     // the answer tells nothing about an element the caller cannot see.
-    if (startRow.start_id !== null || endRow.start_id !== null)
+    if (startRow.startId !== null || endRow.startId !== null)
       throw new Problem('bad-content', 'A relation connects two nodes; its start and its end cannot be relations.');
   }
 
   /** PUT (replace all client properties) or PATCH (merge; null removes). */
   async update(
     credentials: Credentials,
-    id: string,
+    id: ElementId,
     body: unknown,
     mode: 'replace' | 'merge',
     conditions: Conditions = {},
   ): Promise<void> {
     const now = this.clock.now();
     if (!isPlainObject(body))
-      return failAfterAuthentication(
-        this.db,
+      return this.authentication.failAfter(
         credentials,
         now,
         new Problem('bad-content', 'The request body must be a JSON object of properties.'),
       );
-    if (!isUuid(id)) return failAfterAuthentication(this.db, credentials, now, notFound());
     // One statement when nothing depends on the stored element before writing: no preconditions (they compare the
     // ETag of the rendered element) and no property that is reserved for any type (the check depends on the type).
     if (!hasConditions(conditions) && !this.touchesReserved(body)) {
@@ -279,25 +277,25 @@ export class Elements {
           else remove.push(key);
         }
         const change = {
-          id: id.toLowerCase(),
+          id,
           mode,
           set,
           remove,
           keep: this.keptOnReplace,
           limits: mergedLimitParams(this.settings.element),
         };
-        const result = await retryingTransient(() =>
-          sql.updateDataAs(this.db, credentials, now, change, this.decisions),
-        ).catch((error: unknown) => {
-          throw dataLimitProblem(error, this.settings.element) ?? error;
-        });
+        const result = await this.transactions
+          .retryingTransient(() => this.store.updateDataAs(this.transactions.direct, credentials, now, change))
+          .catch((error: unknown) => {
+            throw dataLimitProblem(error, this.settings.element) ?? error;
+          });
         if (!result.authenticated) throw unauthorized(credentials);
         if (!result.updated) throw notFound();
         return;
       }
     }
-    const caller = await authenticated(this.db, credentials, now);
-    await this.db.transaction(async (tx) => {
+    const caller = await this.authentication.caller(credentials, now);
+    await this.transactions.transaction(async (tx) => {
       // The row lock makes If-Match a compare-and-set: concurrent writers queue here and see each other's change.
       const row = await this.require(tx, caller, id, 'UPDATE', { lock: true, render: hasConditions(conditions) });
       // Rendered exactly when there are preconditions to compare with.
@@ -317,7 +315,7 @@ export class Elements {
         }
         checkDataLimits(data, this.settings.element);
       }
-      await sql.replaceData(tx, row.id, data, this.clock.now());
+      await this.store.replaceData(tx, row.id, data, this.clock.now());
     });
   }
 
@@ -325,16 +323,16 @@ export class Elements {
     return Object.keys(body).some((key) => this.reservedSomewhere.has(key));
   }
 
-  async delete(caller: Caller, id: string, conditions: Conditions = {}): Promise<void> {
-    const withFiles = await retryingTransient(() =>
-      this.db.transaction(async (tx) => {
+  async delete(caller: Caller, id: ElementId, conditions: Conditions = {}): Promise<void> {
+    const withFiles = await this.transactions.retryingTransient(() =>
+      this.transactions.transaction(async (tx) => {
         const row = await this.require(tx, caller, id, 'DELETE', { lock: true, render: hasConditions(conditions) });
         if (row.type === 'User') throw new Problem('forbidden', 'User nodes cannot be deleted through this endpoint.');
-        if (row.type === 'OWNS' && (await sql.elementById(tx, row.end_id!))?.type === 'Token')
-          throw new Problem('bad-content', `${TOKEN_OWNER} Delete the token instead (DELETE /${row.end_id}).`);
+        if (row.type === 'OWNS' && (await this.store.byId(tx, row.endId!))?.type === 'Token')
+          throw new Problem('bad-content', `${TOKEN_OWNER} Delete the token instead (DELETE /${row.endId}).`);
         // Rendered exactly when there are preconditions to compare with.
         if (row.body !== undefined) checkWritePreconditions(conditions, etagOf(row.body));
-        return sql.deleteElement(tx, row.id);
+        return this.store.delete(tx, row.id);
       }),
     );
     // The rows are gone for good (committed); the bytes follow. A crash here, or a blob store that fails now, leaves
@@ -343,6 +341,6 @@ export class Elements {
   }
 
   async graphStructure() {
-    return sql.elementTypes(this.db);
+    return this.store.types(this.transactions.direct);
   }
 }

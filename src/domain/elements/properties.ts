@@ -1,10 +1,8 @@
 // Rules for element types and properties (spec "Properties inside data", "Node"; the design notes' section 3).
 import { Problem } from '../../errors.js';
-import { isPlainObject } from '../../values.js';
+import { BASE_RESERVED, isPlainObject } from '../../values.js';
 
 const RESERVED_TYPES = new Set(['User', 'Token', 'Upload']);
-/** Properties the service sets on every element (spec "Properties inside data"). */
-export const BASE_RESERVED: readonly string[] = ['id', 'created', 'updated', 'file', 'hasFile'];
 const TYPE_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,127}$/;
 const MAX_PROPERTY_NAME = 256;
 

@@ -23,7 +23,6 @@ import type { Elements } from '../elements/elements.js';
 import type { Transactions, Tx } from '../transactions.js';
 import { UploadSlots } from '../uploads/upload-slots.js';
 import { ifRangeAllows, type RangeRequest, satisfiableRange } from './byte-ranges.js';
-import { elementsHandle } from './elements-handle.js';
 import { fileNamePart } from './file-names.js';
 import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
 import type { FileStore } from './ports.js';
@@ -144,11 +143,7 @@ export class Files {
     // formats at the edge already). `Upload-Complete: ?0` starts a resumable upload: Uploads.start.
     const max = this.settings.file.maxFileSizeInBytes;
     if (announced !== undefined && announced > max) throw tooLarge(max);
-    checkFileTarget(
-      await this.elements.require(elementsHandle(this.tx.direct), caller, id, 'UPDATE'),
-      mode,
-      conditions,
-    );
+    checkFileTarget(await this.elements.require(this.tx.direct, caller, id, 'UPDATE'), mode, conditions);
 
     const release = this.uploadSlots.take();
     try {
@@ -208,7 +203,7 @@ export class Files {
     const committed: { replacement: Replacement | null } = { replacement: null };
     try {
       await this.tx.transaction(async (tx) => {
-        const row = await this.elements.require(elementsHandle(tx), caller, id, 'UPDATE', { lock: true });
+        const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         hooks.check?.(row);
         await hooks.inTransaction?.(tx);
         const tags = { previous: blobTag(row.file), next: blobTag(meta) };
@@ -270,7 +265,7 @@ export class Files {
       // the bytes; once open, the descriptor keeps reading the same bytes whatever happens to the name.
       return await this.tx.transaction(async (tx) => {
         if (open) await this.store.lockForDownload(tx, id);
-        const row = await this.elements.require(elementsHandle(tx), caller, id, 'READ');
+        const row = await this.elements.require(tx, caller, id, 'READ');
         const file = row.file;
         if (!file) throw notFound();
         const etag = fileEtag(row);
@@ -316,7 +311,7 @@ export class Files {
     const committed: { replacement: Replacement | null } = { replacement: null };
     try {
       await this.tx.transaction(async (tx) => {
-        const row = await this.elements.require(elementsHandle(tx), caller, id, 'UPDATE', { lock: true });
+        const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         if (!row.file) throw notFound();
         checkWritePreconditions(conditions, fileEtag(row));
         const replacement = await this.blobs.replace(id, null, { previous: blobTag(row.file), next: 'none' });

@@ -5,7 +5,6 @@ import { notFound, Problem } from '../../errors.js';
 import { type ElementId, newId } from '../../values.js';
 import type { Caller } from '../accounts/types.js';
 import type { Conditions } from '../elements/conditions.js';
-import { elementsHandle } from '../files/elements-handle.js';
 import { checkFileTarget, type FileWriteMode, isClientAbort } from '../files/files.js';
 import type { Upload } from './ports.js';
 import type { UploadContext } from './upload-context.js';
@@ -45,7 +44,7 @@ export async function startUpload(
       'bad-content',
       `The first chunk (${contentLength} bytes) is longer than the Upload-Length (${length}).`,
     );
-  const target = await ctx.elements.require(elementsHandle(ctx.tx.direct), caller, elementId, 'UPDATE');
+  const target = await ctx.elements.require(ctx.tx.direct, caller, elementId, 'UPDATE');
   checkFileTarget(target, mode, started.conditions);
   // Before the upload exists: a refused start leaves nothing behind.
   const release = ctx.files.uploadSlots.take();

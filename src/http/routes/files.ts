@@ -11,7 +11,7 @@ import type { UploadState } from '../../domain/uploads/upload-state.js';
 import { parseRange, reprDigestOf } from '../file-headers.js';
 import { caller, conditionsOf, created, headerOf, noContent } from '../reply.js';
 import { operation, resource, type TypedHandler } from '../resource.js';
-import { rejectNonUuidIds, streamBodies } from '../route-context.js';
+import { elementIdOf, parseElementIds, streamBodies } from '../route-context.js';
 import type { RouteDeps } from '../route-deps.js';
 import { headOf } from '../schemas/common.js';
 import { createFileSchema, deleteFileSchema, downloadSchema, replaceFileSchema } from '../schemas/files.js';
@@ -21,7 +21,6 @@ import {
   bodyOf,
   controlOf,
   interopOf,
-  pathId,
   sendProgress,
   uploadPath,
   withProgress,
@@ -60,11 +59,11 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
   const { files, uploads } = services;
 
   streamBodies(app);
-  rejectNonUuidIds(app);
+  parseElementIds(app);
 
   const download: TypedHandler<typeof downloadSchema> = async (request, reply) => {
     reply.header('accept-ranges', 'bytes');
-    const result = await files.download(await caller(services, request), pathId(request), {
+    const result = await files.download(await caller(services, request), elementIdOf(request), {
       range: parseRange(headerOf(request, 'range')),
       ifRange: headerOf(request, 'if-range'),
       conditions: conditionsOf(request),
@@ -75,7 +74,7 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
 
   const upload = (mode: FileWriteMode) =>
     operation(mode === 'create' ? createFileSchema : replaceFileSchema, async (request, reply) => {
-      const id = pathId(request);
+      const id = elementIdOf(request);
       const who = await caller(services, request);
       const interop = interopOf(request);
       const write = fileWriteOf(request, interop);
@@ -110,7 +109,7 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
     POST: upload('create'),
     PUT: upload('replace'),
     DELETE: operation(deleteFileSchema, async (request, reply) => {
-      await files.remove(await caller(services, request), pathId(request), conditionsOf(request));
+      await files.remove(await caller(services, request), elementIdOf(request), conditionsOf(request));
       return noContent(reply);
     }),
   });

@@ -5,22 +5,22 @@
 // own) drops the JSON parsers and accepts any Content-Type, or none, without reading the body.
 import { caller, noContent } from '../reply.js';
 import { operation, resource } from '../resource.js';
-import { rejectNonUuidIds, streamBodies } from '../route-context.js';
+import { elementIdOf, parseElementIds, streamBodies } from '../route-context.js';
 import type { RouteDeps } from '../route-deps.js';
 import { appendSchema, cancelUploadSchema, uploadStateSchema } from '../schemas/files.js';
 import type { App } from '../types.js';
-import { bodyOf, controlOf, interopOf, pathId, sendProgress, withProgress } from '../upload-replies.js';
+import { bodyOf, controlOf, interopOf, sendProgress, withProgress } from '../upload-replies.js';
 import { appendFieldsOf } from '../upload-requests.js';
 
 export default async function uploadRoutes(app: App, { services }: RouteDeps) {
   const { uploads } = services;
 
   streamBodies(app);
-  rejectNonUuidIds(app);
+  parseElementIds(app);
 
   resource(app, '/upload/:id', {
     HEAD: operation(uploadStateSchema, async (request, reply) => {
-      const state = await uploads.state(await caller(services, request), pathId(request));
+      const state = await uploads.state(await caller(services, request), elementIdOf(request));
       if (state.length !== null) reply.header('upload-length', String(state.length));
       // The draft: offsets must not come from a cache.
       reply.headers({ expires: state.expires.toUTCString(), 'cache-control': 'no-store' });
@@ -31,7 +31,7 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
       const result = await withProgress(
         uploads.append(
           await caller(services, request),
-          pathId(request),
+          elementIdOf(request),
           bodyOf(request, services.capacity),
           appendFieldsOf(request, interop),
           controlOf(request),
@@ -46,7 +46,7 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
       return reply.code(201).send();
     }),
     DELETE: operation(cancelUploadSchema, async (request, reply) => {
-      await uploads.cancel(await caller(services, request), pathId(request));
+      await uploads.cancel(await caller(services, request), elementIdOf(request));
       return noContent(reply);
     }),
   });

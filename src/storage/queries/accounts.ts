@@ -1,5 +1,6 @@
 // SQL of users and tokens.
 import type { Caller, Credentials } from '../../domain/accounts/types.js';
+import { storedElementId } from '../../values.js';
 import type { Queryable } from '../db.js';
 
 /**
@@ -137,7 +138,12 @@ export async function resolveCaller(q: Queryable, credentials: Credentials, now:
     callerParams(credentials, now),
     `resolve_caller${caller.suffix}`,
   );
-  return rows[0] ? { userId: rows[0].user_id, tokenId: rows[0].token_id } : null;
+  return rows[0]
+    ? {
+        userId: storedElementId(rows[0].user_id),
+        tokenId: rows[0].token_id === null ? null : storedElementId(rows[0].token_id),
+      }
+    : null;
 }
 
 export async function insertToken(
@@ -152,6 +158,11 @@ export async function insertToken(
     token.issued,
     token.expires,
   ]);
+}
+
+/** Deletes a Token element, and so its token row. */
+export async function deleteToken(q: Queryable, id: string): Promise<void> {
+  await q.query('DELETE FROM elements WHERE id = $1', [id]);
 }
 
 /** Deletes the Token elements (and so their token rows) that expired before `before`. Returns how many. */

@@ -7,16 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PartialAppendError } from '../../../src/blob/blob-store.js';
 import { S3BlobStore } from '../../../src/blob/s3-blob-store.js';
 import { ObjectStoreError } from '../../../src/blob/s3-errors.js';
+import { collect } from '../../helpers/blobs.js';
 import {
-  collect,
   emptyPrefix,
   ensureTestBucket,
+  newS3Prefix,
   objectsUnder,
   testBucket,
   testObjectStore,
   unfinishedUploads,
-} from '../../helpers/blobs.js';
-import { newS3Prefix } from '../../helpers/harness.js';
+} from '../../helpers/bucket.js';
 
 const MiB = 1024 * 1024;
 const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';

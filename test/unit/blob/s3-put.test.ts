@@ -8,8 +8,14 @@ import { PART_BYTES, partBytes } from '../../../src/blob/s3-blob-store.js';
 import { ObjectStoreError } from '../../../src/blob/s3-errors.js';
 import { MAX_PARTS, PartBuffers, putStream } from '../../../src/blob/s3-put.js';
 import { noise } from '../../files/fixtures.js';
-import { emptyPrefix, ensureTestBucket, objectsUnder, testBucket, unfinishedUploads } from '../../helpers/blobs.js';
-import { newS3Prefix } from '../../helpers/harness.js';
+import {
+  emptyPrefix,
+  ensureTestBucket,
+  newS3Prefix,
+  objectsUnder,
+  testBucket,
+  unfinishedUploads,
+} from '../../helpers/bucket.js';
 
 const MiB = 1024 * 1024;
 /** S3's smallest part (but the last): the smallest the pool may use. */

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acquireDataDirLock, DataDirBusyError, lockHolder, lockPath } from '../../src/storage/datadir-lock.js';
+import { acquireDataDirLock, DataDirBusyError, lockHolder, lockPath } from '../../../src/storage/datadir-lock.js';
 
 describe('DATA_DIR lock', () => {
   it('is exclusive while its holder lives, and a stale lock of a dead process is taken over', async () => {

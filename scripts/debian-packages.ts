@@ -4,11 +4,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-export const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
+export type Log = (msg: string) => void;
 
-let updated = null;
+export const isRoot = (): boolean => typeof process.getuid === 'function' && process.getuid() === 0;
 
-function run(cmd, args, label) {
+let updated: Promise<void> | null = null;
+
+function run(cmd: string, args: string[], label: string): Promise<void> {
   // Child output goes to our stderr so stdout stays clean for callers (bench JSON).
   return new Promise((resolve, reject) => {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -22,17 +24,21 @@ function run(cmd, args, label) {
 }
 
 /** True when this process may install packages (root on a Debian-like system). */
-export function canInstallPackages() {
+export function canInstallPackages(): boolean {
   return isRoot() && (existsSync('/usr/bin/apt-get') || existsSync('/bin/apt-get'));
 }
 
 /** `apt-get install -y <packages>` (without recommended ones unless asked), after one `apt-get update`. */
-export async function installDebianPackages(packages, log, { recommends = false } = {}) {
+export async function installDebianPackages(
+  packages: string[],
+  log: Log,
+  { recommends = false }: { recommends?: boolean } = {},
+): Promise<void> {
   if (!canInstallPackages())
     throw new Error(`cannot install ${packages.join(' ')}: needs root and apt-get (install them yourself)`);
   log(`installing Debian package(s) ${packages.join(' ')} with apt-get...`);
   const started = Date.now();
-  updated ??= run('apt-get', ['update'], 'apt-get update').catch((err) => {
+  updated ??= run('apt-get', ['update'], 'apt-get update').catch((err: unknown) => {
     updated = null;
     throw err;
   });

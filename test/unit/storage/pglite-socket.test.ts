@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SESSION_SETTINGS } from '../../src/storage/db.js';
-import { createPglite, openPglite, pgliteDb, pglitePool, prepareSession } from '../../src/storage/pglite.js';
-import type { PgliteWire } from '../../src/storage/pglite-socket.js';
-import { localWire } from '../../src/storage/pglite-wire.js';
+import { SESSION_SETTINGS } from '../../../src/storage/db.js';
+import { createPglite, openPglite, pgliteDb, pglitePool, prepareSession } from '../../../src/storage/pglite.js';
+import type { PgliteWire } from '../../../src/storage/pglite-socket.js';
+import { localWire } from '../../../src/storage/pglite-wire.js';
 
 /** The real wire, counting the batches that reach PGlite. */
 function countingWire(pglite: PGlite): PgliteWire & { batches: number; startups: number } {

@@ -1,9 +1,15 @@
 // Password hashing runs on threads of its own below normal priority (domain/accounts/passwords.ts), a bounded number
 // at once, with a bounded queue: beyond it 503 with Retry-After at once.
 import { readdir, readFile } from 'node:fs/promises';
+import { Algorithm, hash as argon2Hash } from '@node-rs/argon2';
 import { describe, expect, it } from 'vitest';
-import { hashPassword, PasswordHashing, verifyPassword } from '../../src/domain/accounts/passwords.js';
-import { Problem } from '../../src/errors.js';
+import {
+  defaultHashWorkers,
+  hashPassword,
+  PasswordHashing,
+  verifyPassword,
+} from '../../../../src/domain/accounts/passwords.js';
+import { Problem } from '../../../../src/errors.js';
 
 /** The nice values of this process's threads (Linux: field 19 of /proc/self/task/<tid>/stat). */
 async function threadNiceValues(): Promise<number[]> {
@@ -53,5 +59,59 @@ describe('password hashing', () => {
     await running;
     // The threads stay for a while after their work, so they can be seen now.
     expect((await threadNiceValues()).filter((nice) => nice === 10).length).toBe(before + 2);
+  });
+});
+
+describe('password hashing, further', () => {
+  it('verifies the argon2i hashes of reference-implementation backups, on the threads and off them', async () => {
+    const argon2i = await argon2Hash('legacy secret', { algorithm: Algorithm.Argon2i });
+    expect(argon2i).toMatch(/^\$argon2i\$/);
+    const hashing = new PasswordHashing(1, 4);
+    expect(await hashing.verify(argon2i, 'legacy secret')).toBe(true);
+    expect(await hashing.verify(argon2i, 'Legacy secret')).toBe(false);
+    expect(await verifyPassword(argon2i, 'legacy secret')).toBe(true);
+  });
+
+  it('never authenticates without a stored hash, or with a malformed one', async () => {
+    const hashing = new PasswordHashing(1, 4);
+    for (const phc of [null, undefined, '']) {
+      expect(await verifyPassword(phc, '')).toBe(false);
+      expect(await hashing.verify(phc, '')).toBe(false);
+    }
+    expect(await verifyPassword('not a phc string', 'x')).toBe(false);
+  });
+
+  it('salts every hash: the same password twice gives two hashes that both verify', async () => {
+    const hashing = new PasswordHashing(2, 4);
+    const [a, b] = await Promise.all([hashing.hash('same'), hashing.hash('same')]);
+    expect(a).not.toBe(b);
+    expect(await hashing.verify(a, 'same')).toBe(true);
+    expect(await hashing.verify(b, 'same')).toBe(true);
+  });
+
+  it("'auto' workers: half of the cores, at least one", () => {
+    expect(defaultHashWorkers(1)).toBe(1);
+    expect(defaultHashWorkers(2)).toBe(1);
+    expect(defaultHashWorkers(3)).toBe(1);
+    expect(defaultHashWorkers(8)).toBe(4);
+    expect(defaultHashWorkers()).toBeGreaterThanOrEqual(1);
+  });
+
+  it('answers queued jobs in order as threads come free, with no queue at all beyond the threads', async () => {
+    const hashing = new PasswordHashing(1, 0);
+    const first = hashing.hash('only');
+    // No room to wait: refused at once while the one thread works.
+    await expect(hashing.verify(null, 'x')).rejects.toMatchObject({ status: 503 });
+    expect(await verifyPassword(await first, 'only')).toBe(true);
+    const order: string[] = [];
+    const queued = new PasswordHashing(1, 3);
+    await Promise.all(
+      ['a', 'b', 'c', 'd'].map((p) =>
+        queued.hash(p).then(() => {
+          order.push(p);
+        }),
+      ),
+    );
+    expect(order).toEqual(['a', 'b', 'c', 'd']);
   });
 });

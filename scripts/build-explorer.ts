@@ -5,18 +5,20 @@
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Log } from './debian-packages.js';
+import { isMain } from './process-tools.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const explorer = join(root, 'explorer');
 const built = join(explorer, 'dist', 'index.html');
 
 /** The newest modification time among the files that make the build (sources, this script, the lock file). */
-function newestSource() {
+function newestSource(): number {
   let newest = Math.max(
     statSync(fileURLToPath(import.meta.url)).mtimeMs,
     statSync(join(root, 'package-lock.json')).mtimeMs,
   );
-  const walk = (dir) => {
+  const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (entry.name === 'dist' || entry.name === 'node_modules') continue;
       const path = join(dir, entry.name);
@@ -28,7 +30,7 @@ function newestSource() {
   return newest;
 }
 
-function builtAt() {
+function builtAt(): number | null {
   try {
     return statSync(built).mtimeMs;
   } catch {
@@ -37,7 +39,13 @@ function builtAt() {
 }
 
 /** Builds unless the build is newer than every source; true when it built. */
-export async function buildExplorer({ force = false, log = (m) => process.stderr.write(`[explorer] ${m}\n`) } = {}) {
+export async function buildExplorer({
+  force = false,
+  log = (m) => process.stderr.write(`[explorer] ${m}\n`),
+}: {
+  force?: boolean;
+  log?: Log;
+} = {}): Promise<boolean> {
   const at = builtAt();
   if (!force && at !== null && at >= newestSource()) return false;
   const { build } = await import('vite');
@@ -59,7 +67,7 @@ export async function buildExplorer({ force = false, log = (m) => process.stderr
   return true;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+if (isMain(import.meta.url)) {
   const rebuilt = await buildExplorer({ force: process.argv.includes('--force') });
   if (!rebuilt) process.stderr.write('[explorer] explorer/dist is up to date\n');
 }

@@ -2,18 +2,18 @@
 // root on Debian, installs Debian's `chromium` package when it is missing.
 
 import { existsSync } from 'node:fs';
-import { canInstallPackages, installDebianPackages } from './debian-packages.mjs';
+import { canInstallPackages, installDebianPackages, type Log } from './debian-packages.js';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
 
-const find = () => {
+const find = (): string | null => {
   const chosen = process.env.TRELLIS_CHROMIUM;
   if (chosen) return existsSync(chosen) ? chosen : null;
   return CANDIDATES.find((path) => existsSync(path)) ?? null;
 };
 
 /** The Chromium executable, installed first when possible; null (with the reason logged) when there is none. */
-export async function ensureChromium(log) {
+export async function ensureChromium(log: Log): Promise<string | null> {
   const found = find();
   if (found) return found;
   if (process.env.TRELLIS_CHROMIUM) {

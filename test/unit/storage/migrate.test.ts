@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitStatements } from '../../src/storage/migrate.js';
+import { splitStatements } from '../../../src/storage/migrate.js';
 
 describe('splitStatements', () => {
   it('splits at semicolons outside quotes, dollar quotes and comments', () => {

@@ -1,7 +1,7 @@
 // The process's store of access decisions (storage/access-decisions.ts): bounded, oldest out first, and a decision
 // made for a token is not used at or after the token's expiry.
 import { expect, it } from 'vitest';
-import { AccessDecisions, decisionKey, withDecision } from '../../src/storage/access-decisions.js';
+import { AccessDecisions, decisionKey, withDecision } from '../../../src/storage/access-decisions.js';
 
 const now = new Date('2026-11-24T12:00:00Z');
 
