@@ -17,10 +17,12 @@ import { AccessDecisions } from './storage/access-decisions.js';
 import { sqlAccountStore, sqlCredentialFailureStore, sqlRegistrationCountStore } from './storage/account-store.js';
 import type { Db } from './storage/db.js';
 import { sqlElementStore } from './storage/element-store.js';
+import { sqlFileStore } from './storage/file-store.js';
 import { StatfsGauge, type WatchedFolder } from './storage/free-space.js';
 import { embeddedDatabaseDir } from './storage/open.js';
 import { sqlSearchEngine } from './storage/search/search-engine.js';
 import { sqlTransactions } from './storage/transactions.js';
+import { sqlUploadStore } from './storage/upload-store.js';
 
 export interface Services {
   db: Db;
@@ -55,8 +57,8 @@ export async function createServices(config: Config, db: Db, clock: Clock): Prom
   );
   const collections = new Collections(transactions, elementStore, authentication, settings);
   const elements = new Elements(transactions, elementStore, authentication, settings, clock, blobs, collections);
-  const files = new Files(db, settings, clock, blobs, elements);
-  const uploads = new Uploads(db, settings, clock, blobs, elements, files);
+  const files = new Files(transactions, sqlFileStore, settings, clock, blobs, elements);
+  const uploads = new Uploads(transactions, sqlUploadStore, settings, clock, blobs, elements, files);
   const search = new Search(transactions, sqlSearchEngine(), settings);
   const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
   return { db, clock, blobs, accounts, elements, collections, files, uploads, search, capacity };

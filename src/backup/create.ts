@@ -15,7 +15,7 @@ import { pipeline } from 'node:stream/promises';
 import type { BlobStore } from '../blob/blob-store.js';
 import { blobTag } from '../domain/files/files.js';
 import type { FileMeta } from '../domain/files/types.js';
-import type { Db } from '../storage/db.js';
+import type { Db, Queryable } from '../storage/db.js';
 import { beginSnapshot, countElements, type DumpRow, dumpPage } from '../storage/queries/backup.js';
 import { isoTime } from '../values.js';
 import {
@@ -101,85 +101,21 @@ export async function createBackup(
 ): Promise<CreateReport> {
   const began = performance.now();
   const progress = options.progress ?? silentProgress;
-  const pageSize = options.pageSize ?? 1000;
   const target = resolve(dir);
   const { existedEmpty } = await prepareTarget(target);
   const work = join(dirname(target), `.${basename(target)}.partial-${randomBytes(6).toString('hex')}`);
-  const warnings: string[] = [];
-  const warn = (line: string) => {
-    warnings.push(line);
-    progress.note(`warning: ${line}`);
-  };
-  const madeDirs = new Set<string>();
-  const ensureDir = (path: string) => {
-    const d = dirname(path);
-    if (madeDirs.has(d)) return;
-    mkdirSync(d, { recursive: true });
-    madeDirs.add(d);
-  };
-
-  let nodes = 0;
-  let relations = 0;
-  let files = 0;
-  const copyBlob = async (row: DumpRow & { file: FileMeta }) => {
-    const out = join(work, filePath(row.id));
-    ensureDir(out);
-    const blob = await ctx.blobs.open(row.id, undefined, blobTag(row.file));
-    if (!blob) {
-      warn(
-        `element ${row.id} has file metadata but the blob store holds no bytes for it; its file is missing from the backup`,
-      );
-      return;
-    }
-    await pipeline(blob.stream, createWriteStream(out, { flags: 'wx', mode: 0o600 }));
-    files++;
-    // Blob bytes live outside the database snapshot: a file replaced while the backup ran shows as a new length.
-    const size = (await stat(out)).size;
-    if (size !== row.file.contentLength)
-      warn(
-        `the file of element ${row.id} changed while the backup ran (${size} bytes, metadata says ${row.file.contentLength})`,
-      );
-  };
-  // Element files are small: written synchronously, which is several times faster than through fs.promises (as
-  // for reading in load.ts). File bytes can be large and are copied asynchronously.
-  const writePage = (rows: DumpRow[]): Array<DumpRow & { file: FileMeta }> => {
-    const withFiles: Array<DumpRow & { file: FileMeta }> = [];
-    for (const row of rows) {
-      const path = join(work, elementPath(row.start_id !== null, row.id));
-      ensureDir(path);
-      writeFileSync(path, serializeElement(toBackupElement(row)), { mode: 0o600 });
-      if (row.start_id === null) nodes++;
-      else relations++;
-      if (row.file !== null) withFiles.push(row as DumpRow & { file: FileMeta });
-    }
-    progress.tick(rows.length);
-    return withFiles;
-  };
+  const writer = new BackupWriter(ctx, work, progress);
 
   // A backup holds password and token hashes: only the account that made it may read it (the directory 0700, every
   // file 0600, as the blob store's files are).
   await mkdir(work, { recursive: true, mode: 0o700 });
   try {
-    await ctx.db.transaction(async (tx) => {
-      await beginSnapshot(tx);
-      const counts = await countElements(tx);
-      progress.start('backing up', counts.nodes + counts.relations);
-      await mkdir(join(work, 'node'));
-      await mkdir(join(work, 'relation'));
-      let page = await dumpPage(tx, null, pageSize);
-      while (page.length > 0) {
-        // The query for the next page goes out before this page is written: the server reads while we write.
-        const next = dumpPage(tx, page[page.length - 1]!.id, pageSize);
-        next.catch(() => {}); // awaited below; this only keeps a failure from being reported as unhandled first
-        for (const row of writePage(page)) await copyBlob(row);
-        page = await next;
-      }
-    });
+    await ctx.db.transaction((tx) => writer.dump(tx, options.pageSize ?? 1000));
     const summary: BackupSummary = {
       backupCreated: summaryTime(ctx.now),
-      nodeCount: nodes,
-      relationCount: relations,
-      fileCount: files,
+      nodeCount: writer.nodes,
+      relationCount: writer.relations,
+      fileCount: writer.files,
       hostname: hostname(),
       version: BACKUP_VERSION,
       backupVersion: BACKUP_FORMAT_VERSION,
@@ -192,5 +128,86 @@ export async function createBackup(
     throw error;
   }
   progress.done();
+  const { nodes, relations, files, warnings } = writer;
   return { nodes, relations, files, warnings, seconds: (performance.now() - began) / 1000 };
+}
+
+/** Writes the elements of one snapshot, and their file bytes, into the folder `work`. */
+class BackupWriter {
+  nodes = 0;
+  relations = 0;
+  files = 0;
+  readonly warnings: string[] = [];
+  private readonly madeDirs = new Set<string>();
+
+  constructor(
+    private readonly ctx: CreateContext,
+    private readonly work: string,
+    private readonly progress: Progress,
+  ) {}
+
+  /** Every element of the database, page by page, in the snapshot transaction `tx`. */
+  async dump(tx: Queryable, pageSize: number): Promise<void> {
+    await beginSnapshot(tx);
+    const counts = await countElements(tx);
+    this.progress.start('backing up', counts.nodes + counts.relations);
+    await mkdir(join(this.work, 'node'));
+    await mkdir(join(this.work, 'relation'));
+    let page = await dumpPage(tx, null, pageSize);
+    while (page.length > 0) {
+      // The query for the next page goes out before this page is written: the server reads while we write.
+      const next = dumpPage(tx, page[page.length - 1]!.id, pageSize);
+      next.catch(() => {}); // awaited below; this only keeps a failure from being reported as unhandled first
+      for (const row of this.writePage(page)) await this.copyBlob(row);
+      page = await next;
+    }
+  }
+
+  private warn(line: string): void {
+    this.warnings.push(line);
+    this.progress.note(`warning: ${line}`);
+  }
+
+  private ensureDir(path: string): void {
+    const d = dirname(path);
+    if (this.madeDirs.has(d)) return;
+    mkdirSync(d, { recursive: true });
+    this.madeDirs.add(d);
+  }
+
+  // Element files are small: written synchronously, which is several times faster than through fs.promises (as
+  // for reading in load.ts). File bytes can be large and are copied asynchronously.
+  private writePage(rows: DumpRow[]): Array<DumpRow & { file: FileMeta }> {
+    const withFiles: Array<DumpRow & { file: FileMeta }> = [];
+    for (const row of rows) {
+      const path = join(this.work, elementPath(row.start_id !== null, row.id));
+      this.ensureDir(path);
+      writeFileSync(path, serializeElement(toBackupElement(row)), { mode: 0o600 });
+      if (row.start_id === null) this.nodes++;
+      else this.relations++;
+      if (row.file !== null) withFiles.push(row as DumpRow & { file: FileMeta });
+    }
+    this.progress.tick(rows.length);
+    return withFiles;
+  }
+
+  private async copyBlob(row: DumpRow & { file: FileMeta }): Promise<void> {
+    const out = join(this.work, filePath(row.id));
+    this.ensureDir(out);
+    const blob = await this.ctx.blobs.open(row.id, undefined, blobTag(row.file));
+    if (!blob) {
+      this.warn(
+        `element ${row.id} has file metadata but the blob store holds no bytes for it; its file is missing from the backup`,
+      );
+      return;
+    }
+    await pipeline(blob.stream, createWriteStream(out, { flags: 'wx', mode: 0o600 }));
+    this.files++;
+    // Blob bytes live outside the database snapshot: a file replaced while the backup ran shows as a new length.
+    const size = (await stat(out)).size;
+    if (size !== row.file.contentLength)
+      this.warn(
+        `the file of element ${row.id} changed while the backup ran (${size} bytes, metadata says ${row.file.contentLength})`,
+      );
+  }
 }

@@ -25,7 +25,8 @@ import {
 import { copyIntoBlobStore, settlePlaced } from './blob-copy.js';
 import { type ParsedElement, parseElement } from './element-file.js';
 import { BackupFolder, checkCount, chunks, listElementFiles, readSummary } from './folder.js';
-import { BackupError, type BackupTokenState, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR } from './format.js';
+import { BackupError, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR } from './format.js';
+import { type Index, KIND_RELATION, KIND_USER, newIndex, PassIndex } from './load-index.js';
 import { type Progress, silentProgress } from './progress.js';
 
 export interface LoadContext {
@@ -65,11 +66,6 @@ export class DatabaseNotEmptyError extends Error {
   }
 }
 
-const KIND_NODE = 0;
-const KIND_USER = 1;
-const KIND_TOKEN = 2;
-const KIND_RELATION = 3;
-
 // Element files are small and usually in the page cache: reading them synchronously is several times faster than
 // through fs.promises (no thread-pool hop and promise per file; docs/decisions/019-backup-load-one-pass.md). The
 // event loop is given back after every batch, so a server running the load keeps answering.
@@ -85,30 +81,6 @@ interface Folder {
   nodeCount: number;
   /** Element id -> path of its bytes below file/. */
   files: Map<string, string>;
-}
-
-interface TokenPlan {
-  hash: string | null;
-  state: BackupTokenState;
-  issued: string | null;
-  expires: string | null;
-  owners: string[];
-}
-
-/** What the pass learns about the backup: an index of its ids and what the steps after the pass need. */
-interface Index {
-  ids: string[];
-  at: Map<string, number>;
-  kind: Uint8Array;
-  /** User element index -> the identifier stored in users (differs from data for shadowed duplicates). */
-  identifiers: Map<number, string>;
-  /** User element index -> its password hash, until the users rows are written. */
-  passwords: Map<number, string | null>;
-  tokens: Map<number, TokenPlan>;
-  tokenHashes: Map<string, number>;
-  /** Relations not written during the pass: attached to a relation, to an element of the database, or to nothing. */
-  pending: Array<{ at: number; start: string; end: string }>;
-  usedFiles: Set<string>;
 }
 
 export async function loadBackup(ctx: LoadContext, dir: string, options: LoadOptions = {}): Promise<LoadReport> {
@@ -201,17 +173,7 @@ class Load {
   ) {
     const total = folder.paths.length;
     this.nowIso = ctx.now.toISOString();
-    this.index = {
-      ids: new Array<string>(total),
-      at: new Map(),
-      kind: new Uint8Array(total),
-      identifiers: new Map(),
-      passwords: new Map(),
-      tokens: new Map(),
-      tokenHashes: new Map(),
-      pending: [],
-      usedFiles: new Set(),
-    };
+    this.index = newIndex(total);
   }
 
   async run(): Promise<{ users: number; tokens: number }> {
@@ -254,9 +216,8 @@ class Load {
 
   /** Reads and checks every element file; writes the nodes and the relations between two nodes as it goes. */
   private async pass() {
-    const { paths, nodeCount, files } = this.folder;
-    const { ids, at: index, kind, identifiers, passwords, tokens, tokenHashes, pending, usedFiles } = this.index;
-    const identifierOwner = new Map<string, number>();
+    const { paths, nodeCount } = this.folder;
+    const index = new PassIndex(this.index, paths, this.warn);
     let parsed: ParsedElement[] = [];
     const send = async () => {
       await this.inFlight;
@@ -269,91 +230,33 @@ class Load {
 
     for (let at = 0; at < paths.length; at++) {
       if (at % READ_BATCH === 0 && at > 0) await yieldToEventLoop();
-      const path = paths[at]!;
       const isRelation = at >= nodeCount;
       const el = this.parse(at);
-      const seen = index.get(el.id);
-      if (seen !== undefined) throw new BackupError(path, `duplicate id ${el.id} (also in ${paths[seen]})`);
-      index.set(el.id, at);
-      ids[at] = el.id;
-      kind[at] = isRelation
-        ? KIND_RELATION
-        : el.type === 'User'
-          ? KIND_USER
-          : el.type === 'Token'
-            ? KIND_TOKEN
-            : KIND_NODE;
-
-      if (el.fileMeta !== undefined || files.has(el.id)) {
-        const bytes = files.get(el.id);
-        if (bytes === undefined)
-          this.warn(`${path}: has file metadata but file/ holds no bytes for ${el.id}; loaded without a file`);
-        else {
-          usedFiles.add(el.id);
-          const size = this.folder.at.size(bytes);
-          if (el.fileMeta && el.fileMeta.contentLength !== size)
-            throw new BackupError(
-              bytes,
-              `holds ${size} bytes but ${path} says contentLength ${el.fileMeta.contentLength}`,
-            );
-        }
-      }
-
-      if (el.identifier !== undefined) {
-        passwords.set(at, el.passwordHash ?? null);
-        // The identifier must be unique. The reference dataset repeats two; the smaller id keeps it for logging in,
-        // the other user is stored under a substitute identifier (its tokens still work, its data is unchanged).
-        const other = identifierOwner.get(el.identifier);
-        if (other === undefined) {
-          identifierOwner.set(el.identifier, at);
-          identifiers.set(at, el.identifier);
-        } else {
-          const [keep, shadow] = ids[other]! < el.id ? [other, at] : [at, other];
-          identifierOwner.set(el.identifier, keep);
-          identifiers.set(keep, el.identifier);
-          const substitute = `duplicate-identifier:${ids[shadow]}:${el.identifier}`;
-          identifiers.set(shadow, substitute);
-          this.warn(
-            `${paths[shadow]}: identifier ${JSON.stringify(el.identifier)} is also used by ${paths[keep]}; this user logs in as ${JSON.stringify(substitute)}`,
-          );
-        }
-      }
-      if (el.token) {
-        if (el.token.hash !== null) {
-          const other = tokenHashes.get(el.token.hash);
-          if (other !== undefined) throw new BackupError(path, `the same token hash as ${paths[other]}`);
-          tokenHashes.set(el.token.hash, at);
-        }
-        tokens.set(at, {
-          hash: el.token.hash,
-          state: el.token.state,
-          issued: el.created,
-          expires: el.token.expires,
-          owners: [],
-        });
-      }
-      if (isRelation) {
-        const s = index.get(el.start!);
-        const e = index.get(el.end!);
-        if (
-          el.type === 'OWNS' &&
-          e !== undefined &&
-          kind[e] === KIND_TOKEN &&
-          (s === undefined || kind[s] === KIND_USER)
-        )
-          tokens.get(e)!.owners.push(el.start!);
-        const endsAtNodes =
-          s !== undefined && e !== undefined && kind[s] !== KIND_RELATION && kind[e] !== KIND_RELATION;
-        if (!endsAtNodes) {
-          pending.push({ at, start: el.start!, end: el.end! });
-          continue;
-        }
-      }
+      index.add(at, el, isRelation);
+      this.checkFile(paths[at]!, el);
+      index.noteIdentifier(at, el);
+      index.noteToken(at, el);
+      if (isRelation && !index.relationReady(at, el)) continue;
       parsed.push(el);
       if (parsed.length >= this.batchSize) await send();
     }
     if (parsed.length > 0) await send();
     await this.inFlight;
+  }
+
+  /** The element's bytes below file/: there when its metadata says so, and as long as it says. */
+  private checkFile(path: string, el: ParsedElement): void {
+    const { files } = this.folder;
+    if (el.fileMeta === undefined && !files.has(el.id)) return;
+    const bytes = files.get(el.id);
+    if (bytes === undefined) {
+      this.warn(`${path}: has file metadata but file/ holds no bytes for ${el.id}; loaded without a file`);
+      return;
+    }
+    this.index.usedFiles.add(el.id);
+    const size = this.folder.at.size(bytes);
+    if (el.fileMeta && el.fileMeta.contentLength !== size)
+      throw new BackupError(bytes, `holds ${size} bytes but ${path} says contentLength ${el.fileMeta.contentLength}`);
   }
 
   /** Inserts elements (copying their file bytes first); on a database that is not empty, after checking their ids. */

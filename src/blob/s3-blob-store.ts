@@ -10,16 +10,7 @@
 // (versions nothing names, chunks of no upload, temporary objects, unfinished multipart uploads) the sweep removes.
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import {
-  AbortMultipartUploadCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  type GetObjectCommandOutput,
-  HeadBucketCommand,
-  ListMultipartUploadsCommand,
-  ListObjectsV2Command,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import { GetObjectCommand, type GetObjectCommandOutput, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   type Appended,
   type AppendOptions,
@@ -37,14 +28,15 @@ import {
   type WriteOptions,
 } from './blob-store.js';
 import { guarded, meter, type SourceFailure } from './meter.js';
+import { isNotFound, S3Bucket } from './s3-bucket.js';
 import { compose, type Piece } from './s3-compose.js';
 import { cleanUpAfter, ObjectStoreError, objectStoreCall } from './s3-errors.js';
 import { MAX_PARTS, PartBuffers, putStream } from './s3-put.js';
 import { ObjectReader } from './s3-reader.js';
+import { sweepBucket } from './s3-sweep.js';
 import { quietAgents, storeRetries } from './s3-timeouts.js';
 
 const TAG = /^[A-Za-z0-9]{1,128}$/;
-const ENTRY = /^([A-Za-z0-9_-]{2,128})\/(?:f-([A-Za-z0-9]{1,128})|(?:g-[A-Za-z0-9_-]{2,128}\/)?c-(\d{15}))$/;
 /** Digits of a chunk's offset in its name: enough for the 5 TiB storage ceiling, and names sort by offset. */
 const OFFSET_DIGITS = 15;
 /**
@@ -63,8 +55,6 @@ export function partBytes(maxBytes: number): number {
   if (!Number.isFinite(maxBytes)) return PART_BYTES;
   return Math.max(PART_BYTES, Math.ceil(maxBytes / MAX_PARTS / MiB) * MiB);
 }
-/** Keys per sweep batch (one query to the database each). */
-const SWEEP_BATCH = 500;
 
 export interface S3StoreOptions {
   /** null: the AWS endpoint of `region`. */
@@ -89,11 +79,6 @@ function checkTag(tag: string): string {
   return tag;
 }
 
-const isNotFound = (error: unknown) => {
-  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
-  return e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
-};
-
 /** The chunks that make the bytes of an upload: from offset 0 on, as long as each starts where the last ended. */
 function contiguous(chunks: Chunk[]): { total: number; run: Chunk[] } {
   let total = 0;
@@ -111,6 +96,8 @@ export class S3BlobStore implements BlobStore {
   /** The client of the GetObject requests whose bodies a download streams (see the constructor). */
   private readonly downloads: S3Client;
   private readonly bucket: string;
+  /** The bucket's objects as lists and removals (s3-bucket.ts). */
+  private readonly objects: S3Bucket;
   private readonly prefix: string;
   private readonly endpoint: string;
 
@@ -137,6 +124,7 @@ export class S3BlobStore implements BlobStore {
     // of its reader, who may pause for longer than the store may be silent (a reader too slow is the HTTP layer's to
     // cut off): the handler times the store only while it waits for the store's bytes.
     this.downloads = new S3Client({ ...common, requestHandler: new ObjectReader(options.timeoutMs) });
+    this.objects = new S3Bucket(this.client, this.bucket);
   }
 
   private fileName(key: string, tag: string): string {
@@ -151,10 +139,6 @@ export class S3BlobStore implements BlobStore {
 
   private chunkName(upload: UploadBlob, offset: number): string {
     return `${this.chunkBase(upload)}${String(offset).padStart(OFFSET_DIGITS, '0')}`;
-  }
-
-  private call<T>(operation: string, send: () => Promise<T>): Promise<T> {
-    return objectStoreCall(operation, send);
   }
 
   readonly versioned = true;
@@ -174,80 +158,6 @@ export class S3BlobStore implements BlobStore {
         cause: error,
       });
     }
-  }
-
-  /** Lists the objects under `prefix` (all pages). */
-  private async *list(prefix: string): AsyncGenerator<{ name: string; size: number; modified: Date | undefined }> {
-    let token: string | undefined;
-    do {
-      const page = await this.call('ListObjectsV2', () =>
-        this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token })),
-      );
-      for (const o of page.Contents ?? [])
-        if (o.Key !== undefined) yield { name: o.Key, size: o.Size ?? 0, modified: o.LastModified };
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-  }
-
-  /** Multipart uploads under `prefix` that were started and neither completed nor aborted. */
-  private async *unfinished(prefix: string): AsyncGenerator<{ name: string; uploadId: string; initiated?: Date }> {
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
-    for (;;) {
-      const page = await this.call('ListMultipartUploads', () =>
-        this.client.send(
-          new ListMultipartUploadsCommand({
-            Bucket: this.bucket,
-            Prefix: prefix,
-            KeyMarker: keyMarker,
-            UploadIdMarker: uploadIdMarker,
-          }),
-        ),
-      );
-      for (const u of page.Uploads ?? [])
-        if (u.Key !== undefined && u.UploadId !== undefined)
-          yield { name: u.Key, uploadId: u.UploadId, ...(u.Initiated ? { initiated: u.Initiated } : {}) };
-      if (!page.IsTruncated) return;
-      keyMarker = page.NextKeyMarker;
-      uploadIdMarker = page.NextUploadIdMarker;
-    }
-  }
-
-  /** Aborts a multipart upload; one already gone (completed, or aborted by another instance's sweep) is done. */
-  private async abortUpload(name: string, uploadId: string): Promise<void> {
-    try {
-      await this.call('AbortMultipartUpload', () =>
-        this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: name, UploadId: uploadId })),
-      );
-    } catch (error) {
-      if (!(error instanceof ObjectStoreError && isNotFound(error.cause))) throw error;
-    }
-  }
-
-  /** Removes objects by name (no error for missing ones). */
-  private async remove(names: string[]): Promise<void> {
-    for (let i = 0; i < names.length; i += 1000) {
-      const batch = names.slice(i, i + 1000);
-      const out = await this.call('DeleteObjects', () =>
-        this.client.send(
-          new DeleteObjectsCommand({
-            Bucket: this.bucket,
-            Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
-          }),
-        ),
-      );
-      const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
-      if (failed.length > 0)
-        throw new ObjectStoreError(
-          'DeleteObjects',
-          new Error(`${failed.length} objects not deleted: ${failed[0]!.Code}`),
-        );
-    }
-  }
-
-  /** `remove` whose failure is left to the sweep: the objects are unreferenced already. */
-  private async removeLater(names: string[]): Promise<void> {
-    await this.remove(names).catch(() => {});
   }
 
   /**
@@ -275,14 +185,14 @@ export class S3BlobStore implements BlobStore {
     try {
       await this.put(temp, m.pass(source), options.maxBytes);
     } catch (error) {
-      await cleanUpAfter(error, () => this.removeLater([temp]));
+      await cleanUpAfter(error, () => this.objects.removeLater([temp]));
       throw error;
     }
     return { temp, size: m.state.size, sha256: hash.digest(), head: m.head() };
   }
 
   async discard(temp: TempBlob): Promise<void> {
-    await this.removeLater([temp.temp]); // the request's outcome is decided; a leftover is the sweep's
+    await this.objects.removeLater([temp.temp]); // the request's outcome is decided; a leftover is the sweep's
   }
 
   async replace(key: string, next: TempBlob | CompletedUpload | null, tags: ReplaceTags): Promise<Replacement> {
@@ -302,13 +212,13 @@ export class S3BlobStore implements BlobStore {
         const gone = previous !== null && !same ? [previous] : [];
         if (next !== null && !('temp' in next)) {
           const base = `${this.prefix}${checkKey(next.key)}/`;
-          for await (const o of this.list(base)) if (!o.name.startsWith(`${base}f-`)) gone.push(o.name);
+          for await (const o of this.objects.list(base)) if (!o.name.startsWith(`${base}f-`)) gone.push(o.name);
         }
-        await this.removeLater(gone);
+        await this.objects.removeLater(gone);
       },
       undo: async () => {
         // Nothing names the new version: it goes (or, should this fail, the sweep removes it).
-        if (target !== null && !same) await this.removeLater([target]);
+        if (target !== null && !same) await this.objects.removeLater([target]);
       },
     };
   }
@@ -331,7 +241,7 @@ export class S3BlobStore implements BlobStore {
   private async chunks(upload: UploadBlob): Promise<Chunk[]> {
     const base = this.chunkBase(upload);
     const chunks: Chunk[] = [];
-    for await (const o of this.list(base)) {
+    for await (const o of this.objects.list(base)) {
       const digits = o.name.slice(base.length);
       if (/^\d+$/.test(digits)) chunks.push({ name: o.name, start: Number(digits), size: o.size });
     }
@@ -352,7 +262,7 @@ export class S3BlobStore implements BlobStore {
     if (run.some((c) => c.start < offset && c.start + c.size > offset))
       throw new Error(`blob ${key} has no chunk boundary at ${offset}`);
     // Leftovers of an append whose offset was never committed (an instance that died after storing it).
-    await this.remove(chunks.filter((c) => c.start >= offset).map((c) => c.name));
+    await this.objects.remove(chunks.filter((c) => c.start >= offset).map((c) => c.name));
     const name = this.chunkName(upload, offset);
     const m = meter(options);
     // With keepPartial, a failing source ends the stream as if it were complete, so the object holds all that
@@ -361,20 +271,20 @@ export class S3BlobStore implements BlobStore {
     try {
       await this.put(name, m.pass(options.keepPartial ? guarded(source, failure) : source), options.maxBytes);
     } catch (error) {
-      await cleanUpAfter(error, () => this.removeLater([name]));
+      await cleanUpAfter(error, () => this.objects.removeLater([name]));
       throw error;
     }
     const size = m.state.size;
     if ('error' in failure) {
       if (size > 0) throw new PartialAppendError(offset + size, failure.error);
-      await this.remove([name]);
+      await this.objects.remove([name]);
       throw failure.error;
     }
-    if (size === 0) await this.remove([name]); // an empty chunk adds nothing
+    if (size === 0) await this.objects.remove([name]); // an empty chunk adds nothing
     try {
       options.check?.(size);
     } catch (error) {
-      await this.remove([name]);
+      await this.objects.remove([name]);
       throw error;
     }
     return { size, total: offset + size, head: m.head() };
@@ -434,7 +344,7 @@ export class S3BlobStore implements BlobStore {
       if (end < range.start || chunk.start > range.end || chunk.size === 0) continue;
       const from = Math.max(range.start, chunk.start) - chunk.start;
       const to = Math.min(range.end, end) - chunk.start;
-      const out = await this.call('GetObject', () =>
+      const out = await objectStoreCall('GetObject', () =>
         this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: chunk.name, Range: `bytes=${from}-${to}` })),
       );
       for await (const part of out.Body as Readable) yield part as Buffer;
@@ -447,93 +357,20 @@ export class S3BlobStore implements BlobStore {
   }
 
   async delete(key: string): Promise<void> {
-    await this.removeAll(`${this.prefix}${checkKey(key)}/`);
+    await this.objects.removeAll(`${this.prefix}${checkKey(key)}/`);
   }
 
   async dropGeneration(upload: UploadBlob): Promise<void> {
     // A late writer's multipart upload is aborted too: its next part fails, and it stops.
-    await this.removeAll(this.chunkBase(upload));
+    await this.objects.removeAll(this.chunkBase(upload));
   }
 
   async deleteUpload(key: string): Promise<void> {
     await this.delete(key);
   }
 
-  /** Removes every object under `prefix`, and the multipart uploads on their way there. */
-  private async removeAll(prefix: string): Promise<void> {
-    for await (const u of this.unfinished(prefix)) await this.abortUpload(u.name, u.uploadId);
-    const names: string[] = [];
-    for await (const o of this.list(prefix)) names.push(o.name);
-    await this.remove(names);
-  }
-
   async sweep(policy: SweepPolicy): Promise<SweepReport> {
-    const report: SweepReport = { temporary: 0, orphans: 0, restored: 0, dropped: 0 };
-    const now = Date.now();
-    const settled = (at: Date | undefined) =>
-      policy.graceMs <= 0 || (at !== undefined && now - at.getTime() >= policy.graceMs);
-
-    // Unfinished multipart uploads first: an instance died in the middle of one (the grace spares live ones).
-    for await (const u of this.unfinished(this.prefix)) {
-      if (!settled(u.initiated)) continue;
-      await this.abortUpload(u.name, u.uploadId);
-      report.temporary++;
-    }
-
-    type Entry = { files: Array<{ name: string; tag: string; modified?: Date }>; chunks: string[]; newest: number };
-    let batch = new Map<string, Entry>();
-    const temporary: string[] = [];
-    const settle = async (entries: Map<string, Entry>) => {
-      const keys = [...entries.keys()];
-      const chunked = keys.filter((k) => entries.get(k)!.chunks.length > 0);
-      const wanted = await policy.wanted(chunked);
-      const orphans: string[] = [];
-      for (const key of chunked) {
-        const e = entries.get(key)!;
-        if (wanted.has(key) || !settled(new Date(e.newest))) continue;
-        orphans.push(...e.chunks);
-        report.orphans++;
-      }
-      await this.remove(orphans);
-      const filed = keys.filter((k) => entries.get(k)!.files.length > 0);
-      const tags = await policy.tags(filed);
-      for (const key of filed) {
-        const current = tags.get(key);
-        const stale = entries.get(key)!.files.filter((f) => f.tag !== current && settled(f.modified));
-        if (stale.length === 0) continue;
-        // Confirmed under the element's row lock: a replacement between its copy and its commit holds it.
-        await policy.settleAside(key, async (locked) => {
-          const gone = stale.filter((f) => f.tag !== locked);
-          await this.remove(gone.map((f) => f.name));
-          report.dropped += gone.length;
-        });
-      }
-    };
-    for await (const o of this.list(this.prefix)) {
-      const rest = o.name.slice(this.prefix.length);
-      if (rest.startsWith('tmp/')) {
-        if (settled(o.modified)) temporary.push(o.name);
-        continue;
-      }
-      const match = ENTRY.exec(rest);
-      if (!match) continue; // not written by this service: left alone
-      const [, key, tag, offset] = match as unknown as [string, string, string | undefined, string | undefined];
-      if (!batch.has(key) && batch.size >= SWEEP_BATCH) {
-        await settle(batch);
-        batch = new Map();
-      }
-      const entry = batch.get(key) ?? { files: [], chunks: [], newest: 0 };
-      batch.set(key, entry);
-      if (tag !== undefined) entry.files.push({ name: o.name, tag, ...(o.modified ? { modified: o.modified } : {}) });
-      if (offset !== undefined) {
-        entry.chunks.push(o.name);
-        entry.newest = Math.max(entry.newest, o.modified?.getTime() ?? now);
-      }
-    }
-    await settle(batch);
-    await this.remove(temporary);
-    report.temporary += temporary.length;
-    return report;
+    return sweepBucket(this.objects, this.prefix, policy);
   }
 
   async settled(): Promise<void> {}

@@ -119,33 +119,8 @@ export async function compose(client: S3Client, bucket: string, target: string, 
     const worker = async () => {
       while (next < parts.length) {
         const index = next++;
-        const part = parts[index]!;
-        const PartNumber = index + 1;
-        const common = { Bucket: bucket, Key: target, UploadId: uploadId, PartNumber };
-        if ('copy' in part) {
-          const { name, start, size } = part.copy;
-          const out = await objectStoreCall('UploadPartCopy', () =>
-            client.send(
-              new UploadPartCopyCommand({
-                ...common,
-                CopySource: copySource(bucket, name),
-                CopySourceRange: `bytes=${start}-${start + size - 1}`,
-              }),
-            ),
-          );
-          etags[index] = out.CopyPartResult?.ETag ?? '';
-        } else {
-          const out = await objectStoreCall('UploadPart', () =>
-            client.send(
-              new UploadPartCommand({
-                ...common,
-                Body: readPieces(client, bucket, part.stream),
-                ContentLength: part.size,
-              }),
-            ),
-          );
-          etags[index] = out.ETag ?? '';
-        }
+        const upload = { Bucket: bucket, Key: target, UploadId: uploadId, PartNumber: index + 1 };
+        etags[index] = await sendPart(client, upload, parts[index]!);
       }
     };
     await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, parts.length) }, worker));
@@ -165,4 +140,35 @@ export async function compose(client: S3Client, bucket: string, target: string, 
     );
     throw error;
   }
+}
+
+/** Sends one part of a multipart upload: copied from a piece's object, or streamed from the pieces' bytes. */
+async function sendPart(
+  client: S3Client,
+  upload: { Bucket: string; Key: string; UploadId: string; PartNumber: number },
+  part: Part,
+): Promise<string> {
+  if ('copy' in part) {
+    const { name, start, size } = part.copy;
+    const out = await objectStoreCall('UploadPartCopy', () =>
+      client.send(
+        new UploadPartCopyCommand({
+          ...upload,
+          CopySource: copySource(upload.Bucket, name),
+          CopySourceRange: `bytes=${start}-${start + size - 1}`,
+        }),
+      ),
+    );
+    return out.CopyPartResult?.ETag ?? '';
+  }
+  const out = await objectStoreCall('UploadPart', () =>
+    client.send(
+      new UploadPartCommand({
+        ...upload,
+        Body: readPieces(client, upload.Bucket, part.stream),
+        ContentLength: part.size,
+      }),
+    ),
+  );
+  return out.ETag ?? '';
 }

@@ -58,27 +58,127 @@ export async function putStream(
   buffers: PartBuffers,
   inFlight: number,
 ): Promise<void> {
-  const { client, bucket, key } = target;
-  const size = buffers.partBytes;
-  /** The buffer being filled; null once the last one is handed to a request. */
-  let current: Buffer | null = buffers.take();
-  let filled = 0;
-  let uploadId: string | null = null;
-  const parts: CompletedPart[] = [];
-  let numbered = 0;
-  const sending = new Set<Promise<void>>();
-  let storeFailure: unknown = null;
+  const put = new PartedPut(target, buffers, inFlight);
+  try {
+    for await (const raw of source) await put.write(raw);
+    await put.finish();
+  } catch (error) {
+    await put.abort(error);
+    throw error;
+  } finally {
+    put.release();
+  }
+}
 
-  const send = (buffer: Buffer, length: number) => {
-    const partNumber = ++numbered;
+/** One object being written: a part filling, the parts in flight, and the multipart upload once there is one. */
+class PartedPut {
+  /** The buffer being filled; null once the last one is handed to a request. */
+  private current: Buffer | null;
+  private filled = 0;
+  private uploadId: string | null = null;
+  private readonly parts: CompletedPart[] = [];
+  private numbered = 0;
+  private readonly sending = new Set<Promise<void>>();
+  private storeFailure: unknown = null;
+
+  constructor(
+    private readonly target: PutTarget,
+    private readonly buffers: PartBuffers,
+    private readonly inFlight: number,
+  ) {
+    this.current = buffers.take();
+  }
+
+  /** Copies `raw` into parts, sending each that fills. */
+  async write(raw: Uint8Array): Promise<void> {
+    const size = this.buffers.partBytes;
+    let at = 0;
+    while (at < raw.length) {
+      const n = Math.min(raw.length - at, size - this.filled);
+      this.current!.set(raw.subarray(at, at + n), this.filled);
+      this.filled += n;
+      at += n;
+      if (this.filled === size) await this.flush();
+    }
+  }
+
+  /** The source has ended: one PutObject when no part was sent yet, else the last part and the completion. */
+  async finish(): Promise<void> {
+    const { client, bucket, key } = this.target;
+    if (this.uploadId === null) {
+      const body = this.current!.subarray(0, this.filled);
+      await objectStoreCall('PutObject', () =>
+        client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: this.filled })),
+      );
+      return;
+    }
+    if (this.filled > 0) this.send(this.current!, this.filled);
+    else this.buffers.give(this.current!);
+    this.current = null;
+    await Promise.all(this.sending);
+    if (this.storeFailure !== null) throw this.storeFailure;
+    this.parts.sort((a, b) => a.PartNumber! - b.PartNumber!);
+    await objectStoreCall('CompleteMultipartUpload', () =>
+      client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: bucket,
+          Key: key,
+          UploadId: this.uploadId!,
+          MultipartUpload: { Parts: this.parts },
+        }),
+      ),
+    );
+  }
+
+  /** After a failure: waits for the parts in flight, then aborts the multipart upload, if one was begun. */
+  async abort(error: unknown): Promise<void> {
+    await Promise.all(this.sending);
+    const id = this.uploadId;
+    const { client, bucket, key } = this.target;
+    if (id !== null)
+      await cleanUpAfter(error, () =>
+        client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: id })),
+      );
+  }
+
+  /** Gives back the buffer still being filled, if any. */
+  release(): void {
+    if (this.current !== null) this.buffers.give(this.current);
+  }
+
+  /** Sends the full part (beginning the multipart upload first), then waits while too many are in flight. */
+  private async flush(): Promise<void> {
+    if (this.uploadId === null) {
+      const { client, bucket, key } = this.target;
+      const created = await objectStoreCall('CreateMultipartUpload', () =>
+        client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key })),
+      );
+      this.uploadId = created.UploadId ?? null;
+      if (this.uploadId === null)
+        throw new ObjectStoreError('CreateMultipartUpload', new Error('the store returned no upload id'));
+    }
+    this.send(this.current!, this.filled);
+    this.current = this.buffers.take();
+    this.filled = 0;
+    while (this.sending.size >= this.inFlight && this.storeFailure === null) await Promise.race(this.sending);
+    if (this.storeFailure !== null) throw this.storeFailure;
+  }
+
+  private send(buffer: Buffer, length: number): void {
+    const { client, bucket, key } = this.target;
+    const partNumber = ++this.numbered;
     if (partNumber > MAX_PARTS)
-      throw new ObjectStoreError('UploadPart', new Error(`more than ${MAX_PARTS} parts of ${size} bytes`));
+      throw new ObjectStoreError(
+        'UploadPart',
+        new Error(`more than ${MAX_PARTS} parts of ${this.buffers.partBytes} bytes`),
+      );
+    const uploadId = this.uploadId!;
     const sent = objectStoreCall('UploadPart', () =>
       client.send(
         new UploadPartCommand({
           Bucket: bucket,
           Key: key,
-          UploadId: uploadId!,
+          UploadId: uploadId,
           PartNumber: partNumber,
           Body: buffer.subarray(0, length),
           ContentLength: length,
@@ -86,80 +186,17 @@ export async function putStream(
       ),
     ).then(
       (out) => {
-        parts.push({ ETag: out.ETag ?? '', PartNumber: partNumber });
+        this.parts.push({ ETag: out.ETag ?? '', PartNumber: partNumber });
       },
       (error) => {
-        storeFailure ??= error;
+        this.storeFailure ??= error;
       },
     );
     // The buffer goes back only when the request is over: the SDK may still be writing it (or retrying) before.
     const tracked = sent.finally(() => {
-      sending.delete(tracked);
-      buffers.give(buffer);
+      this.sending.delete(tracked);
+      this.buffers.give(buffer);
     });
-    sending.add(tracked);
-  };
-
-  const flush = async () => {
-    if (uploadId === null) {
-      const created = await objectStoreCall('CreateMultipartUpload', () =>
-        client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key })),
-      );
-      uploadId = created.UploadId ?? null;
-      if (uploadId === null)
-        throw new ObjectStoreError('CreateMultipartUpload', new Error('the store returned no upload id'));
-    }
-    send(current!, filled);
-    current = buffers.take();
-    filled = 0;
-    while (sending.size >= inFlight && storeFailure === null) await Promise.race(sending);
-    if (storeFailure !== null) throw storeFailure;
-  };
-
-  try {
-    for await (const raw of source) {
-      let at = 0;
-      while (at < raw.length) {
-        const n = Math.min(raw.length - at, size - filled);
-        current!.set(raw.subarray(at, at + n), filled);
-        filled += n;
-        at += n;
-        if (filled === size) await flush();
-      }
-    }
-    if (uploadId === null) {
-      await objectStoreCall('PutObject', () =>
-        client.send(
-          new PutObjectCommand({ Bucket: bucket, Key: key, Body: current!.subarray(0, filled), ContentLength: filled }),
-        ),
-      );
-      return;
-    }
-    if (filled > 0) send(current!, filled);
-    else buffers.give(current!);
-    current = null;
-    await Promise.all(sending);
-    if (storeFailure !== null) throw storeFailure;
-    parts.sort((a, b) => a.PartNumber! - b.PartNumber!);
-    await objectStoreCall('CompleteMultipartUpload', () =>
-      client.send(
-        new CompleteMultipartUploadCommand({
-          Bucket: bucket,
-          Key: key,
-          UploadId: uploadId!,
-          MultipartUpload: { Parts: parts },
-        }),
-      ),
-    );
-  } catch (error) {
-    await Promise.all(sending);
-    const id = uploadId;
-    if (id !== null)
-      await cleanUpAfter(error, () =>
-        client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: id })),
-      );
-    throw error;
-  } finally {
-    if (current !== null) buffers.give(current);
+    this.sending.add(tracked);
   }
 }

@@ -2,18 +2,15 @@
 // `Upload-Complete: ?0` starts one) and `/upload/<id>`.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Capacity } from '../domain/capacity.js';
-import {
-  interopVersion,
-  progressFields,
-  type UploadState,
-  usesUploadIncomplete,
-} from '../domain/uploads/upload-fields.js';
-import type { RequestControl } from '../domain/uploads/uploads.js';
+import type { RequestControl } from '../domain/uploads/upload-requests.js';
+import { UploadInProgress, type UploadState } from '../domain/uploads/upload-state.js';
+import { Problem } from '../errors.js';
 import { sendInterim } from './interim.js';
 import { headerOf } from './reply.js';
 import { watchedBody } from './storage-guard.js';
+import { interopVersion, progressFields, usesUploadIncomplete } from './upload-headers.js';
 
-/** The announced draft interop version, when it is one we speak (see upload-fields.ts). */
+/** The announced draft interop version, when it is one we speak (see upload-headers.ts). */
 export const interopOf = (request: FastifyRequest) => interopVersion(headerOf(request, 'upload-draft-interop-version'));
 
 /**
@@ -29,12 +26,25 @@ export const bodyOf = (request: FastifyRequest, capacity: Capacity): AsyncIterab
  * still arriving. Once the whole body is in, closing would only lose the answer of a request that goes on with its
  * work (committing, completing) anyway; the newer request waits for it instead (UploadsInFlight).
  */
-export const controlOf = (request: FastifyRequest, interop: number | null): RequestControl => ({
+export const controlOf = (request: FastifyRequest): RequestControl => ({
   abort: () => {
     if (!request.raw.complete) request.raw.destroy();
   },
-  interop,
 });
+
+/**
+ * `work`, its refusals that leave an upload in progress answered with the upload's fields (real clients read
+ * Upload-Offset after each append, also after a failed one).
+ */
+export async function withProgress<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (!(error instanceof UploadInProgress)) throw error;
+    const { slug, detail, extensions, headers, state } = error;
+    throw new Problem(slug, detail, extensions, { ...headers, ...progressFields(state) });
+  }
+}
 
 /**
  * The 104 (Upload Resumption Supported) interim response with the upload's `Location` and `Upload-Limit`, for

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   AbortMultipartUploadCommand,
+  CreateBucketCommand,
   DeleteObjectsCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
@@ -15,10 +16,40 @@ export const newS3Prefix = () => `t-${randomBytes(8).toString('hex')}`;
 
 let shared: { client: S3Client; bucket: string } | null = null;
 
+/**
+ * The object store of the test run: the one the global setup provides, or for the unit tier (which has no global
+ * setup) the one TRELLIS_TEST_S3 names, with the test bucket; null when there is none.
+ */
+export function testObjectStore(): {
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  bucket: string;
+} | null {
+  const provided = inject('s3');
+  if (provided) return provided;
+  const given = process.env.TRELLIS_TEST_S3;
+  if (!given) return null;
+  return {
+    ...(JSON.parse(given) as { endpoint: string; accessKeyId: string; secretAccessKey: string }),
+    bucket: 'trellis-test',
+  };
+}
+
+/** Creates the test bucket if it is not there (the unit tier's tests run without the global setup that makes it). */
+export async function ensureTestBucket(): Promise<void> {
+  const { client, bucket } = testBucket();
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  } catch (error) {
+    if ((error as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw error;
+  }
+}
+
 /** A client of the test bucket. */
 export function testBucket(): { client: S3Client; bucket: string } {
   if (shared) return shared;
-  const store = inject('s3');
+  const store = testObjectStore();
   if (!store) throw new Error('no object store was provided (run npm test with TRELLIS_TEST_BLOBS including s3)');
   const client = new S3Client({
     endpoint: store.endpoint,

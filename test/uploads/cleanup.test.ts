@@ -7,6 +7,8 @@ import pino from 'pino';
 import { beforeEach, expect, it } from 'vitest';
 import { Uploads } from '../../src/domain/uploads/uploads.js';
 import { startJobs } from '../../src/jobs.js';
+import { sqlTransactions } from '../../src/storage/transactions.js';
+import { sqlUploadStore } from '../../src/storage/upload-store.js';
 import { newId } from '../../src/values.js';
 import { noise } from '../files/fixtures.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
@@ -64,7 +66,7 @@ describeBackends(
       for (let i = 0; i < 24; i++) ids.push((await upload()).id);
       h().clock.advance(LIFETIME + GRACE + 1);
       const { db, settings: s, clock, blobs, elements, files } = { ...h().services, settings: h().config.settings };
-      const other = new Uploads(db, s, clock, blobs, elements, files); // a second instance on the same database
+      const other = new Uploads(sqlTransactions(db), sqlUploadStore, s, clock, blobs, elements, files); // a second instance on the same database
       const reports = await Promise.all([
         h().services.uploads.cleanup(),
         other.cleanup(),

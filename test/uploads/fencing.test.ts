@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { beforeAll, expect, it } from 'vitest';
 import { Problem } from '../../src/errors.js';
+import { parseElementId } from '../../src/values.js';
 import { noise, reprDigest } from '../files/fixtures.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 import { anotherInstance, append, leftovers, startUpload, uploadRow, waitFor } from './helpers.js';
@@ -49,15 +50,10 @@ describeBackends(
       const late = anotherInstance(h())
         .append(
           { userId: alice.id, tokenId: null },
-          id,
+          parseElementId(id)!,
           stalled(),
-          {
-            uploadComplete: '?0',
-            uploadOffset: String(KiB),
-            contentType: 'application/partial-upload',
-            contentLength: String(128 * KiB),
-          },
-          { abort: () => {}, interop: null },
+          { complete: false, offset: KiB, length: null, contentLength: 128 * KiB, expected: null },
+          { abort: () => {} },
         )
         .then(
           (result) => result,

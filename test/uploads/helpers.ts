@@ -4,6 +4,8 @@ import http from 'node:http';
 import net, { type Socket } from 'node:net';
 import { parseDictionary } from 'structured-headers';
 import { Uploads } from '../../src/domain/uploads/uploads.js';
+import { sqlTransactions } from '../../src/storage/transactions.js';
+import { sqlUploadStore } from '../../src/storage/upload-store.js';
 import { currentNames, storedNames, temporaryBlobs, uploadBytes } from '../helpers/blobs.js';
 import type { Harness, ServiceClient, TestResponse } from '../helpers/harness.js';
 
@@ -91,7 +93,7 @@ export async function leftovers(h: Harness, uploadId: string, elementId?: string
  */
 export function anotherInstance(h: Harness): Uploads {
   const { db, clock, blobs, elements, files } = h.services;
-  return new Uploads(db, h.config.settings, clock, blobs, elements, files);
+  return new Uploads(sqlTransactions(db), sqlUploadStore, h.config.settings, clock, blobs, elements, files);
 }
 
 export async function waitFor(

@@ -6,6 +6,7 @@
 import { Readable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PART_BYTES } from '../../src/blob/s3-blob-store.js';
+import { parseElementId } from '../../src/values.js';
 import { noise, sha256 } from '../files/fixtures.js';
 import { appendInStore, storedNames } from '../helpers/blobs.js';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
@@ -104,7 +105,7 @@ describeBackends(
           appendInStore(h(), id, KiB),
         );
         // An instance with no request of its own to end answers with the committed offset, not the bytes in flight.
-        const seen = await anotherInstance(h()).state({ userId: alice.id, tokenId: null }, id);
+        const seen = await anotherInstance(h()).state({ userId: alice.id, tokenId: null }, parseElementId(id)!);
         expect(seen.offset).toBe(KiB);
         cut.req.destroy();
         await cut.closed;
@@ -272,15 +273,10 @@ describeBackends(
         // A second instance on the same database and blob store, with no hash state of its own.
         const result = await anotherInstance(h()).append(
           { userId: alice.id, tokenId: null },
-          id,
+          parseElementId(id)!,
           Readable.from([data.subarray(100 * KiB, 200 * KiB)]),
-          {
-            uploadComplete: '?0',
-            uploadOffset: String(100 * KiB),
-            contentType: 'application/partial-upload',
-            contentLength: String(100 * KiB),
-          },
-          { abort: () => {}, interop: null },
+          { complete: false, offset: 100 * KiB, length: null, contentLength: 100 * KiB, expected: null },
+          { abort: () => {} },
         );
         expect(result).toMatchObject({ complete: false, state: { offset: 200 * KiB } });
         await finishAndCheck(path, elementId, data);

@@ -6,15 +6,15 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlobLimitError, PartialAppendError } from '../../src/blob/blob-store.js';
 import { FsBlobStore } from '../../src/blob/fs-blob-store.js';
+import { UploadsInFlight } from '../../src/domain/uploads/upload-inflight.js';
+import { Problem } from '../../src/errors.js';
 import {
   checkAppendContentType,
   interopVersion,
   parseUploadOffset,
   uploadCompleteValue,
   uploadLimitField,
-} from '../../src/domain/uploads/upload-fields.js';
-import { UploadsInFlight } from '../../src/domain/uploads/upload-inflight.js';
-import { Problem } from '../../src/errors.js';
+} from '../../src/http/upload-headers.js';
 
 const UPLOAD = '9d1f0e2a-1111-4222-8333-944445555666';
 const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';

@@ -1,39 +1,28 @@
-// The `Range` and `If-Range` request headers of file downloads (RFC 9110 section 14, narrowed by the spec and
-// the design notes' "Ranges": one range per request).
+// The byte range a download sends (RFC 9110 section 14, narrowed by the spec and the design notes' "Ranges": one
+// range per request). HTTP parses the `Range` header (http/file-headers.ts); what it asks for is decided here,
+// against the file's length and its ETag.
 
 import type { ByteRange } from '../../blob/blob-store.js';
 import { Problem } from '../../errors.js';
 
-const SINGLE = /^bytes=(\d*)-(\d*)$/i;
+/** A single range as a client asked for it: from `first` (to `last`, or to the end), or the last `suffix` bytes. */
+export type RangeRequest = { first: number; last: number | null } | { suffix: number };
 
 /**
- * The range to send of a file of `total` bytes, or null for the whole file. Unparsable forms, other units and
- * multi-ranges are 400 bad-content; a start at or beyond the end, `bytes=-0`, or any range of an empty file is
- * 416 with `requested-start`, `total-length` and `Content-Range: bytes *\/<total>`. An end beyond the file is
- * clamped, and a suffix longer than the file means the whole file (still a 206).
+ * The range to send of a file of `total` bytes. A start at or beyond the end, a suffix of 0, or any range of an
+ * empty file is 416 with `requested-start`, `total-length` and `Content-Range: bytes *\/<total>`. An end beyond
+ * the file is clamped, and a suffix longer than the file means the whole file (still a 206).
  */
-export function parseRange(header: string | undefined, total: number): ByteRange | null {
-  if (header === undefined) return null;
-  const value = header.trim();
-  if (value.includes(',')) throw new Problem('bad-content', 'Only one range per request is supported.');
-  const match = SINGLE.exec(value);
-  if (!match || (match[1] === '' && match[2] === ''))
-    throw new Problem(
-      'bad-content',
-      'The Range header must have the form bytes=<start>-<end>, bytes=<start>- or bytes=-<suffix length>.',
-    );
-  const [, first, last] = match as unknown as [string, string, string];
+export function satisfiableRange(request: RangeRequest, total: number): ByteRange {
   let start: number;
   let end: number;
-  if (first === '') {
-    const suffix = Number(last);
-    start = Math.max(0, total - suffix);
+  if ('suffix' in request) {
+    start = Math.max(0, total - request.suffix);
     end = total - 1;
-    if (suffix === 0) unsatisfiable(total, total);
+    if (request.suffix === 0) unsatisfiable(total, total);
   } else {
-    start = Number(first);
-    end = last === '' ? total - 1 : Math.min(Number(last), total - 1);
-    if (last !== '' && Number(last) < start) throw new Problem('bad-content', 'The range ends before it starts.');
+    start = request.first;
+    end = request.last === null ? total - 1 : Math.min(request.last, total - 1);
   }
   if (total === 0 || start >= total) unsatisfiable(start, total);
   return { start, end };

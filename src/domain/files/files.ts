@@ -16,21 +16,17 @@ import {
 import type { Clock } from '../../clock.js';
 import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
-import type { Db, Queryable } from '../../storage/db.js';
-import { setFile } from '../../storage/queries/elements.js';
-import * as sql from '../../storage/queries/files.js';
-import { type ElementId, isUuid } from '../../values.js';
+import { type ElementId, parseElementId } from '../../values.js';
 import type { Caller } from '../accounts/types.js';
 import { type Conditions, checkIfMatch, checkWritePreconditions, ifNoneMatchHits } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
-import type { StoredElement as ElementRow } from '../elements/ports.js';
-import type { Tx } from '../transactions.js';
-import { parseUploadComplete, parseUploadLength } from '../uploads/upload-fields.js';
+import type { Transactions, Tx } from '../transactions.js';
 import { UploadSlots } from '../uploads/upload-slots.js';
-import { ifRangeAllows, parseRange } from './byte-ranges.js';
-import { extensionFromDisposition, fileNamePart, parseSha256Digest } from './file-headers.js';
+import { ifRangeAllows, type RangeRequest, satisfiableRange } from './byte-ranges.js';
+import { fileNamePart } from './file-names.js';
 import { detectMimeType, SNIFF_BYTES } from './mime-detect.js';
-import type { FileMeta } from './types.js';
+import type { FileStore } from './ports.js';
+import type { FileMeta, FileTarget } from './types.js';
 
 /**
  * With a PostgreSQL server several instances may share the blob store, and one of them may be in the middle of
@@ -40,18 +36,19 @@ import type { FileMeta } from './types.js';
  */
 export const SHARED_STORE_GRACE_MS = 60 * 60 * 1000;
 
-/** The upload request headers that matter, as sent (parsed here, so that every mistake is one Problem). */
-export interface UploadHeaders {
-  uploadComplete?: string;
-  uploadLength?: string;
-  contentLength?: string;
-  contentDisposition?: string;
-  reprDigest?: string;
-  contentDigest?: string;
+/** A direct upload (`Upload-Complete: ?1`), its header fields parsed at the edge (http/upload-requests.ts). */
+export interface DirectUpload {
+  /** The size the client announced: Upload-Length, or else Content-Length (they agree when both are sent). */
+  announced: number | undefined;
+  /** The SHA-256 the body must have (Repr-Digest or Content-Digest). */
+  expected: Buffer | undefined;
+  /** The file's extension, from Content-Disposition. */
+  extension: string;
 }
 
 export interface DownloadRequest {
-  range?: string;
+  /** The Range asked for, or the problem its header was (answered only when If-Range lets it apply). */
+  range: RangeRequest | Problem | null;
   ifRange?: string;
   conditions: Conditions;
   /** HEAD: decide everything, open nothing. */
@@ -75,7 +72,7 @@ export interface Download {
  * if a file exists", for a direct upload and a resumable start alike); PUT may replace it. Then the preconditions,
  * against the file's ETag.
  */
-export function checkFileTarget(row: ElementRow, mode: FileWriteMode, conditions: Conditions): void {
+export function checkFileTarget(row: FileTarget, mode: FileWriteMode, conditions: Conditions): void {
   if (mode === 'create' && row.file)
     throw new Problem('conflict', 'The element already has a file; replace it with PUT or delete it first.');
   checkWritePreconditions(conditions, row.file ? fileEtag(row) : null);
@@ -85,7 +82,7 @@ export function checkFileTarget(row: ElementRow, mode: FileWriteMode, conditions
 export type FileWriteMode = 'create' | 'replace';
 
 /** A strong ETag of the file bytes: from the SHA-256 when known (files from old backups may have none). */
-function fileEtag(row: ElementRow): string {
+function fileEtag(row: FileTarget): string {
   const file = row.file!;
   if (file.hash.sha256) return `"sha256-${Buffer.from(file.hash.sha256, 'hex').toString('base64url').slice(0, 27)}"`;
   const basis = `${row.id}\n${row.updated.toISOString()}\n${JSON.stringify(file)}`;
@@ -101,7 +98,7 @@ export function blobTag(file: FileMeta | null): string {
   return file.hash.sha256 ?? 'unhashed';
 }
 
-function downloadName(row: ElementRow): string {
+function downloadName(row: FileTarget): string {
   // Cleaned here rather than when stored: data.name is the client's own value, and an extension may come from a
   // backup; only the offered name must not be able to disguise itself.
   const name = typeof row.data.name === 'string' ? fileNamePart(row.data.name) : '';
@@ -120,7 +117,8 @@ export class Files {
   readonly uploadSlots: UploadSlots;
 
   constructor(
-    private readonly db: Db,
+    private readonly tx: Transactions,
+    private readonly store: FileStore,
     private readonly settings: Settings,
     private readonly clock: Clock,
     private readonly blobs: BlobStore,
@@ -135,44 +133,29 @@ export class Files {
    */
   async upload(
     caller: Caller,
-    id: string,
+    id: ElementId,
     mode: FileWriteMode,
     body: AsyncIterable<Uint8Array>,
-    headers: UploadHeaders,
+    { announced, expected, extension }: DirectUpload,
     conditions: Conditions = {},
   ): Promise<void> {
-    // Everything that can be refused from the headers alone is refused before a byte of the body is read.
-    // `Upload-Complete: ?0` starts a resumable upload, which the routes hand to Uploads.start instead.
-    if (!parseUploadComplete(headers.uploadComplete)) throw new Error('Files.upload takes direct uploads only');
-    const uploadLength = parseUploadLength(headers.uploadLength);
-    const contentLength = headers.contentLength === undefined ? undefined : Number(headers.contentLength);
-    if (uploadLength !== undefined && contentLength !== undefined && uploadLength !== contentLength)
-      throw new Problem(
-        'bad-content',
-        `Upload-Length (${uploadLength}) and Content-Length (${contentLength}) disagree.`,
-      );
-    const expected = parseSha256Digest(headers.reprDigest, headers.contentDigest);
-    const extension = extensionFromDisposition(headers.contentDisposition);
+    // Everything that can be refused from the headers alone is refused before a byte of the body is read (their
+    // formats at the edge already). `Upload-Complete: ?0` starts a resumable upload: Uploads.start.
     const max = this.settings.file.maxFileSizeInBytes;
-    const announced = uploadLength ?? contentLength;
     if (announced !== undefined && announced > max) throw tooLarge(max);
-    checkFileTarget(
-      await this.elements.require(this.db as unknown as Tx, caller, id as ElementId, 'UPDATE'),
-      mode,
-      conditions,
-    );
+    checkFileTarget(await this.elements.require(this.tx.direct, caller, id, 'UPDATE'), mode, conditions);
 
     const release = this.uploadSlots.take();
     try {
-      await this.store(caller, id, mode, body, conditions, { announced, expected, extension, max });
+      await this.write(caller, id, mode, body, conditions, { announced, expected, extension, max });
     } finally {
       release();
     }
   }
 
-  private async store(
+  private async write(
     caller: Caller,
-    id: string,
+    id: ElementId,
     mode: FileWriteMode,
     body: AsyncIterable<Uint8Array>,
     conditions: Conditions,
@@ -212,21 +195,21 @@ export class Files {
    */
   async place(
     caller: Caller,
-    id: string,
+    id: ElementId,
     bytes: TempBlob | CompletedUpload,
     meta: FileMeta,
-    hooks: { check?: (row: ElementRow) => void; inTransaction?: (tx: Queryable) => Promise<void> } = {},
+    hooks: { check?: (row: FileTarget) => void; inTransaction?: (tx: Tx) => Promise<void> } = {},
   ): Promise<void> {
     const committed: { replacement: Replacement | null } = { replacement: null };
     try {
-      await this.db.transaction(async (tx) => {
-        const row = await this.elements.require(tx as unknown as Tx, caller, id as ElementId, 'UPDATE', { lock: true });
+      await this.tx.transaction(async (tx) => {
+        const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         hooks.check?.(row);
         await hooks.inTransaction?.(tx);
         const tags = { previous: blobTag(row.file), next: blobTag(meta) };
-        const replacement = await this.blobs.replace(row.id, bytes, tags);
+        const replacement = await this.blobs.replace(id, bytes, tags);
         try {
-          await setFile(tx, row.id, meta, this.clock.now());
+          await this.store.setFile(tx, id, meta, this.clock.now());
         } catch (error) {
           await replacement.undo(); // still under the row lock
           throw error;
@@ -256,8 +239,7 @@ export class Files {
   }
 
   /** GET or HEAD of `/<id>/file`. Missing element, no access and no file are the same 404. */
-  async download(caller: Caller, id: string, request: DownloadRequest): Promise<Download> {
-    if (!isUuid(id)) throw notFound();
+  async download(caller: Caller, id: ElementId, request: DownloadRequest): Promise<Download> {
     // A store that keeps each version under its tag is opened after the transaction, so that a slow store holds
     // no database connection: the version the row names stays until a replacement has committed, and one that
     // went meanwhile means the metadata read is no longer current, so the download starts again.
@@ -273,24 +255,24 @@ export class Files {
   /** Reads the element's file metadata and decides the answer; opens the bytes too when `open` says so. */
   private async decideDownload(
     caller: Caller,
-    id: string,
+    id: ElementId,
     request: DownloadRequest,
     open: boolean,
-  ): Promise<Download & { id: string }> {
+  ): Promise<Download & { id: ElementId }> {
     const opened: { stream: Readable | null } = { stream: null };
     try {
       // With `open`, the shared row lock keeps writers from moving bytes between reading the metadata and opening
       // the bytes; once open, the descriptor keeps reading the same bytes whatever happens to the name.
-      return await this.db.transaction(async (tx) => {
-        if (open) await sql.lockForDownload(tx, id.toLowerCase());
-        const row = await this.elements.require(tx as unknown as Tx, caller, id as ElementId, 'READ');
+      return await this.tx.transaction(async (tx) => {
+        if (open) await this.store.lockForDownload(tx, id);
+        const row = await this.elements.require(tx, caller, id, 'READ');
         const file = row.file;
         if (!file) throw notFound();
         const etag = fileEtag(row);
-        const base = { id: row.id, etag, file, filename: downloadName(row), stream: null };
+        const base = { id, etag, file, filename: downloadName(row), stream: null };
         checkIfMatch(request.conditions.ifMatch, etag);
         if (ifNoneMatchHits(request.conditions.ifNoneMatch, etag)) return { ...base, status: 304, range: null };
-        const range = ifRangeAllows(request.ifRange, etag) ? parseRange(request.range, file.contentLength) : null;
+        const range = ifRangeAllows(request.ifRange, etag) ? rangeOf(request.range, file.contentLength) : null;
         const status = range ? 206 : 200;
         if (request.bodyless || !open) return { ...base, status, range };
         const stream = await this.openFile(base, range, false);
@@ -305,7 +287,7 @@ export class Files {
 
   /** Opens the stored bytes of a file; null (when `mayBeGone`) if its version is no longer there. */
   private async openFile(
-    target: { id: string; file: FileMeta },
+    target: { id: ElementId; file: FileMeta },
     range: ByteRange | null,
     mayBeGone: boolean,
   ): Promise<Readable | null> {
@@ -325,16 +307,16 @@ export class Files {
   }
 
   /** DELETE `/<id>/file`: the bytes and the `file`/`hasFile` metadata go; 404 when there is no file. */
-  async remove(caller: Caller, id: string, conditions: Conditions = {}): Promise<void> {
+  async remove(caller: Caller, id: ElementId, conditions: Conditions = {}): Promise<void> {
     const committed: { replacement: Replacement | null } = { replacement: null };
     try {
-      await this.db.transaction(async (tx) => {
-        const row = await this.elements.require(tx as unknown as Tx, caller, id as ElementId, 'UPDATE', { lock: true });
+      await this.tx.transaction(async (tx) => {
+        const row = await this.elements.require(tx, caller, id, 'UPDATE', { lock: true });
         if (!row.file) throw notFound();
         checkWritePreconditions(conditions, fileEtag(row));
-        const replacement = await this.blobs.replace(row.id, null, { previous: blobTag(row.file), next: 'none' });
+        const replacement = await this.blobs.replace(id, null, { previous: blobTag(row.file), next: 'none' });
         try {
-          await setFile(tx, row.id, null, this.clock.now());
+          await this.store.setFile(tx, id, null, this.clock.now());
         } catch (error) {
           await replacement.undo();
           throw error;
@@ -355,35 +337,45 @@ export class Files {
    * instance's own uploads are then in flight. Without the periodic run, a crash's leftovers on a
    * PostgreSQL-backed instance stayed until a restart more than the grace later.
    */
-  async sweep(graceMs = this.db.kind === 'pglite' ? 0 : SHARED_STORE_GRACE_MS): Promise<SweepReport> {
+  async sweep(graceMs = this.tx.embedded ? 0 : SHARED_STORE_GRACE_MS): Promise<SweepReport> {
     return this.blobs.sweep({
       graceMs,
       // Names that are not UUIDs were not written by this service: leave them alone.
       wanted: async (keys) => {
-        const referenced = await sql.referencedBlobKeys(
-          this.db,
-          keys.filter((k) => isUuid(k)),
-        );
-        for (const key of keys) if (!isUuid(key)) referenced.add(key);
+        const referenced = await this.store.referencedBlobKeys(this.tx.direct, idsAmong(keys));
+        for (const key of keys) if (parseElementId(key) === null) referenced.add(key);
         return referenced;
       },
       tags: async (keys) => {
-        const files = await sql.fileTags(
-          this.db,
-          keys.filter((k) => isUuid(k)),
-        );
+        const files = await this.store.fileTags(this.tx.direct, idsAmong(keys));
         return new Map([...files].map(([id, sha256]) => [id, sha256 ?? 'unhashed']));
       },
       settleAside: async (key, settle) => {
-        if (!isUuid(key)) return false;
-        await this.db.transaction(async (tx) => {
-          const file = await sql.lockFileForSweep(tx, key);
+        const id = parseElementId(key);
+        if (id === null) return false;
+        await this.tx.transaction(async (tx) => {
+          const file = await this.store.lockFileForSweep(tx, id);
           await settle(file === undefined ? undefined : (file.sha256 ?? 'unhashed'));
         });
         return true;
       },
     });
   }
+}
+
+/**
+ * The UUIDs among the names of a blob store's listing, as the database holds them: the store is read here like a
+ * request, from outside the domain.
+ */
+function idsAmong(keys: readonly string[]): ElementId[] {
+  return keys.flatMap((key) => parseElementId(key) ?? []);
+}
+
+/** The range to send, from what the client asked for (its problem, if its Range could not be read). */
+function rangeOf(request: RangeRequest | Problem | null, total: number): ByteRange | null {
+  if (request === null) return null;
+  if (request instanceof Problem) throw request;
+  return satisfiableRange(request, total);
 }
 
 /** Reads of a file's metadata before a download gives up on finding the version it names (see `download`). */

@@ -5,3 +5,11 @@ export interface FileMeta {
   mimeType: string;
   hash: { sha256: string | null };
 }
+
+/** What file operations read of their element (as Elements.require hands it over). */
+export interface FileTarget {
+  id: string;
+  data: Record<string, unknown>;
+  file: FileMeta | null;
+  updated: Date;
+}

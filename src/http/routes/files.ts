@@ -5,10 +5,10 @@
 // and accepts any Content-Type, or none, without reading the body, so Fastify's bodyLimit does not apply and the
 // handler reads `request.raw` itself.
 import contentDisposition from 'content-disposition';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { reprDigestOf } from '../../domain/files/file-headers.js';
-import type { Download, FileWriteMode, UploadHeaders } from '../../domain/files/files.js';
-import { type UploadState, uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
+import type { FastifyReply } from 'fastify';
+import type { Download, FileWriteMode } from '../../domain/files/files.js';
+import type { UploadState } from '../../domain/uploads/upload-state.js';
+import { parseRange, reprDigestOf } from '../file-headers.js';
 import { caller, conditionsOf, created, headerOf, noContent } from '../reply.js';
 import { operation, resource, type TypedHandler } from '../resource.js';
 import { elementIdOf, parseElementIds, streamBodies } from '../route-context.js';
@@ -16,26 +16,16 @@ import type { RouteDeps } from '../route-deps.js';
 import { headOf } from '../schemas/common.js';
 import { createFileSchema, deleteFileSchema, downloadSchema, replaceFileSchema } from '../schemas/files.js';
 import type { App } from '../types.js';
-import { announceUpload, bodyOf, controlOf, interopOf, sendProgress, uploadPath } from '../upload-replies.js';
-
-function uploadHeaders(request: FastifyRequest, interop: number | null): UploadHeaders {
-  return {
-    // Clients of draft interop 3 say `Upload-Incomplete: ?1` for `Upload-Complete: ?0`.
-    uploadComplete: uploadCompleteValue(
-      {
-        uploadComplete: headerOf(request, 'upload-complete'),
-        uploadIncomplete: headerOf(request, 'upload-incomplete'),
-      },
-      interop,
-      false,
-    ),
-    uploadLength: headerOf(request, 'upload-length'),
-    contentLength: headerOf(request, 'content-length'),
-    contentDisposition: headerOf(request, 'content-disposition'),
-    reprDigest: headerOf(request, 'repr-digest'),
-    contentDigest: headerOf(request, 'content-digest'),
-  };
-}
+import {
+  announceUpload,
+  bodyOf,
+  controlOf,
+  interopOf,
+  sendProgress,
+  uploadPath,
+  withProgress,
+} from '../upload-replies.js';
+import { fileWriteOf } from '../upload-requests.js';
 
 /** The stored type as a header value; metadata from elsewhere (a backup) that is no `type/subtype` falls back. */
 const safeMimeType = (mime: string) => (/^[\x21-\x7e]+\/[\x20-\x7e]+$/.test(mime) ? mime : 'application/octet-stream');
@@ -74,7 +64,7 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
   const download: TypedHandler<typeof downloadSchema> = async (request, reply) => {
     reply.header('accept-ranges', 'bytes');
     const result = await files.download(await caller(services, request), elementIdOf(request), {
-      range: headerOf(request, 'range'),
+      range: parseRange(headerOf(request, 'range')),
       ifRange: headerOf(request, 'if-range'),
       conditions: conditionsOf(request),
       bodyless: request.method === 'HEAD',
@@ -84,30 +74,32 @@ export default async function fileRoutes(app: App, { services }: RouteDeps) {
 
   const upload = (mode: FileWriteMode) =>
     operation(mode === 'create' ? createFileSchema : replaceFileSchema, async (request, reply) => {
-      const { id } = request.params;
+      const id = elementIdOf(request);
       const who = await caller(services, request);
       const interop = interopOf(request);
-      const headers = uploadHeaders(request, interop);
-      if (uploads.starts(headers.uploadComplete)) {
+      const write = fileWriteOf(request, interop);
+      if (write.resumable) {
         // Resumable start: 204 with the upload's Location; a 104 first for draft clients. POST onto an element that
         // has a file is a 409 here too; PUT starts a replacement.
         const announce = interop === null ? undefined : (state: UploadState) => announceUpload(reply, state);
-        const state = await uploads.start(
-          who,
-          id,
-          mode,
-          bodyOf(request, services.capacity),
-          headers,
-          conditionsOf(request),
-          controlOf(request, interop),
-          announce,
+        const state = await withProgress(
+          uploads.start(
+            who,
+            id,
+            mode,
+            bodyOf(request, services.capacity),
+            write.fields,
+            conditionsOf(request),
+            controlOf(request),
+            announce,
+          ),
         );
         return sendProgress(reply, state, 204, uploadPath(state.id));
       }
       // Spec: a direct upload answers "201 with a Location header", whether it created the file or replaced one (as
       // a completing resumable upload does). The design notes had 204 for a replacement; the spec wins.
-      await files.upload(who, id, mode, bodyOf(request, services.capacity), headers, conditionsOf(request));
-      return created(reply, `/${id.toLowerCase()}/file`);
+      await files.upload(who, id, mode, bodyOf(request, services.capacity), write.fields, conditionsOf(request));
+      return created(reply, `/${id}/file`);
     });
 
   resource(app, '/:id/file', {

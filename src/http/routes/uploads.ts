@@ -3,14 +3,14 @@
 //
 // Append bodies are streamed, never parsed: like the file routes, this plugin (an encapsulated context of its
 // own) drops the JSON parsers and accepts any Content-Type, or none, without reading the body.
-import { uploadCompleteValue } from '../../domain/uploads/upload-fields.js';
-import { caller, headerOf, noContent } from '../reply.js';
+import { caller, noContent } from '../reply.js';
 import { operation, resource } from '../resource.js';
 import { elementIdOf, parseElementIds, streamBodies } from '../route-context.js';
 import type { RouteDeps } from '../route-deps.js';
 import { appendSchema, cancelUploadSchema, uploadStateSchema } from '../schemas/files.js';
 import type { App } from '../types.js';
-import { bodyOf, controlOf, interopOf, sendProgress } from '../upload-replies.js';
+import { bodyOf, controlOf, interopOf, sendProgress, withProgress } from '../upload-replies.js';
+import { appendFieldsOf } from '../upload-requests.js';
 
 export default async function uploadRoutes(app: App, { services }: RouteDeps) {
   const { uploads } = services;
@@ -28,27 +28,14 @@ export default async function uploadRoutes(app: App, { services }: RouteDeps) {
     }),
     PATCH: operation(appendSchema, async (request, reply) => {
       const interop = interopOf(request);
-      const result = await uploads.append(
-        await caller(services, request),
-        elementIdOf(request),
-        bodyOf(request, services.capacity),
-        {
-          uploadComplete: uploadCompleteValue(
-            {
-              uploadComplete: headerOf(request, 'upload-complete'),
-              uploadIncomplete: headerOf(request, 'upload-incomplete'),
-            },
-            interop,
-            true,
-          ),
-          uploadOffset: headerOf(request, 'upload-offset'),
-          uploadLength: headerOf(request, 'upload-length'),
-          contentLength: headerOf(request, 'content-length'),
-          contentType: headerOf(request, 'content-type'),
-          reprDigest: headerOf(request, 'repr-digest'),
-          contentDigest: headerOf(request, 'content-digest'),
-        },
-        controlOf(request, interop),
+      const result = await withProgress(
+        uploads.append(
+          await caller(services, request),
+          elementIdOf(request),
+          bodyOf(request, services.capacity),
+          appendFieldsOf(request, interop),
+          controlOf(request),
+        ),
       );
       if (!result.complete) return sendProgress(reply, result.state, 204);
       reply.headers({

@@ -3,7 +3,8 @@
 // The service speaks the spec; interop 3 to 6 differ only in the request fields mapped here (SUPPORTED_INTEROP_VERSIONS
 // says how), and later versions get plain spec behaviour.
 import { parseItem, serializeDictionary } from 'structured-headers';
-import { Problem } from '../../errors.js';
+import type { UploadLimits, UploadState } from '../domain/uploads/upload-state.js';
+import { Problem } from '../errors.js';
 
 /**
  * The draft interop versions clients in the field announce, and how they differ from the spec:
@@ -87,25 +88,6 @@ export function checkAppendContentType(value: string | undefined, interop: numbe
   const type = value === undefined ? undefined : value.split(';')[0]!.trim().toLowerCase();
   if (type !== PARTIAL_UPLOAD)
     throw new Problem('bad-content', `An append (PATCH) must have 'Content-Type: ${PARTIAL_UPLOAD}'.`);
-}
-
-export interface UploadLimits {
-  /** Seconds until the upload expires, counted from the response. */
-  maxAge: number;
-  maxSize: number;
-  minAppendSize: number;
-  maxAppendSize: number;
-}
-
-/** What the responses of an upload in progress say about it. */
-export interface UploadState {
-  id: string;
-  elementId: string;
-  offset: number;
-  /** The declared total, when one was declared. */
-  length: number | null;
-  expires: Date;
-  limits: UploadLimits;
 }
 
 /**

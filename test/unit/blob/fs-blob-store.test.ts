@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BlobLimitError } from '../../src/blob/blob-store.js';
-import { FsBlobStore } from '../../src/blob/fs-blob-store.js';
+import { BlobLimitError } from '../../../src/blob/blob-store.js';
+import { FsBlobStore } from '../../../src/blob/fs-blob-store.js';
 
 const KEY = '7d1f0e2a-1111-4222-8333-944445555666';
 

@@ -1,15 +1,22 @@
 // The object-store blob store against a real S3-compatible store (the throw-away Ceph cluster of the test run): what
-// each operation leaves in the bucket, object by object (its sweep against the database: sweep.test.ts). Skipped
-// when the s3 blob store is not under test.
+// each operation leaves in the bucket, object by object (its sweep against the database: test/files/sweep.test.ts).
+// Skipped without TRELLIS_TEST_S3 (npm test sets it when the s3 blob store is under test).
 import { createHash, randomBytes } from 'node:crypto';
 import { CreateMultipartUploadCommand } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PartialAppendError } from '../../src/blob/blob-store.js';
-import { S3BlobStore } from '../../src/blob/s3-blob-store.js';
-import { ObjectStoreError } from '../../src/blob/s3-errors.js';
-import { collect } from '../helpers/blobs.js';
-import { emptyPrefix, newS3Prefix, objectsUnder, testBucket, unfinishedUploads } from '../helpers/bucket.js';
-import { blobStoresUnderTest } from '../helpers/harness.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PartialAppendError } from '../../../src/blob/blob-store.js';
+import { S3BlobStore } from '../../../src/blob/s3-blob-store.js';
+import { ObjectStoreError } from '../../../src/blob/s3-errors.js';
+import { collect } from '../../helpers/blobs.js';
+import {
+  emptyPrefix,
+  ensureTestBucket,
+  newS3Prefix,
+  objectsUnder,
+  testBucket,
+  testObjectStore,
+  unfinishedUploads,
+} from '../../helpers/bucket.js';
 
 const MiB = 1024 * 1024;
 const ELEMENT = '7d1f0e2a-1111-4222-8333-944445555666';
@@ -25,13 +32,14 @@ const from = (...parts: Array<Buffer | string | Error>) =>
     }
   })();
 
-describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a real object store', () => {
+describe.skipIf(!process.env.TRELLIS_TEST_S3)('S3BlobStore against a real object store', () => {
   let prefix: string;
   let store: S3BlobStore;
   const names = async () => (await objectsUnder(`${prefix}/`)).map((o) => o.name.slice(prefix.length + 1)).sort();
 
+  beforeAll(ensureTestBucket);
   beforeAll(() => {
-    const s3 = inject('s3')!;
+    const s3 = testObjectStore()!;
     prefix = newS3Prefix();
     store = new S3BlobStore({
       endpoint: s3.endpoint,
@@ -46,7 +54,7 @@ describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a re
 
   it('checks the bucket at start: a missing one is a clear error', async () => {
     await expect(store.verify()).resolves.toBeUndefined();
-    const s3 = inject('s3')!;
+    const s3 = testObjectStore()!;
     const missing = new S3BlobStore({
       endpoint: s3.endpoint,
       region: 'us-east-1',
@@ -217,7 +225,7 @@ describe.skipIf(!blobStoresUnderTest().includes('s3'))('S3BlobStore against a re
   });
 
   it('turns a store that does not answer into an ObjectStoreError that names no bucket', async () => {
-    const s3 = inject('s3')!;
+    const s3 = testObjectStore()!;
     const dead = new S3BlobStore({
       endpoint: 'http://127.0.0.1:9', // discard: nothing listens
       region: 'us-east-1',

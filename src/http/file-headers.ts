@@ -1,8 +1,10 @@
-// Request headers of file writes other than the Upload-* fields (upload-fields.ts): digests and Content-Disposition,
-// parsed with maintained parsers. Every malformed value is a 400 bad-content before any byte of the body is read.
+// Header fields of files other than the Upload-* fields (upload-headers.ts): digests and Content-Disposition of
+// writes, parsed with maintained parsers (every malformed value is a 400 bad-content before any byte of the body is
+// read), the Range of downloads, and the Repr-Digest of answers.
 import { parse as parseDisposition } from 'content-disposition';
 import { parseDictionary, serializeDictionary } from 'structured-headers';
-import { Problem } from '../../errors.js';
+import type { RangeRequest } from '../domain/files/byte-ranges.js';
+import { Problem } from '../errors.js';
 
 /**
  * The expected SHA-256 from `Repr-Digest`, or from `Content-Digest` when there is no `Repr-Digest` (for a whole,
@@ -35,22 +37,6 @@ export function parseSha256Digest(
 /** `Repr-Digest` of stored bytes, from their hex SHA-256. */
 export function reprDigestOf(sha256Hex: string): string {
   return serializeDictionary(new Map([['sha-256', [Buffer.from(sha256Hex, 'hex'), new Map()]]]));
-}
-
-/**
- * What changes how a name is displayed rather than what it says: control characters (Cc), format characters (Cf:
- * the bidi controls U+202A-U+202E, U+2066-U+2069, U+200E, U+200F and U+061C among them, with zero-width and tag
- * characters), line and paragraph separators (Zl, Zp), and unpaired surrogates (Cs), which no encoding can carry.
- * A right-to-left override would show `photo<U+202E>gpj.exe` as `photoexe.jpg`.
- */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
-
-/**
- * A part of a filename offered to a client (the element's name, the file's extension) without hidden characters
- * (see HIDDEN), with path separators as `_` and no surrounding white space; empty when nothing is left.
- */
-export function fileNamePart(text: string): string {
-  return text.replace(HIDDEN, '').replace(/[\\/]/g, '_').trim();
 }
 
 const EXTENSION = /^[a-z0-9][a-z0-9_+-]{0,31}$/;
@@ -103,4 +89,28 @@ function parseStructured<T>(parse: () => T, name: string): T {
   } catch {
     throw new Problem('bad-content', `The header '${name}' is not a valid structured field.`);
   }
+}
+
+const SINGLE_RANGE = /^bytes=(\d*)-(\d*)$/i;
+
+/**
+ * The `Range` of a download: null without one; the problem (400 bad-content) for an unparsable form, another unit,
+ * a multi-range or a range that ends before it starts. The problem is the domain's to answer: only when If-Range
+ * lets the range apply, after the checks of the element and its preconditions.
+ */
+export function parseRange(header: string | undefined): RangeRequest | Problem | null {
+  if (header === undefined) return null;
+  const value = header.trim();
+  if (value.includes(',')) return new Problem('bad-content', 'Only one range per request is supported.');
+  const match = SINGLE_RANGE.exec(value);
+  if (!match || (match[1] === '' && match[2] === ''))
+    return new Problem(
+      'bad-content',
+      'The Range header must have the form bytes=<start>-<end>, bytes=<start>- or bytes=-<suffix length>.',
+    );
+  const [, first, last] = match as unknown as [string, string, string];
+  if (first === '') return { suffix: Number(last) };
+  if (last !== '' && Number(last) < Number(first))
+    return new Problem('bad-content', 'The range ends before it starts.');
+  return { first: Number(first), last: last === '' ? null : Number(last) };
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DurableFileSink } from '../../src/blob/durable-sink.js';
+import { DurableFileSink } from '../../../src/blob/durable-sink.js';
 
 /** Paths this process holds open (Linux). */
 const openPaths = () =>

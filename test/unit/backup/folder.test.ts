@@ -4,8 +4,8 @@
 import { symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BackupFolder } from '../../src/backup/folder.js';
-import { NOT_REGULAR, namedPipe, REFUSED_WITHIN_MS, tempDir, writeBackup } from './helpers.js';
+import { BackupFolder } from '../../../src/backup/folder.js';
+import { NOT_REGULAR, namedPipe, REFUSED_WITHIN_MS, tempDir, writeBackup } from '../../backup/helpers.js';
 
 const SECRET = 'the secret outside the backup folder\n';
 
