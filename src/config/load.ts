@@ -266,5 +266,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const settings = runtime.configPath ? readSettingsFile(runtime.configPath) : validateSettings({});
   if (settings.file.storage === 's3' && runtime.s3Credentials === null)
     throw new ConfigError('AWS_ACCESS_KEY_ID', "must be set (with AWS_SECRET_ACCESS_KEY) when file.storage is 's3'");
+  // The metrics tell about routes, load and the pool: never on the port the service's clients reach.
+  if (settings.metrics.enabled && settings.metrics.port !== 0 && settings.metrics.port === runtime.port)
+    throw new ConfigError('metrics.port', `must differ from PORT (${runtime.port})`);
   return { settings, runtime };
 }

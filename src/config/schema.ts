@@ -69,6 +69,9 @@ export const SettingsSchema = Type.Object(
       bodyIdleTimeoutInSeconds: seconds(30, 1),
       bodyMinBytesPerSecond: int(4096),
       bodyRateWindowInSeconds: seconds(30, 1),
+      // On SIGTERM /health/ready answers 503 this long before the listener closes, so that a load balancer stops
+      // sending new requests first (docs/operations.md, "Probes").
+      shutdownDelayInSeconds: seconds(0),
     }),
     pageSize: obj({ min: int(5, 1), default: int(25, 1), max: int(100, 1) }),
     register: obj({
@@ -154,6 +157,12 @@ export const SettingsSchema = Type.Object(
     // next WAL segments and a restart (docs/operations.md, "Disk space"); 0 turns the check off.
     storage: obj({ minFreeSpaceInBytes: int(64 * MiB) }),
     securityTxt: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
+    // Prometheus metrics on a listener of their own, never on the service's port (src/metrics; port 0: any free one).
+    metrics: obj({
+      enabled: Type.Boolean({ default: true }),
+      host: Type.String({ minLength: 1, pattern: '^[^\\s/]+$', default: '127.0.0.1' }),
+      port: Type.Integer({ minimum: 0, maximum: 65535, default: 9464 }),
+    }),
   },
   { additionalProperties: false },
 );

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
+import { measureRequests } from '../metrics/http.js';
 import type { Services } from '../services.js';
 import { guardConnections } from './connection-guard.js';
 import explorerRoutes from './explorer.js';
@@ -17,6 +18,7 @@ import type { RouteDeps } from './route-deps.js';
 import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
 import fileRoutes from './routes/files.js';
+import healthRoutes from './routes/health.js';
 import searchRoutes from './routes/search.js';
 import systemRoutes from './routes/system.js';
 import uploadRoutes from './routes/uploads.js';
@@ -42,6 +44,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   // sees is validated against the document (test/helpers/openapi-check.ts).
   app.setValidatorCompiler(() => acceptAsParsed);
   app.setSerializerCompiler(() => JSON.stringify);
+  if (services.metrics) measureRequests(app, services.metrics);
   answerConnect(app);
   guardConnections(app, config.settings.server);
   // Routed so that an element can answer them 501 (resource.ts); Node's parser knows them. Bodyless: Fastify never
@@ -77,6 +80,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   const deps = { config, services };
   await registerOpenApi(app);
   await app.register(systemRoutes, deps);
+  await app.register(healthRoutes, deps);
   await app.register(accountRoutes, deps);
   await app.register(elementRoutes, deps);
   await app.register(fileRoutes, deps);
