@@ -20,7 +20,7 @@ export interface RunningServer {
   url: string;
   /** Where Prometheus scrapes (metrics.enabled), or null. */
   metricsUrl: string | null;
-  /** Readiness turns 503, then (after server.shutdownDelayInSeconds) in-flight requests finish and it all stops. */
+  /** Readiness turns 503, then (after health.shutdownDelayInSeconds) in-flight requests finish and it all stops. */
   close(): Promise<void>;
   /**
    * Resolves, with the exit code the process should end with, once the server has stopped on its own: its embedded
@@ -80,13 +80,14 @@ export async function startServer(
     const close = () =>
       (closing ??= (async () => {
         services.readiness.drain();
-        await delay(config.settings.server.shutdownDelayInSeconds * 1000);
+        await delay(config.settings.health.shutdownDelayInSeconds * 1000);
         await admin?.close();
         await app.close(); // stops accepting, waits for in-flight requests
         await jobs.stop();
         await services.blobs.settled(); // background unlinks of dropped bytes
         await db.close();
         await metrics?.close();
+        await services.tracing?.shutdown(); // sends the spans not yet sent
         releaseLock();
         logger.info('trellis stopped');
       })());

@@ -29,6 +29,8 @@ import { embeddedDatabaseDir } from './storage/open.js';
 import { checkSchemaCurrent } from './storage/schema-state.js';
 import { sqlSearchEngine } from './storage/search/search-engine.js';
 import { sqlTransactions } from './storage/transactions.js';
+import type { Tracing } from './tracing/port.js';
+import { tracedBlobStore, tracedDb } from './tracing/wrappers.js';
 
 export interface Services {
   db: Db;
@@ -44,15 +46,23 @@ export interface Services {
   readiness: Readiness;
   /** The Prometheus metrics (metrics.enabled), which server.ts serves on their own listener; null when off. */
   metrics: PromMetrics | null;
+  /** Spans over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT); null when not configured. */
+  tracing: Tracing | null;
 }
 
 export async function createServices(config: Config, givenDb: Db, clock: Clock): Promise<Services> {
   const { settings, runtime } = config;
   // With metrics on, the database and the blob store are wrapped to time every statement and call (src/metrics).
+  // With an OTLP endpoint, they are wrapped again to trace them; the SDK is loaded only then.
   const metrics = settings.metrics.enabled ? new PromMetrics() : null;
-  const db = metrics ? measuredDb(givenDb, metrics) : givenDb;
+  const tracing = runtime.otlpTracesUrl
+    ? (await import('./tracing/tracing.js')).startTracing(runtime.otlpTracesUrl)
+    : null;
+  const measured = metrics ? measuredDb(givenDb, metrics) : givenDb;
+  const db = tracing ? tracedDb(measured, tracing) : measured;
   const store = await createBlobStore(config);
-  const blobs = metrics ? measuredBlobStore(store, settings.file.storage, metrics) : store;
+  const measuredStore = metrics ? measuredBlobStore(store, settings.file.storage, metrics) : store;
+  const blobs = tracing ? tracedBlobStore(measuredStore, settings.file.storage, tracing) : measuredStore;
   const transactions = sqlTransactions(db);
   const decisions = metrics
     ? new CountedAccessDecisions({ sessionEpoch: db.sessionEpoch }, metrics)
@@ -86,7 +96,21 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
         : blobs.verify(),
   });
   metrics?.watchReadiness(() => readiness.report());
-  return { db, clock, blobs, accounts, elements, collections, files, uploads, search, capacity, readiness, metrics };
+  return {
+    db,
+    clock,
+    blobs,
+    accounts,
+    elements,
+    collections,
+    files,
+    uploads,
+    search,
+    capacity,
+    readiness,
+    metrics,
+    tracing,
+  };
 }
 
 /**

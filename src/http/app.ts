@@ -6,6 +6,7 @@ import type { Config } from '../config/schema.js';
 import { Problem } from '../errors.js';
 import { measureRequests } from '../metrics/http.js';
 import type { Services } from '../services.js';
+import { traceRequests, withTraceId } from '../tracing/http.js';
 import { guardConnections } from './connection-guard.js';
 import explorerRoutes from './explorer.js';
 import { COMMON_HEADERS } from './headers.js';
@@ -36,7 +37,7 @@ const JSON_BODY_LIMIT = 8 * 1024 * 1024;
 const acceptAsParsed = () => true;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
-  const app = createFastify(config, logger);
+  const app = createFastify(config, logger, services.tracing);
   // The route schemas describe the interface (the OpenAPI document) and type the handlers; they compile into no
   // validator and no serialiser. The domain parses every request, answering each fault with its own problem in its
   // own order (credentials first; configuration-dependent rules), and the handlers send JSON that is already
@@ -44,6 +45,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   // sees is validated against the document (test/helpers/openapi-check.ts).
   app.setValidatorCompiler(() => acceptAsParsed);
   app.setSerializerCompiler(() => JSON.stringify);
+  if (services.tracing) traceRequests(app, services.tracing);
   if (services.metrics) measureRequests(app, services.metrics);
   answerConnect(app);
   guardConnections(app, config.settings.server);
@@ -112,9 +114,11 @@ function answerConnect(app: App): void {
 }
 
 /** The Fastify instance with the service's server options. */
-function createFastify(config: Config, logger: FastifyBaseLogger | undefined): App {
+function createFastify(config: Config, logger: FastifyBaseLogger | undefined, tracing: Services['tracing']): App {
   return Fastify({
-    ...(logger ? { loggerInstance: logger, childLoggerFactory: requestLogger } : { logger: false }),
+    ...(logger
+      ? { loggerInstance: logger, childLoggerFactory: withTraceId(requestLogger, tracing) }
+      : { logger: false }),
     bodyLimit: JSON_BODY_LIMIT,
     exposeHeadRoutes: true,
     return503OnClosing: false,

@@ -1,16 +1,11 @@
 // Requests as the metrics see them: a Fastify hook that counts and times every answered request by its route's
-// template, and counts the bytes its connection received and sent for it.
-import type { Socket } from 'node:net';
+// template.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../http/types.js';
 import type { PromMetrics } from './registry.js';
 
 /** The routes whose 429 is a login's back-off (domain/accounts/throttle.ts). */
 const LOGIN_ROUTES = new Set(['/token', '/change-password']);
-
-/** The socket's counts when its previous response had ended (none: the connection's first request). */
-const COUNTED = Symbol('trellis.metrics.socketBytes');
-type CountedSocket = Socket & { [COUNTED]?: { read: number; written: number } };
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
 
@@ -34,14 +29,4 @@ function answered(request: FastifyRequest, reply: FastifyReply, metrics: PromMet
     metrics.tooManyRequests.labels(route).inc();
     if (LOGIN_ROUTES.has(route)) metrics.loginBackoffs.inc();
   }
-  const socket = request.raw.socket as CountedSocket | null;
-  if (socket === null) return;
-  // What the socket moved since the previous response on it ended: every byte is counted once. Not by route: the
-  // next request's bytes may have arrived before the previous response's hook ran, so the split between two
-  // requests of one connection is not exact, only the sum.
-  const before = socket[COUNTED] ?? { read: 0, written: 0 };
-  const now = { read: socket.bytesRead, written: socket.bytesWritten };
-  socket[COUNTED] = now;
-  if (now.read > before.read) metrics.receivedBytes.inc(now.read - before.read);
-  if (now.written > before.written) metrics.sentBytes.inc(now.written - before.written);
 }

@@ -42,13 +42,15 @@ export class PromMetrics implements Metrics {
     registers: [this.registry],
   });
   readonly receivedBytes = new Counter({
-    name: 'trellis_http_received_bytes_total',
-    help: 'Bytes of requests received (heads and bodies, uploads included).',
+    name: 'trellis_file_received_bytes_total',
+    help: 'Bytes of uploads (direct and resumable) stored in the blob store, by store.',
+    labelNames: ['store'],
     registers: [this.registry],
   });
   readonly sentBytes = new Counter({
-    name: 'trellis_http_sent_bytes_total',
-    help: 'Bytes of responses sent (heads and bodies, downloads included).',
+    name: 'trellis_file_sent_bytes_total',
+    help: 'Bytes of files (or ranges) downloads opened in the blob store, by store.',
+    labelNames: ['store'],
     registers: [this.registry],
   });
   readonly tooManyRequests = new Counter({

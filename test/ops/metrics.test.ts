@@ -2,8 +2,12 @@
 // requests by route template, method and status class, the database pool and statements by name, search steps,
 // uploads and bytes, blob store calls, login back-offs and 429s, remembered access decisions, and the process's own;
 // labels never carry an id or a token.
+
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateSettings } from '../../src/config/load.js';
+import { loadConfig, validateSettings } from '../../src/config/load.js';
 import { type MetricsListener, startMetricsListener } from '../../src/metrics/listener.js';
 import { attachFile, createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 
@@ -92,13 +96,13 @@ describeBackends(
       expect(text).toMatch(/trellis_db_statement_duration_seconds_count\{statement="search"\}/);
     });
 
-    it('counts bytes received and sent, uploads in progress and blob store calls by store and operation', async () => {
+    it('counts file bytes received and sent, uploads in progress and blob store calls by store and operation', async () => {
       const download = await h().request('GET', `/${id}/file`, { token });
       expect(download.status).toBe(200);
       const text = await scrape();
       const store = h().blobStore;
-      expect(sample(text, 'trellis_http_received_bytes_total')).toBeGreaterThanOrEqual(bytes.length);
-      expect(sample(text, 'trellis_http_sent_bytes_total')).toBeGreaterThanOrEqual(bytes.length);
+      expect(sample(text, 'trellis_file_received_bytes_total', { store })).toBe(bytes.length);
+      expect(sample(text, 'trellis_file_sent_bytes_total', { store })).toBe(bytes.length);
       expect(sample(text, 'trellis_uploads_in_progress')).toBe(0);
       expect(sample(text, 'trellis_blob_operation_duration_seconds_count', { store, operation: 'write' })).toBe(1);
       expect(sample(text, 'trellis_blob_operation_duration_seconds_count', { store, operation: 'open' })).toBe(1);
@@ -150,5 +154,16 @@ describe('metrics settings', () => {
     expect(() => validateSettings({ metrics: { port: 70000 } })).toThrow(/metrics\.port/);
     expect(() => validateSettings({ metrics: { host: '' } })).toThrow(/metrics\.host/);
     expect(() => validateSettings({ metrics: { path: '/x' } })).toThrow(/metrics\.path: unknown key/);
+  });
+
+  it('are never served on the service port', () => {
+    const path = join(tmpdir(), `trellis-metrics-${process.pid}.yaml`);
+    writeFileSync(path, 'metrics:\n  port: 8080\n');
+    expect(() => loadConfig({ TRELLIS_CONFIG: path, PORT: '8080' })).toThrow(
+      'invalid configuration: metrics.port: must differ from PORT (8080)',
+    );
+    expect(loadConfig({ TRELLIS_CONFIG: path, PORT: '8081' }).settings.metrics.port).toBe(8080);
+    writeFileSync(path, 'metrics:\n  enabled: false\n  port: 8080\n');
+    expect(loadConfig({ TRELLIS_CONFIG: path, PORT: '8080' }).settings.metrics.enabled).toBe(false);
   });
 });

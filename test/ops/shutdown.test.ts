@@ -1,5 +1,5 @@
 // SIGTERM under load (issue 44, item 1): `trellis serve` answers /health/ready 503 at once, keeps serving for
-// server.shutdownDelayInSeconds so that a load balancer stops sending first, lets the upload in flight finish, and
+// health.shutdownDelayInSeconds so that a load balancer stops sending first, lets the upload in flight finish, and
 // exits 0.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -38,7 +38,7 @@ describe.each(backendsUnderTest())('SIGTERM on trellis serve [%s]', (backend) =>
     const dataDir = await mkdtemp(join(tmpdir(), 'trellis-sigterm-'));
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     const configPath = join(dataDir, 'trellis.yaml');
-    await writeFile(configPath, 'server:\n  shutdownDelayInSeconds: 2\nmetrics:\n  port: 0\n');
+    await writeFile(configPath, 'health:\n  shutdownDelayInSeconds: 2\nmetrics:\n  port: 0\n');
     const env: Record<string, string> = { DATA_DIR: dataDir, TRELLIS_CONFIG: configPath };
     if (backend === 'postgres') {
       const scratch = await scratchPostgresDatabase();
