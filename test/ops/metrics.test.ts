@@ -9,7 +9,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, validateSettings } from '../../src/config/load.js';
 import { type MetricsListener, startMetricsListener } from '../../src/metrics/listener.js';
-import { attachFile, createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
+import {
+  attachFile,
+  backendsUnderTest,
+  createElement,
+  describeBackends,
+  type Harness,
+  startHarness,
+  userWithToken,
+} from '../helpers/harness.js';
 
 /** The value of the sample `name{labels}` in a Prometheus text exposition, or undefined when it is not there. */
 export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -147,6 +155,38 @@ describeBackends(
   },
   { settings: { metrics: { enabled: false } } },
 );
+
+describe.runIf(backendsUnderTest().includes('postgres'))('search budget cancellations [postgres]', () => {
+  it('are counted', async () => {
+    const h = await startHarness('postgres', { settings: { search: { statementTimeoutInSeconds: 1 } } });
+    try {
+      const { token } = await userWithToken(h, 'budget@example.com');
+      await createElement(h, token, { type: 'Note', data: { name: 'budget' } });
+      // A statement that cannot finish in time: the elements are locked until the search gave up.
+      let release!: () => void;
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const holder = h.db.transaction(async (tx) => {
+        await tx.query('LOCK TABLE elements IN ACCESS EXCLUSIVE MODE');
+        locked();
+        await new Promise<void>((resolve) => (release = resolve));
+      });
+      await isLocked;
+      const res = await h.request('POST', '/search', {
+        token,
+        body: { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: 'budget' } } }] },
+      });
+      release();
+      await holder;
+      expect(res.status).toBe(400);
+      const { text } = await h.services.metrics!.exposition();
+      expect(sample(text, 'trellis_search_budget_cancellations_total')).toBe(1);
+      expect(sample(text, 'trellis_http_requests_total', { route: '/search', status_class: '4xx' })).toBe(1);
+    } finally {
+      await h.stop();
+    }
+  });
+});
 
 describe('metrics settings', () => {
   it('default to on, at 127.0.0.1:9464, and are validated', () => {
