@@ -6,6 +6,8 @@ import type { IncomingMessage } from 'node:http';
 import {
   context,
   defaultTextMapGetter,
+  INVALID_SPAN_CONTEXT,
+  isSpanContextValid,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -36,9 +38,13 @@ const incoming = (raw: IncomingMessage) =>
     ? ROOT_CONTEXT
     : propagator.extract(ROOT_CONTEXT, raw.headers, defaultTextMapGetter);
 
+/** Probes come every second from every load balancer: they are not traced (nor are their statements). */
+const untraced = (raw: IncomingMessage) => raw.url?.startsWith('/health/') === true;
+
 /** The request's server span, started the first time it is asked for. */
 function requestSpan(raw: IncomingMessage, tracing: Tracing): Span {
   const traced = raw as Traced;
+  if (untraced(raw)) traced[SPAN] ??= trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
   traced[SPAN] ??= tracing.tracer.startSpan(
     `${raw.method ?? 'HTTP'}`,
     { kind: SpanKind.SERVER, attributes: { 'http.request.method': raw.method ?? '' } },
@@ -53,11 +59,12 @@ function requestSpan(raw: IncomingMessage, tracing: Tracing): Span {
  */
 export function withTraceId(factory: ChildLoggerFactory, tracing: Tracing | null): ChildLoggerFactory {
   return (logger, bindings, options, request) => {
-    const traceId = tracing
-      ? requestSpan(request, tracing).spanContext().traceId
+    const spanContext = tracing
+      ? requestSpan(request, tracing).spanContext()
       : request.headers.traceparent === undefined
         ? undefined
-        : trace.getSpanContext(incoming(request))?.traceId;
+        : trace.getSpanContext(incoming(request));
+    const traceId = spanContext && isSpanContextValid(spanContext) ? spanContext.traceId : undefined;
     return factory(logger, traceId ? { ...bindings, traceId } : bindings, options, request);
   };
 }

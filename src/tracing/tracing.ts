@@ -1,7 +1,7 @@
 // Traces over OTLP/HTTP through the OpenTelemetry SDK, when OTEL_EXPORTER_OTLP_ENDPOINT is set (config/load.ts):
 // a span per request (a child of an incoming W3C traceparent), per SQL statement and per blob store call. This
 // module is loaded only then (services.ts), so that a service without an endpoint loads none of the SDK.
-import { context, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -27,6 +27,8 @@ export function startTracing(url: string): Tracing {
   return {
     tracer,
     async call<T>(name: string, attributes: Record<string, string>, work: () => Promise<T>): Promise<T> {
+      // Only on a request's behalf: background jobs and probes make no traces of their own.
+      if (trace.getSpan(context.active())?.isRecording() !== true) return work();
       const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, context.active());
       try {
         return await work();

@@ -153,6 +153,9 @@ for (const backend of backendsUnderTest())
       const created = await client.request('POST', '/', { token, body: { type: 'Note' } });
       const id = created.headers.get('location')!.slice(1);
       await attachFile(client, token, id, Buffer.from('traced bytes'), 'traced.txt');
+      expect((await client.request('GET', '/health/ready', { headers: { traceparent: TRACEPARENT } })).status).toBe(
+        200,
+      );
       const download = await client.request('GET', `/${id}/file`, {
         token,
         headers: { traceparent: TRACEPARENT },
@@ -181,6 +184,9 @@ for (const backend of backendsUnderTest())
       expect(children.some((span) => span.name === 'blob open')).toBe(true);
       // The other requests are traces of their own, never this one's.
       expect(receiver.spans.some((span) => span.name === 'POST /' && span.traceId !== TRACE_ID)).toBe(true);
+      // Probes make no spans, nor do their statements.
+      for (const span of receiver.spans) expect(span.name).not.toMatch(/health/);
+      expect(inTrace.every((span) => span === server || span.parentSpanId === server.spanId)).toBe(true);
       // Ids and tokens are never span names.
       for (const span of receiver.spans) expect(span.name).not.toContain(id);
     });
