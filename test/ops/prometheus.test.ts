@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installDebianPackages } from '../../scripts/debian-packages.js';
 import { type MetricsListener, startMetricsListener } from '../../src/metrics/listener.js';
 import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 import { freePort } from '../helpers/process.js';
@@ -16,10 +17,6 @@ const OPS = fileURLToPath(new URL('../../ops/', import.meta.url));
 /** promtool and prometheus, from Debian's `prometheus` package, installed the way the other test servers are. */
 async function ensurePrometheus(): Promise<void> {
   if (spawnSync('promtool', ['--version']).status === 0) return;
-  const specifier = new URL('../../scripts/debian-packages.mjs', import.meta.url).href;
-  const { installDebianPackages } = (await import(specifier)) as {
-    installDebianPackages(packages: string[], log: (message: string) => void): Promise<void>;
-  };
   await installDebianPackages(['prometheus'], (message) => process.stderr.write(`[prometheus] ${message}\n`));
 }
 
