@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { SHARED_STORE_GRACE_MS } from './domain/files/files.js';
+import { measuredRun } from './metrics/jobs.js';
 import type { Services } from './services.js';
 import { checkpointIfDue, maintainEmbedded } from './storage/maintenance.js';
 
@@ -42,7 +43,9 @@ export function startJobs(services: Services, config: Config, logger: Logger, ex
   const running = new Set<Promise<unknown>>();
   const timers = jobs.map((job) => {
     const tick = () => {
-      const p = job.run().catch((err) => logger.error({ err, job: job.name }, 'background job failed'));
+      const p = measuredRun(job, services.metrics).catch((err) =>
+        logger.error({ err, job: job.name }, 'background job failed'),
+      );
       running.add(p);
       void p.finally(() => running.delete(p));
     };

@@ -7,6 +7,7 @@ import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { buildApp } from './http/app.js';
 import { startJobs } from './jobs.js';
+import { serveMetrics } from './metrics/listener.js';
 import { createServices } from './services.js';
 import { acquireDataDirLock } from './storage/datadir-lock.js';
 import { embeddedDatabaseDir, openDatabase } from './storage/open.js';
@@ -17,6 +18,9 @@ const REDACT = ['req.headers.authorization', '*.password', '*.currentPassword', 
 
 export interface RunningServer {
   url: string;
+  /** Where Prometheus scrapes (metrics.enabled), or null. */
+  metricsUrl: string | null;
+  /** Readiness turns 503, then (after health.shutdownDelayInSeconds) in-flight requests finish and it all stops. */
   close(): Promise<void>;
   /**
    * Resolves, with the exit code the process should end with, once the server has stopped on its own: its embedded
@@ -61,7 +65,11 @@ export async function startServer(
     const swept = config.settings.file.storage === 'disk' ? await services.files.sweep() : 'in the background';
     logger.info({ swept, leasesReleased: await services.uploads.releaseStaleLeases() }, 'file store checked');
     const app = await buildApp({ config, services, logger });
+    services.readiness.watch((name, state, reason) =>
+      state === 'up' ? logger.info({ name }, 'ready again') : logger.warn({ name, state, reason }, 'not ready'),
+    );
     await app.listen({ port: config.runtime.port, host: config.runtime.host });
+    const metrics = await serveMetrics(services.metrics, config.settings.metrics, logger);
     const jobs = startJobs(services, config, logger);
     const admin = embedded ? await startAdminSocket(config, services, adminCommands, logger) : null;
     const address = app.server.address();
@@ -71,11 +79,15 @@ export async function startServer(
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
+        services.readiness.drain();
+        await delay(config.settings.health.shutdownDelayInSeconds * 1000);
         await admin?.close();
         await app.close(); // stops accepting, waits for in-flight requests
         await jobs.stop();
         await services.blobs.settled(); // background unlinks of dropped bytes
         await db.close();
+        await metrics?.close();
+        await services.tracing?.shutdown(); // sends the spans not yet sent
         releaseLock();
         logger.info('trellis stopped');
       })());
@@ -94,7 +106,7 @@ export async function startServer(
       }
       return report.exitCode;
     });
-    return { url, close, stopped };
+    return { url, metricsUrl: metrics?.url ?? null, close, stopped };
   } catch (error) {
     releaseLock();
     throw error;

@@ -1,5 +1,7 @@
 // The composition root: builds every domain service from configuration, the database, the clock and the blob
 // store, once, and hands them to the HTTP layer and the CLI.
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BlobStore } from './blob/blob-store.js';
 import { FsBlobStore } from './blob/fs-blob-store.js';
@@ -13,6 +15,11 @@ import { Elements } from './domain/elements/elements.js';
 import { Files } from './domain/files/files.js';
 import { Search } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads/uploads.js';
+import { Readiness } from './health/readiness.js';
+import { CountedAccessDecisions } from './metrics/access-decisions.js';
+import { measuredBlobStore } from './metrics/blob-store.js';
+import { measuredDb } from './metrics/database.js';
+import { PromMetrics } from './metrics/registry.js';
 import { AccessDecisions } from './storage/access-decisions.js';
 import { sqlAccountStore, sqlCredentialFailureStore, sqlRegistrationCountStore } from './storage/account-store.js';
 import type { Db } from './storage/db.js';
@@ -20,9 +27,12 @@ import { sqlElementStore } from './storage/element-store.js';
 import { sqlFileStore } from './storage/file-store.js';
 import { StatfsGauge, type WatchedFolder } from './storage/free-space.js';
 import { embeddedDatabaseDir } from './storage/open.js';
+import { checkSchemaCurrent } from './storage/schema-state.js';
 import { sqlSearchEngine } from './storage/search/search-engine.js';
 import { sqlTransactions } from './storage/transactions.js';
 import { sqlUploadStore } from './storage/upload-store.js';
+import type { Tracing } from './tracing/port.js';
+import { tracedBlobStore, tracedDb } from './tracing/wrappers.js';
 
 export interface Services {
   db: Db;
@@ -35,13 +45,30 @@ export interface Services {
   uploads: Uploads;
   search: Search;
   capacity: Capacity;
+  readiness: Readiness;
+  /** The Prometheus metrics (metrics.enabled), which server.ts serves on their own listener; null when off. */
+  metrics: PromMetrics | null;
+  /** Spans over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT); null when not configured. */
+  tracing: Tracing | null;
 }
 
-export async function createServices(config: Config, db: Db, clock: Clock): Promise<Services> {
+export async function createServices(config: Config, givenDb: Db, clock: Clock): Promise<Services> {
   const { settings, runtime } = config;
-  const blobs = await createBlobStore(config);
+  // With metrics on, the database and the blob store are wrapped to time every statement and call (src/metrics).
+  // With an OTLP endpoint, they are wrapped again to trace them; the SDK is loaded only then.
+  const metrics = settings.metrics.enabled ? new PromMetrics() : null;
+  const tracing = runtime.otlpTracesUrl
+    ? (await import('./tracing/tracing.js')).startTracing(runtime.otlpTracesUrl)
+    : null;
+  const measured = metrics ? measuredDb(givenDb, metrics) : givenDb;
+  const db = tracing ? tracedDb(measured, tracing) : measured;
+  const store = await createBlobStore(config);
+  const measuredStore = metrics ? measuredBlobStore(store, settings.file.storage, metrics) : store;
+  const blobs = tracing ? tracedBlobStore(measuredStore, settings.file.storage, tracing) : measuredStore;
   const transactions = sqlTransactions(db);
-  const decisions = new AccessDecisions({ sessionEpoch: db.sessionEpoch });
+  const decisions = metrics
+    ? new CountedAccessDecisions({ sessionEpoch: db.sessionEpoch }, metrics)
+    : new AccessDecisions({ sessionEpoch: db.sessionEpoch });
   const elementStore = sqlElementStore(decisions);
   const authentication = new Authentication(sqlAccountStore, transactions);
   const counters = { failures: sqlCredentialFailureStore(db), registrations: sqlRegistrationCountStore(db) };
@@ -59,9 +86,33 @@ export async function createServices(config: Config, db: Db, clock: Clock): Prom
   const elements = new Elements(transactions, elementStore, authentication, settings, clock, blobs, collections);
   const files = new Files(transactions, sqlFileStore, settings, clock, blobs, elements);
   const uploads = new Uploads(transactions, sqlUploadStore, settings, clock, blobs, elements, files);
-  const search = new Search(transactions, sqlSearchEngine(), settings);
+  const search = new Search(transactions, sqlSearchEngine(), settings, metrics ?? undefined);
   const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
-  return { db, clock, blobs, accounts, elements, collections, files, uploads, search, capacity };
+  metrics?.observe('trellis_uploads_in_progress', 'Uploads streaming in now.', () => files.uploadSlots.inUse);
+  const readiness = new Readiness({
+    database: () => checkSchemaCurrent(db),
+    // The disk store's folder must be readable and writable; the bucket must answer (HeadBucket).
+    blobStore: () =>
+      settings.file.storage === 'disk'
+        ? access(fileStoreDir(runtime.dataDir), constants.R_OK | constants.W_OK)
+        : blobs.verify(),
+  });
+  metrics?.watchReadiness(() => readiness.report());
+  return {
+    db,
+    clock,
+    blobs,
+    accounts,
+    elements,
+    collections,
+    files,
+    uploads,
+    search,
+    capacity,
+    readiness,
+    metrics,
+    tracing,
+  };
 }
 
 /**

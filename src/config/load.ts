@@ -257,7 +257,20 @@ function readRuntime(env: NodeJS.ProcessEnv): Runtime {
     anonymousUserId: anonymous?.toLowerCase() ?? null,
     logLevel,
     configPath: env.TRELLIS_CONFIG || null,
+    otlpTracesUrl: otlpTracesUrl(env),
   };
+}
+
+/** The OTLP/HTTP traces URL the standard variables name (the signal's own, or the base endpoint's /v1/traces). */
+function otlpTracesUrl(env: NodeJS.ProcessEnv): string | null {
+  const [name, url] = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+    ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT]
+    : env.OTEL_EXPORTER_OTLP_ENDPOINT
+      ? ['OTEL_EXPORTER_OTLP_ENDPOINT', `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`]
+      : [null, null];
+  if (name === null) return null;
+  if (!/^https?:\/\/[^\s/]+/.test(url)) throw new ConfigError(name, 'must be an http:// or https:// URL');
+  return url;
 }
 
 /** The whole configuration from the environment; throws ConfigError naming the offending key. */
@@ -266,5 +279,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const settings = runtime.configPath ? readSettingsFile(runtime.configPath) : validateSettings({});
   if (settings.file.storage === 's3' && runtime.s3Credentials === null)
     throw new ConfigError('AWS_ACCESS_KEY_ID', "must be set (with AWS_SECRET_ACCESS_KEY) when file.storage is 's3'");
+  // The metrics tell about routes, load and the pool: never on the port the service's clients reach.
+  if (settings.metrics.enabled && settings.metrics.port !== 0 && settings.metrics.port === runtime.port)
+    throw new ConfigError('metrics.port', `must differ from PORT (${runtime.port})`);
   return { settings, runtime };
 }

@@ -154,6 +154,15 @@ export const SettingsSchema = Type.Object(
     // next WAL segments and a restart (docs/operations.md, "Disk space"); 0 turns the check off.
     storage: obj({ minFreeSpaceInBytes: int(64 * MiB) }),
     securityTxt: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
+    // On SIGTERM /health/ready answers 503 this long before the listener closes, so that a load balancer stops
+    // sending new requests first (docs/operations.md, "Probes, metrics and alerts").
+    health: obj({ shutdownDelayInSeconds: seconds(0) }),
+    // Prometheus metrics on a listener of their own, never on the service's port (src/metrics; port 0: any free one).
+    metrics: obj({
+      enabled: Type.Boolean({ default: true }),
+      host: Type.String({ minLength: 1, pattern: '^[^\\s/]+$', default: '127.0.0.1' }),
+      port: Type.Integer({ minimum: 0, maximum: 65535, default: 9464 }),
+    }),
   },
   { additionalProperties: false },
 );
@@ -171,6 +180,11 @@ export interface Runtime {
   configPath: string | null;
   /** AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN), when set: the object store's credentials. */
   s3Credentials: S3Credentials | null;
+  /**
+   * Where spans are sent over OTLP/HTTP: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT with
+   * /v1/traces; unset (or null): no tracing (src/tracing).
+   */
+  otlpTracesUrl?: string | null;
 }
 
 interface S3Credentials {

@@ -12,11 +12,14 @@ import { installJsonBodyParser } from './json-body.js';
 import { registerOpenApi } from './openapi.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
 import { requestLogger } from './request-logger.js';
+import { measureRequests } from './request-metrics.js';
+import { traceRequests, withTraceId } from './request-tracing.js';
 import { WEBDAV_METHODS } from './resource.js';
 import type { RouteDeps } from './route-deps.js';
 import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
 import fileRoutes from './routes/files.js';
+import healthRoutes from './routes/health.js';
 import searchRoutes from './routes/search.js';
 import systemRoutes from './routes/system.js';
 import uploadRoutes from './routes/uploads.js';
@@ -34,7 +37,7 @@ const JSON_BODY_LIMIT = 8 * 1024 * 1024;
 const acceptAsParsed = () => true;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
-  const app = createFastify(config, logger);
+  const app = createFastify(config, logger, services.tracing);
   // The route schemas describe the interface (the OpenAPI document) and type the handlers; they compile into no
   // validator and no serialiser. The domain parses every request, answering each fault with its own problem in its
   // own order (credentials first; configuration-dependent rules), and the handlers send JSON that is already
@@ -42,6 +45,8 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   // sees is validated against the document (test/helpers/openapi-check.ts).
   app.setValidatorCompiler(() => acceptAsParsed);
   app.setSerializerCompiler(() => JSON.stringify);
+  if (services.tracing) traceRequests(app, services.tracing);
+  if (services.metrics) measureRequests(app, services.metrics);
   answerConnect(app);
   guardConnections(app, config.settings.server);
   // Routed so that an element can answer them 501 (resource.ts); Node's parser knows them. Bodyless: Fastify never
@@ -77,6 +82,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   const deps = { config, services };
   await registerOpenApi(app);
   await app.register(systemRoutes, deps);
+  await app.register(healthRoutes, deps);
   await app.register(accountRoutes, deps);
   await app.register(elementRoutes, deps);
   await app.register(fileRoutes, deps);
@@ -108,9 +114,11 @@ function answerConnect(app: App): void {
 }
 
 /** The Fastify instance with the service's server options. */
-function createFastify(config: Config, logger: FastifyBaseLogger | undefined): App {
+function createFastify(config: Config, logger: FastifyBaseLogger | undefined, tracing: Services['tracing']): App {
   return Fastify({
-    ...(logger ? { loggerInstance: logger, childLoggerFactory: requestLogger } : { logger: false }),
+    ...(logger
+      ? { loggerInstance: logger, childLoggerFactory: withTraceId(requestLogger, tracing) }
+      : { logger: false }),
     bodyLimit: JSON_BODY_LIMIT,
     exposeHeadRoutes: true,
     return503OnClosing: false,

@@ -47,6 +47,8 @@ export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /** The access epoch as this process sees it, on a database only this process uses (PGlite; access-decisions.ts). */
   readonly sessionEpoch?: SessionAccessEpoch;
+  /** The connection pool's counts, read by the metrics (src/metrics/database.ts). */
+  readonly pool?: Pick<pg.Pool, 'totalCount' | 'idleCount' | 'waitingCount' | 'options'>;
   /**
    * Runs `work` in one transaction; it commits when `work` resolves and rolls back when it throws. A
    * `statementTimeoutMs` cancels any of its statements that runs longer (SQLSTATE 57014), on both backends
@@ -244,6 +246,7 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions =
   const waitMs = bounded ? statementTimeoutMs + ANSWER_GRACE_MS : 0;
   const db: Db = {
     kind,
+    pool,
     /**
      * One statement on a connection that goes back to the pool whether the statement succeeded or not. pg-pool's
      * own `query` drops the connection when the statement fails, even for an error of the database's (a division by

@@ -9,6 +9,7 @@ import { type ExpressionOptions, resolveExpressions } from '../../search/languag
 import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
 import { type ElementId, isPlainObject as isObject, parseElementId } from '../../values.js';
 import type { ElementJson } from '../elements/representation.js';
+import { type Metrics, noMetrics } from '../metrics.js';
 import type { Transactions, Tx } from '../transactions.js';
 import type { SearchEngine } from './ports.js';
 import { runCypherPaths, runSearchEngine } from './steps.js';
@@ -89,6 +90,7 @@ export class Search {
     private readonly transactions: Transactions,
     private readonly engine: SearchEngine,
     private readonly settings: Settings,
+    private readonly metrics: Metrics = noMetrics,
   ) {}
 
   /** Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`. */
@@ -104,10 +106,12 @@ export class Search {
       );
     } catch (error) {
       const failure = this.transactions.failureOf(error);
-      if (failure === 'statement-cancelled')
+      if (failure === 'statement-cancelled') {
+        this.metrics.searchCancelled();
         throw badContent(
           `The search ran longer than its budget of ${budget} s per statement (search.statementTimeoutInSeconds); narrow it down.`,
         );
+      }
       // The statement nested deeper than the database's stack allows (pglite-wire.ts raises the same on the embedded one).
       if (failure === 'too-complex')
         throw badContent('The search is too complex for the database to run; simplify it.');
@@ -135,6 +139,7 @@ export class Search {
       const start = nowSeconds();
       const { output, fields } = await this.runStep(tx, userId, step, parameters, outputs.at(-1) ?? null);
       const end = nowSeconds();
+      this.metrics.searchStep(step.kind, end - start);
       outputs.push(output);
       if (output.kind === 'hydration') results = output.value;
       if (request.debug)
