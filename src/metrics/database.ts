@@ -38,9 +38,10 @@ function timed(run: Run, metrics: PromMetrics): Run {
 }
 
 function timedQueryable(q: Queryable, metrics: PromMetrics): Queryable {
-  const query = timed(q.query.bind(q) as Run, metrics);
+  // Looked up at each call, not bound once: whoever wraps `q` later (a test counting statements) is still called.
+  const query = timed(((text, values, name) => q.query(text, values, name)) as Run, metrics);
   // A transaction's `read` is its `query`: one wrapper serves both.
-  const read = q.read === q.query ? query : timed(q.read.bind(q) as Run, metrics);
+  const read = q.read === q.query ? query : timed(((text, values, name) => q.read(text, values, name)) as Run, metrics);
   return { query, read } as Queryable;
 }
 

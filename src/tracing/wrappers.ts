@@ -17,8 +17,9 @@ function tracedRun(run: Run, tracing: Tracing): Run {
 }
 
 function tracedQueryable(q: Queryable, tracing: Tracing): Queryable {
-  const query = tracedRun(q.query.bind(q), tracing);
-  const read = q.read === q.query ? query : tracedRun(q.read.bind(q), tracing);
+  // Looked up at each call, not bound once (as metrics/database.ts does).
+  const query = tracedRun((text, values, name) => q.query(text, values, name), tracing);
+  const read = q.read === q.query ? query : tracedRun((text, values, name) => q.read(text, values, name), tracing);
   return { query, read };
 }
 

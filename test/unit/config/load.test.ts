@@ -272,6 +272,7 @@ describe('loadConfig, further', () => {
       anonymousUserId: null,
       logLevel: 'info',
       configPath: null,
+      otlpTracesUrl: null,
     });
     expect(settings).toEqual(validateSettings({}));
   });
