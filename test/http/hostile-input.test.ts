@@ -7,7 +7,7 @@
 // runs of every property (a long hunt: 200 or more); TRELLIS_HOSTILE_VERBOSE=1 (2: with details) prints the answers seen.
 import { createHash, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { PROBLEMS } from '../../src/errors.js';
 import { tinyPng } from '../files/fixtures.js';
 import { attachFile, createElement, describeBackends, type TestResponse, userWithToken } from '../helpers/harness.js';
@@ -902,6 +902,18 @@ describeBackends('hostile input', (h) => {
     nodes = [lily, tulip, order, secret];
     known = [...nodes, relation, alice.id, bob.id];
     for (let i = 0; i < 4; i++) scratch.push(await createElement(h(), alice.token, { type: 'Note', data: { i } }));
+  });
+
+  // A hostile request may end its sender's own token (DELETE /token is alice's to send): each property starts with
+  // tokens that work, whatever the properties before it sent.
+  beforeEach(async () => {
+    for (const user of [alice, bob]) {
+      if ((await h().request('GET', '/me', { token: user.token })).status !== 401) continue;
+      const body = { type: 'Token', uniqueUserIdentifier: user.identifier, password: user.password };
+      const issued = await h().request('POST', '/token', { body });
+      expect(issued.status).toBe(201);
+      user.token = issued.json.token;
+    }
   });
 
   const tokenFor = (who: 'alice' | 'bob' | 'none' | 'garbage', garbage = '') =>
