@@ -19,6 +19,7 @@ export function startJobs(services: Services, config: Config, logger: Logger, ex
   const jobs: Job[] = [
     { name: 'delete-expired-tokens', intervalMs: 60_000, run: () => services.accounts.deleteExpiredTokens() },
     { name: 'clean-uploads', intervalMs: 60_000, run: () => services.uploads.cleanup() },
+    { name: 'prune-events', intervalMs: 60_000, run: () => services.events.prune() },
     {
       name: 'forget-credential-failures',
       intervalMs: 60_000,

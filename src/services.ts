@@ -12,6 +12,7 @@ import { Authentication } from './domain/accounts/authentication.js';
 import { Capacity } from './domain/capacity.js';
 import { Collections } from './domain/elements/collections.js';
 import { Elements } from './domain/elements/elements.js';
+import { Feed } from './domain/events/feed.js';
 import { Files } from './domain/files/files.js';
 import { Search } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads/uploads.js';
@@ -24,9 +25,11 @@ import { AccessDecisions } from './storage/access-decisions.js';
 import { sqlAccountStore, sqlCredentialFailureStore, sqlRegistrationCountStore } from './storage/account-store.js';
 import type { Db } from './storage/db.js';
 import { sqlElementStore } from './storage/element-store.js';
+import { sqlEventLog } from './storage/event-log.js';
 import { sqlFileStore } from './storage/file-store.js';
 import { StatfsGauge, type WatchedFolder } from './storage/free-space.js';
 import { embeddedDatabaseDir } from './storage/open.js';
+import { EVENTS_CHANNEL } from './storage/schema/events.js';
 import { checkSchemaCurrent } from './storage/schema-state.js';
 import { sqlSearchEngine } from './storage/search/search-engine.js';
 import { sqlTransactions } from './storage/transactions.js';
@@ -44,6 +47,8 @@ export interface Services {
   files: Files;
   uploads: Uploads;
   search: Search;
+  /** The change feed (GET /events); it starts listening with its first subscription. */
+  events: Feed;
   capacity: Capacity;
   readiness: Readiness;
   /** The Prometheus metrics (metrics.enabled), which server.ts serves on their own listener; null when off. */
@@ -87,6 +92,14 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
   const files = new Files(transactions, sqlFileStore, settings, clock, blobs, elements);
   const uploads = new Uploads(transactions, sqlUploadStore, settings, clock, blobs, elements, files);
   const search = new Search(transactions, sqlSearchEngine(), settings, metrics ?? undefined);
+  const events = new Feed({
+    log: sqlEventLog,
+    transactions,
+    authentication,
+    now: () => clock.now(),
+    signal: (onNotify) => db.listen(EVENTS_CHANNEL, onNotify),
+    settings: settings.events,
+  });
   const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
   metrics?.observe('trellis_uploads_in_progress', 'Uploads streaming in now.', () => files.uploadSlots.inUse);
   const readiness = new Readiness({
@@ -108,6 +121,7 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
     files,
     uploads,
     search,
+    events,
     capacity,
     readiness,
     metrics,

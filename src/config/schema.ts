@@ -157,6 +157,17 @@ export const SettingsSchema = Type.Object(
     // On SIGTERM /health/ready answers 503 this long before the listener closes, so that a load balancer stops
     // sending new requests first (docs/operations.md, "Probes, metrics and alerts").
     health: obj({ shutdownDelayInSeconds: seconds(0) }),
+    // The change feed, GET /events (domain/events, docs/events.md): how long a client may be away and still resume
+    // without loss, how many streams an instance and a user may hold, how often an idle stream gets a comment (so
+    // that proxies keep it open), and how much an instance buffers for a client that reads slowly before it ends
+    // that client's stream (the client resumes from its cursor).
+    events: obj({
+      retentionInSeconds: seconds(86_400, 1),
+      maxSubscribers: int(2000, 1),
+      maxSubscribersPerUser: int(32, 1),
+      heartbeatInSeconds: seconds(15, 1),
+      maxBufferedBytes: int(1 * MiB, 1024),
+    }),
     // Prometheus metrics on a listener of their own, never on the service's port (src/metrics; port 0: any free one).
     metrics: obj({
       enabled: Type.Boolean({ default: true }),

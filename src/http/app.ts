@@ -18,6 +18,7 @@ import { WEBDAV_METHODS } from './resource.js';
 import type { RouteDeps } from './route-deps.js';
 import accountRoutes from './routes/accounts.js';
 import elementRoutes from './routes/elements.js';
+import eventRoutes from './routes/events.js';
 import fileRoutes from './routes/files.js';
 import healthRoutes from './routes/health.js';
 import searchRoutes from './routes/search.js';
@@ -66,6 +67,9 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   // headers, so Authorization never reaches the log.
 
   answerErrors(app, config, services);
+  // The change feed's streams never end on their own: they are ended before the server waits for its requests.
+  services.events.onError = (err) => app.log.error({ err }, 'change feed failed');
+  app.addHook('preClose', async () => services.events.close());
 
   // CORS preflight (and any OPTIONS): 204 with the common headers, whatever the path, answered before any body
   // would be parsed.
@@ -88,6 +92,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   await app.register(fileRoutes, deps);
   await app.register(uploadRoutes, deps);
   await app.register(searchRoutes, deps);
+  await app.register(eventRoutes, deps);
   await app.register(explorerRoutes);
   return app;
 }

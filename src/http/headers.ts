@@ -19,6 +19,7 @@ export const COMMON_HEADERS: Record<string, string> = {
     'Repr-Digest',
     'Content-Digest',
     'Content-Disposition',
+    'Last-Event-ID',
   ].join(', '),
   'access-control-expose-headers': [
     'ETag',

@@ -74,6 +74,7 @@ export function measuredDb(db: Db, metrics: PromMetrics): Db {
     query,
     read,
     transaction: (work, options) => db.transaction((tx) => work(timedQueryable(tx, metrics)), options),
+    listen: (channel, onNotify) => db.listen(channel, onNotify),
     close: () => db.close(),
   } as Db;
 }

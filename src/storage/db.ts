@@ -56,8 +56,17 @@ export interface Db extends Queryable {
    * work whose statements may take long, such as migrations).
    */
   transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
+  /**
+   * Calls `onNotify` whenever a committed transaction notified `channel` (LISTEN/NOTIFY), and after every
+   * reconnection of the listening session (what was notified while it was away is lost, so a listener reads the
+   * truth again then). Resolves once listening, to the function that stops it.
+   */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
+
+/** Db.listen without the Db: how a backend hears its notifications. */
+export type Listen = Db['listen'];
 
 type PgRunner = Pick<pg.PoolClient, 'query'>;
 
@@ -238,10 +247,16 @@ export interface PoolDbOptions {
    * (the embedded database, whose statements run on this process's thread; commands).
    */
   statementTimeoutMs?: number;
+  /** How notifications are heard (Db.listen): a session of its own on a server, the one session on PGlite. */
+  listen?: Listen;
 }
 
+const notListening: Listen = async () => {
+  throw new Error('this database does not deliver notifications');
+};
+
 export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions = {}): Db {
-  const { onClose = async () => {}, lanes, budget = serverBudget, statementTimeoutMs } = options;
+  const { onClose = async () => {}, lanes, budget = serverBudget, statementTimeoutMs, listen = notListening } = options;
   const bounded = statementTimeoutMs !== undefined;
   const waitMs = bounded ? statementTimeoutMs + ANSWER_GRACE_MS : 0;
   const db: Db = {
@@ -283,6 +298,7 @@ export function poolDb(kind: Db['kind'], pool: pg.Pool, options: PoolDbOptions =
     },
     transaction: (work, options = {}) =>
       inTransaction(pool, { budget, bounded, waitMs }, work, options.statementTimeoutMs),
+    listen,
     async close() {
       await lanes?.close();
       await pool.end();

@@ -197,6 +197,35 @@ export async function followAccessEpoch(client: pg.ClientBase, epoch: SessionAcc
 }
 
 /**
+ * Db.listen on PGlite: the one session LISTENs, and a commit's notifications arrive in the replies to that session's
+ * own statements (every write of the process runs on it). A new connection LISTENs again and wakes every listener.
+ */
+class SessionChannels {
+  private readonly listeners = new Map<string, Set<() => void>>();
+
+  async follow(client: pg.ClientBase): Promise<void> {
+    client.on('notification', ({ channel }) => {
+      for (const listener of this.listeners.get(channel) ?? []) listener();
+    });
+    for (const channel of this.listeners.keys()) await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+    for (const set of this.listeners.values()) for (const listener of set) listener();
+  }
+
+  async listen(channel: string, onNotify: () => void, run: (sql: string) => Promise<unknown>) {
+    let set = this.listeners.get(channel);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(channel, set);
+      await run(`LISTEN "${channel.replaceAll('"', '""')}"`);
+    }
+    set.add(onNotify);
+    return async () => {
+      set.delete(onNotify);
+    };
+  }
+}
+
+/**
  * A Db on a PGlite instance, which must be its only one: the Db follows the access epoch through the notifications
  * in its own replies (SessionAccessEpoch). `owned` instances are closed with the Db. `onAbort` hears once that the
  * instance aborted (pglite-wire.ts, EmbeddedHealth): every statement fails from then on.
@@ -210,8 +239,13 @@ export async function pgliteDb(
   if (onAbort) wire.health.onAbort(onAbort);
   await prepareSession(instance);
   const sessionEpoch = new SessionAccessEpoch();
-  const pool = pglitePool(wire, (client) => followAccessEpoch(client, sessionEpoch));
+  const channels = new SessionChannels();
+  const pool = pglitePool(wire, async (client) => {
+    await followAccessEpoch(client, sessionEpoch);
+    await channels.follow(client);
+  });
   const db = poolDb('pglite', pool, {
+    listen: (channel, onNotify) => channels.listen(channel, onNotify, (sql) => db.query(sql)),
     onClose: async () => {
       // Closing would run PostgreSQL's shutdown inside the module that aborted: nothing more is called there.
       if (owned && wire.health.aborted === null) await instance.close();

@@ -1,7 +1,7 @@
 // The PostgreSQL server backend (DATABASE_URL).
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import { type Db, poolDb, SESSION_SETTINGS } from './db.js';
+import { type Db, type Listen, poolDb, SESSION_SETTINGS } from './db.js';
 import { defaultReadLanes, ReadLanes, SHORT_READ_TIMEOUT_MS } from './read-lanes.js';
 
 /**
@@ -67,5 +67,53 @@ export async function openPostgres(
   return poolDb('postgres', pool, {
     lanes: new ReadLanes(poolOptions(url, 1, bounds), readLanes, shortReadMs),
     ...(bounds.statementMs > 0 ? { statementTimeoutMs: bounds.statementMs } : {}),
+    listen: serverListen(url),
   });
+}
+
+/** How long a broken listening session waits before it connects again. */
+const RELISTEN_DELAY_MS = 1000;
+
+/**
+ * Db.listen on a server: a session of its own per listener, outside the pool (it stays idle between
+ * notifications), connected again when it breaks, with a call of `onNotify` once it listens again.
+ */
+export function serverListen(url: string): Listen {
+  return async (channel, onNotify) => {
+    let stopped = false;
+    let current: pg.Client | null = null;
+    let retry: NodeJS.Timeout | undefined;
+    const connect = async (): Promise<void> => {
+      const client = new pg.Client({ connectionString: url });
+      client.on('error', () => {});
+      client.on('notification', (message) => {
+        if (message.channel === channel) onNotify();
+      });
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      } catch (error) {
+        await client.end().catch(() => {});
+        throw error;
+      }
+      client.on('end', () => {
+        if (current === client) current = null;
+        if (!stopped) again();
+      });
+      current = client;
+    };
+    const again = () => {
+      retry = setTimeout(() => {
+        if (stopped) return;
+        connect().then(onNotify, again);
+      }, RELISTEN_DELAY_MS);
+      retry.unref();
+    };
+    await connect();
+    return async () => {
+      stopped = true;
+      clearTimeout(retry);
+      await current?.end().catch(() => {});
+    };
+  };
 }

@@ -33,6 +33,7 @@ export function tracedDb(db: Db, tracing: Tracing): Db {
     query,
     read,
     transaction: (work, options) => db.transaction((tx) => work(tracedQueryable(tx, tracing)), options),
+    listen: (channel, onNotify) => db.listen(channel, onNotify),
     close: () => db.close(),
   } as Db;
 }

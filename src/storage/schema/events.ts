@@ -1,0 +1,153 @@
+// Schema change 5: the change feed's outbox (domain/events, docs/events.md, docs/decisions/027-event-order.md).
+// Triggers on `elements` write one row per committed change in the transaction that makes it, so a rollback writes
+// nothing and a crash after the commit loses nothing. A row's place in the feed is (xid, seq):
+//
+//   xid  the writing transaction's id, raised to the last xid that wrote the same element (elements.event_xid), so
+//        that a transaction which took its id early but got the element's row lock late still sorts after the one
+//        it waited for;
+//   seq  drawn from a sequence after the row lock is held, so two changes of one element compare in commit order.
+//
+// A reader takes only rows whose xid is below its snapshot's xmin: every transaction with such an id has ended, so
+// no row can appear later below that point, and a reader never skips a slow writer's row.
+import { elementJsonSql } from '../queries/element-json.js';
+
+/** The channel every commit that wrote events notifies (no payload: readers read the outbox). */
+export const EVENTS_CHANNEL = 'trellis_events';
+
+// The principals through which a grant lets someone READ node `x` (schema/access.ts trellis_node_allows): the node
+// itself, its creators, and the start of every OWNS or HAS_READ_ACCESS that ends at it or at one of its owners.
+const NODE_READERS = (x: string) => `ARRAY(
+    SELECT ${x}
+    UNION SELECT c.start_id FROM elements c WHERE c.end_id = ${x} AND c.type = 'CREATED'
+    UNION SELECT g.start_id FROM (SELECT ${x} AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = ${x}) up
+      JOIN elements g ON g.end_id = up.id AND g.type IN ('OWNS', 'HAS_READ_ACCESS'))`;
+
+const PARENTS = (x: string) => `ARRAY(SELECT p.start_id FROM elements p WHERE p.end_id = ${x} AND p.type = 'OWNS')`;
+
+export const EVENTS = /* sql */ `
+ALTER TABLE elements ADD COLUMN event_xid xid8;
+
+CREATE SEQUENCE element_events_seq;
+
+CREATE TABLE element_events (
+  xid         xid8 NOT NULL,
+  seq         bigint NOT NULL,
+  at          timestamptz NOT NULL DEFAULT now(),
+  -- created, changed, deleted, file-created, file-replaced, file-removed
+  change      text NOT NULL,
+  element_id  uuid NOT NULL,
+  start_id    uuid,
+  end_id      uuid,
+  type        text NOT NULL,
+  -- the element as GET /<id> renders it after the change; null for a deletion
+  body        text,
+  -- deletions only (the element is gone when the event is delivered): the nodes it was a child of (for a relation,
+  -- the nodes both its ends were children of, and an OWNS relation's start), and the principals that could read it
+  -- (for a relation, the readers of each end, each holding the relation's own readers too)
+  parents     uuid[],
+  readers     uuid[],
+  readers_end uuid[],
+  PRIMARY KEY (xid, seq)
+);
+CREATE INDEX element_events_at ON element_events (at);
+
+-- The last (xid, seq) pruned: a cursor at or below it has lost events.
+CREATE TABLE element_events_horizon (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  xid       xid8 NOT NULL,
+  seq       bigint NOT NULL
+);
+INSERT INTO element_events_horizon (xid, seq) VALUES ('0', 0);
+
+-- Bulk loads (backup:load) defer the access index and write no events: a subscriber refetches after a load.
+CREATE FUNCTION trellis_events_on() RETURNS boolean LANGUAGE sql STABLE AS $fn$
+  SELECT current_setting('trellis.defer_access_index', true) IS DISTINCT FROM 'on'
+$fn$;
+
+CREATE FUNCTION trellis_event_xid_trigger() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    NEW.event_xid := pg_current_xact_id();
+  ELSE
+    NEW.event_xid := GREATEST(pg_current_xact_id(), OLD.event_xid);
+  END IF;
+  RETURN NEW;
+END
+$fn$;
+
+CREATE TRIGGER elements_event_xid BEFORE INSERT OR UPDATE OF type, start_id, end_id, data, file, created, updated
+  ON elements FOR EACH ROW EXECUTE FUNCTION trellis_event_xid_trigger();
+
+CREATE FUNCTION trellis_element_event_trigger() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_change text;
+BEGIN
+  IF NOT trellis_events_on() THEN
+    RETURN NULL;
+  END IF;
+  IF TG_OP = 'INSERT' THEN
+    v_change := 'created';
+  ELSIF OLD.data IS DISTINCT FROM NEW.data OR OLD.type IS DISTINCT FROM NEW.type
+     OR OLD.start_id IS DISTINCT FROM NEW.start_id OR OLD.end_id IS DISTINCT FROM NEW.end_id THEN
+    v_change := 'changed';
+  ELSIF OLD.file IS DISTINCT FROM NEW.file THEN
+    v_change := CASE WHEN OLD.file IS NULL THEN 'file-created' WHEN NEW.file IS NULL THEN 'file-removed'
+                     ELSE 'file-replaced' END;
+  ELSIF OLD.created IS DISTINCT FROM NEW.created OR OLD.updated IS DISTINCT FROM NEW.updated THEN
+    v_change := 'changed';
+  ELSE
+    RETURN NULL;
+  END IF;
+  INSERT INTO element_events (xid, seq, change, element_id, start_id, end_id, type, body)
+    VALUES (NEW.event_xid, nextval('element_events_seq'), v_change, NEW.id, NEW.start_id, NEW.end_id, NEW.type,
+            ${elementJsonSql('NEW')});
+  PERFORM pg_notify('${EVENTS_CHANNEL}', '');
+  RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER elements_event AFTER INSERT OR UPDATE ON elements
+  FOR EACH ROW EXECUTE FUNCTION trellis_element_event_trigger();
+
+-- Before the row goes: its parents and readers are computed while its relations still exist (a node's cascade
+-- deletes them afterwards).
+CREATE FUNCTION trellis_element_deleted_trigger() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_parents uuid[];
+  v_readers uuid[];
+  v_readers_end uuid[];
+  v_own uuid[];
+BEGIN
+  IF NOT trellis_events_on() THEN
+    RETURN OLD;
+  END IF;
+  IF OLD.start_id IS NULL THEN
+    v_parents := ${PARENTS('OLD.id')};
+    v_readers := ${NODE_READERS('OLD.id')};
+  ELSE
+    v_parents := ARRAY(SELECT unnest(${PARENTS('OLD.start_id')}) INTERSECT SELECT unnest(${PARENTS('OLD.end_id')}));
+    IF OLD.type = 'OWNS' THEN
+      v_parents := v_parents || OLD.start_id;
+    END IF;
+    -- Who may read the relation whatever its ends (schema/access.ts trellis_allows): grants on it, and for an
+    -- access-granting relation its start and the owners of its end.
+    v_own := ARRAY(SELECT g.start_id FROM elements g WHERE g.end_id = OLD.id AND g.type IN ('OWNS', 'HAS_READ_ACCESS'));
+    IF trellis_is_access_type(OLD.type) THEN
+      v_own := v_own || OLD.start_id || ARRAY(
+        SELECT g.start_id FROM (SELECT OLD.end_id AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = OLD.end_id) up
+        JOIN elements g ON g.end_id = up.id AND g.type = 'OWNS');
+    END IF;
+    v_readers := ${NODE_READERS('OLD.start_id')} || v_own;
+    v_readers_end := ${NODE_READERS('OLD.end_id')} || v_own;
+  END IF;
+  INSERT INTO element_events (xid, seq, change, element_id, start_id, end_id, type, parents, readers, readers_end)
+    VALUES (GREATEST(pg_current_xact_id(), OLD.event_xid), nextval('element_events_seq'), 'deleted', OLD.id,
+            OLD.start_id, OLD.end_id, OLD.type, v_parents, v_readers, v_readers_end);
+  PERFORM pg_notify('${EVENTS_CHANNEL}', '');
+  RETURN OLD;
+END
+$fn$;
+
+CREATE TRIGGER elements_event_deleted BEFORE DELETE ON elements
+  FOR EACH ROW EXECUTE FUNCTION trellis_element_deleted_trigger();
+`;
