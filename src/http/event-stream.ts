@@ -47,7 +47,9 @@ export function eventStream(reply: FastifyReply, maxBufferedBytes: number): Sink
       if (writable()) raw.write(': heartbeat\n\n');
     },
     end() {
-      if (writable()) raw.end();
+      // The connection goes with the stream: kept alive, it would hold a shutting-down server until the
+      // keep-alive timeout, and the client opens a new one to resume anyway.
+      if (writable()) raw.end(() => raw.socket?.destroy());
     },
   };
 }

@@ -33,7 +33,7 @@ export function idsOf(events: StoredEvent[]): ElementId[] {
 }
 
 const overlaps = (principals: ReadonlySet<ElementId>, list: ElementId[] | null) =>
-  list !== null && list.some((id) => principals.has(id));
+  list?.some((id) => principals.has(id)) === true;
 
 /** Whether the user may read the event's element now (for a deletion: could before it went). */
 function visible(event: StoredEvent, userId: ElementId, audience: Audience): boolean {
@@ -78,10 +78,16 @@ export function messageOf(event: StoredEvent): FeedMessage {
 export function deliver(events: StoredEvent[], subscriptions: Iterable<Subscription>, audience: Audience): void {
   const messages = new Map<StoredEvent, FeedMessage>();
   const message = (event: StoredEvent) => {
-    let m = messages.get(event);
-    if (!m) messages.set(event, (m = messageOf(event)));
+    const known = messages.get(event);
+    if (known) return known;
+    const m = messageOf(event);
+    messages.set(event, m);
     return m;
   };
+  // A grant on a node created in the same batch reaches nothing the creation events do not show already.
+  const born = new Set(events.filter((e) => e.change === 'created').map((e) => e.elementId));
+  const movesAccess = (event: StoredEvent) =>
+    changesAccess(event) && !(event.change === 'created' && born.has(event.endId!));
   for (const sub of subscriptions) {
     let accessMoved = false;
     const principals = audience.principals.get(sub.userId);
@@ -89,7 +95,7 @@ export function deliver(events: StoredEvent[], subscriptions: Iterable<Subscript
       if (sub.closed) break;
       // A subscriber that resumed from a cursor another instance gave it may stand ahead of this feed.
       if (compareCursors(event.cursor, sub.cursor) <= 0) continue;
-      if (changesAccess(event) && principals?.has(event.startId!)) accessMoved = true;
+      if (movesAccess(event) && principals?.has(event.startId!)) accessMoved = true;
       if (inScope(sub.scope, event, audience) && visible(event, sub.userId, audience)) {
         sub.send(message(event));
         if (event.change === 'deleted') sub.readableWatched.delete(event.elementId);
