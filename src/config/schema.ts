@@ -163,7 +163,7 @@ export const SettingsSchema = Type.Object(
     // that client's stream (the client resumes from its cursor).
     events: obj({
       retentionInSeconds: seconds(86_400, 1),
-      maxSubscribers: int(2000, 1),
+      maxSubscribers: int(500, 1),
       maxSubscribersPerUser: int(32, 1),
       heartbeatInSeconds: seconds(15, 1),
       maxBufferedBytes: int(1 * MiB, 1024),

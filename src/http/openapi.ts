@@ -29,6 +29,7 @@ const TAGS = [
   { name: 'Files', description: "An element's file: direct upload, resumable start, ranged download." },
   { name: 'Resumable uploads', description: 'The IETF resumable-upload draft: offsets, appends, completion.' },
   { name: 'Search', description: 'Search pipelines: query DSL, Cypher paths, hydration.' },
+  { name: 'Events', description: 'The change feed: committed changes as Server-Sent Events, resumable.' },
   { name: 'Users and tokens', description: 'Registration, tokens, passwords.' },
   { name: 'System', description: 'Instance configuration, graph structure, security.txt, this document.' },
   { name: 'Problem types', description: 'The canonical problem of each slug.' },

@@ -25,7 +25,8 @@ const NODE_READERS = (x: string) => `ARRAY(
 const PARENTS = (x: string) => `ARRAY(SELECT p.start_id FROM elements p WHERE p.end_id = ${x} AND p.type = 'OWNS')`;
 
 export const EVENTS = /* sql */ `
-ALTER TABLE elements ADD COLUMN event_xid xid8;
+-- A new row takes its transaction's id from the default; a change raises it in the BEFORE UPDATE trigger.
+ALTER TABLE elements ADD COLUMN event_xid xid8 DEFAULT pg_current_xact_id();
 
 CREATE SEQUENCE element_events_seq;
 
@@ -66,48 +67,63 @@ $fn$;
 
 CREATE FUNCTION trellis_event_xid_trigger() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    NEW.event_xid := pg_current_xact_id();
-  ELSE
-    NEW.event_xid := GREATEST(pg_current_xact_id(), OLD.event_xid);
-  END IF;
+  NEW.event_xid := GREATEST(pg_current_xact_id(), OLD.event_xid);
   RETURN NEW;
 END
 $fn$;
 
-CREATE TRIGGER elements_event_xid BEFORE INSERT OR UPDATE OF type, start_id, end_id, data, file, created, updated
+CREATE TRIGGER elements_event_xid BEFORE UPDATE OF type, start_id, end_id, data, file, created, updated
   ON elements FOR EACH ROW EXECUTE FUNCTION trellis_event_xid_trigger();
 
-CREATE FUNCTION trellis_element_event_trigger() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE
-  v_change text;
+-- Creations and changes: one INSERT per statement from its transition tables (a create's node, OWNS and CREATED
+-- in one go), and one NOTIFY. The sequence is drawn at the end of the statement, under the rows' locks.
+CREATE FUNCTION trellis_elements_created_trigger() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
   IF NOT trellis_events_on() THEN
     RETURN NULL;
   END IF;
-  IF TG_OP = 'INSERT' THEN
-    v_change := 'created';
-  ELSIF OLD.data IS DISTINCT FROM NEW.data OR OLD.type IS DISTINCT FROM NEW.type
-     OR OLD.start_id IS DISTINCT FROM NEW.start_id OR OLD.end_id IS DISTINCT FROM NEW.end_id THEN
-    v_change := 'changed';
-  ELSIF OLD.file IS DISTINCT FROM NEW.file THEN
-    v_change := CASE WHEN OLD.file IS NULL THEN 'file-created' WHEN NEW.file IS NULL THEN 'file-removed'
-                     ELSE 'file-replaced' END;
-  ELSIF OLD.created IS DISTINCT FROM NEW.created OR OLD.updated IS DISTINCT FROM NEW.updated THEN
-    v_change := 'changed';
-  ELSE
-    RETURN NULL;
-  END IF;
   INSERT INTO element_events (xid, seq, change, element_id, start_id, end_id, type, body)
-    VALUES (NEW.event_xid, nextval('element_events_seq'), v_change, NEW.id, NEW.start_id, NEW.end_id, NEW.type,
-            ${elementJsonSql('NEW')});
-  PERFORM pg_notify('${EVENTS_CHANNEL}', '');
+    SELECT n.event_xid, nextval('element_events_seq'), 'created', n.id, n.start_id, n.end_id, n.type,
+           ${elementJsonSql('n')}
+    FROM new_rows n;
+  IF FOUND THEN
+    PERFORM pg_notify('${EVENTS_CHANNEL}', '');
+  END IF;
   RETURN NULL;
 END
 $fn$;
 
-CREATE TRIGGER elements_event AFTER INSERT OR UPDATE ON elements
-  FOR EACH ROW EXECUTE FUNCTION trellis_element_event_trigger();
+CREATE TRIGGER elements_event_created AFTER INSERT ON elements REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION trellis_elements_created_trigger();
+
+CREATE FUNCTION trellis_elements_changed_trigger() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF NOT trellis_events_on() THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO element_events (xid, seq, change, element_id, start_id, end_id, type, body)
+    SELECT c.event_xid, nextval('element_events_seq'), c.change, c.id, c.start_id, c.end_id, c.type, c.body
+    FROM (
+      SELECT n.event_xid, n.id, n.start_id, n.end_id, n.type, ${elementJsonSql('n')} AS body,
+        CASE
+          WHEN o.data IS DISTINCT FROM n.data OR o.type IS DISTINCT FROM n.type
+            OR o.start_id IS DISTINCT FROM n.start_id OR o.end_id IS DISTINCT FROM n.end_id THEN 'changed'
+          WHEN o.file IS DISTINCT FROM n.file THEN
+            CASE WHEN o.file IS NULL THEN 'file-created' WHEN n.file IS NULL THEN 'file-removed' ELSE 'file-replaced' END
+          WHEN o.created IS DISTINCT FROM n.created OR o.updated IS DISTINCT FROM n.updated THEN 'changed'
+        END AS change
+      FROM new_rows n JOIN old_rows o ON o.id = n.id
+    ) c
+    WHERE c.change IS NOT NULL;
+  IF FOUND THEN
+    PERFORM pg_notify('${EVENTS_CHANNEL}', '');
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER elements_event_changed AFTER UPDATE ON elements REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION trellis_elements_changed_trigger();
 
 -- Before the row goes: its parents and readers are computed while its relations still exist (a node's cascade
 -- deletes them afterwards).
