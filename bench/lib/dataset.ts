@@ -96,6 +96,11 @@ const WORDS =
   );
 /** 100 words for `title`, two per node: each word is in about 2% of the tree nodes (the search scenario's selectivity). */
 export const TITLE_WORDS = WORDS.flatMap((a, i) => WORDS.slice(i + 1, i + 6).map((b) => `${a}${b}`)).slice(0, 100);
+/**
+ * A third title word on every tenth tree node (by serial number, not drawn, so the seeded shape stays the same): the
+ * common word of --large's scenarios, in about 10% of the nodes.
+ */
+export const COMMON_WORD = 'common';
 
 type UserRow = { id: string; identifier: string; password_hash: string };
 type TokenRow = { id: string; hash: string; user_id: string; state: string; issued: string; expires: string };
@@ -269,7 +274,7 @@ class Shape {
       level: depth,
       number: this.serial,
       description: this.sentence(leaf ? 12 : 6),
-      title: `${this.pick(TITLE_WORDS)} ${this.pick(TITLE_WORDS)}`,
+      title: `${this.pick(TITLE_WORDS)} ${this.pick(TITLE_WORDS)}${this.serial % 10 === 0 ? ` ${COMMON_WORD}` : ''}`,
       ...(leaf
         ? { status: this.pick(['draft', 'review', 'published']), pages: 1 + Math.floor(this.random() * 200) }
         : {}),

@@ -58,7 +58,7 @@ const WARM_CYCLE_MS = 60_000;
 
 /**
  * --large's warm-up, part 2: every request of a row sent once, `connections` at a time (through the server's pool as the load
- * does), a whole cycle of its targets, or as much of it as WARM_CYCLE_MS allows.
+ * does), a whole cycle of its targets, or as much of it as `limitMs` allows.
  */
 export async function warmCycle(
   bench: Bench,
@@ -66,13 +66,14 @@ export async function warmCycle(
   baseUrl: string,
   requests: HttpRequest[],
   connections: number,
+  limitMs = WARM_CYCLE_MS,
 ): Promise<number> {
   const t0 = Date.now();
   let next = 0;
   let failed = 0;
   await Promise.all(
     Array.from({ length: connections }, async () => {
-      while (next < requests.length && Date.now() - t0 < WARM_CYCLE_MS) {
+      while (next < requests.length && Date.now() - t0 < limitMs) {
         const r = requests[next++]!;
         const response = await fetch(`${baseUrl}${r.path}`, { method: r.method, headers: r.headers, body: r.body });
         await response.arrayBuffer();

@@ -1,6 +1,6 @@
 // Search (POST /search) on the whole data set: a text match with 8 clients and a Cypher depth-3 path with one.
 import type { Bench } from '../lib/context.js';
-import { TARGET_CHILDREN, TITLE_WORDS } from '../lib/dataset.js';
+import { COMMON_WORD, TARGET_CHILDREN, TITLE_WORDS } from '../lib/dataset.js';
 import type { HttpRequest } from '../lib/load.js';
 import { check, failedRow, jsonHeaders, latencyTarget, measure, requestRow, type Servers } from '../lib/measure.js';
 
@@ -12,6 +12,22 @@ export const textMatchBody = (k: number) =>
   JSON.stringify({
     steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { title: TITLE_WORDS[k % TITLE_WORDS.length] } } }],
   });
+const dslBody = (query: unknown) => JSON.stringify({ steps: [{ type: 'searchengine-query-dsl-mixin', query }] });
+const titleWord = (k: number) => TITLE_WORDS[k % TITLE_WORDS.length]!;
+/**
+ * The query DSL bodies of --large's search rows, the k-th request of each (issue 45): the common word (about 10% of
+ * the tree nodes), a `bool` of two `should` matches (a title word and the common word), a `prefix` of a title word
+ * (all but its last two letters: about 2% of the tree nodes), a `query_string` phrase of a title word followed by the
+ * common word, and a `range` on `created` that every element matches (the whole visible set scored and counted).
+ */
+export const largeSearchBodies = {
+  common: () => dslBody({ match: { title: COMMON_WORD } }),
+  shouldRareCommon: (k: number) =>
+    dslBody({ bool: { should: [{ match: { title: titleWord(k) } }, { match: { title: COMMON_WORD } }] } }),
+  prefix: (k: number) => dslBody({ prefix: { title: titleWord(k).slice(0, -2) } }),
+  phrase: (k: number) => dslBody({ query_string: { query: `title:"${titleWord(k)} ${COMMON_WORD}"` } }),
+  rangeCreated: () => dslBody({ range: { created: { gte: '2000-01-01T00:00:00Z' } } }),
+};
 /** The Cypher paths of 1 to 3 OWNS hops below a folder. */
 export const cypherPathBody = (id: string) =>
   JSON.stringify({

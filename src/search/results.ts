@@ -10,11 +10,19 @@ interface SearchEngineHit {
   metadata: { score: number };
 }
 
+/**
+ * How far `totalHits` is exact, as Elasticsearch's default `track_total_hits`: above it the step reports this number
+ * as a lower bound, so that counting costs no more than this many hits.
+ */
+export const TOTAL_HITS_EXACT_UP_TO = 10_000;
+
 /** Output of a `searchengine-query-dsl-mixin` step. */
 export interface SearchEngineOutput {
   elements: SearchEngineHit[];
-  /** Hits over all pages (after `minScore`), not only the window returned. */
+  /** Hits over all pages (after `minScore`), not only the window returned; at most TOTAL_HITS_EXACT_UP_TO. */
   totalHits: number;
+  /** `eq` when totalHits is the exact number, `gte` when there are more (Elasticsearch's `hits.total.relation`). */
+  totalHitsRelation: 'eq' | 'gte';
   /** Highest score over all hits (after `minScore`); null without hits. */
   maxScore: number | null;
 }

@@ -222,6 +222,7 @@ describeBackends(
           {
             elements: [{ id: tulip, type: 'Plant', metadata: { score: expect.any(Number) } }],
             totalHits: 1,
+            totalHitsRelation: 'eq',
             maxScore: expect.any(Number),
           },
         ]);

@@ -737,6 +737,7 @@ describeBackends(
         expect((await search({ match: { description: 'lily' } }, { minScore: 5 })).output).toEqual({
           elements: [],
           totalHits: 0,
+          totalHitsRelation: 'eq',
           maxScore: null,
         });
         const page = (n: number) => search({ match: { description: 'lily' } }, { page: n, pageSize: 2 });

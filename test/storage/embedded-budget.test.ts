@@ -45,6 +45,22 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('statement budget [pgli
     expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM budget_marks')).rows).toEqual([{ n: 0 }]);
   });
 
+  it('cancels a statement whose rows each go through a function, whose own statements are not timed', async () => {
+    // The statements inside a function are not timed (decision 027); the node that calls it for every row reads the
+    // clock, so the statement still ends near its deadline.
+    await db.query(
+      `CREATE FUNCTION budget_positive(p int) RETURNS boolean LANGUAGE plpgsql AS $fn$ BEGIN RETURN (SELECT p > 0); END $fn$`,
+    );
+    const run = await timed(() =>
+      db.transaction((tx) => tx.query(SLOW.replace('a + b > 0', 'budget_positive(a + b)')), {
+        statementTimeoutMs: 300,
+      }),
+    );
+    expect(run.error?.code).toBe('57014');
+    expect(run.ms).toBeGreaterThanOrEqual(290);
+    expect(run.ms).toBeLessThan(5_000);
+  });
+
   it('budgets each statement on its own, and leaves statements outside a budgeted transaction alone', async () => {
     // Statements under a budget of four times what one takes (timed under a budget, which makes PostgreSQL time
     // every plan node): each finishes, although together they run longer than the budget.

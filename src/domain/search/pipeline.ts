@@ -180,7 +180,11 @@ export class Search {
           query,
           engineOptions(step, parameters),
         );
-        return { output: { kind: 'search-engine', value: output }, fields: { indices: '*', combinedQuery } };
+        const { totalHits, totalHitsRelation } = output;
+        return {
+          output: { kind: 'search-engine', value: output },
+          fields: { indices: '*', combinedQuery, totalHits, totalHitsRelation },
+        };
       }
       case 'cypher': {
         if (typeof step.query !== 'string' || step.query.trim() === '')

@@ -7,7 +7,12 @@ import { badContent } from '../../errors.js';
 import type { CypherQuery } from '../../search/language/cypher-ast.js';
 import { CYPHER_LIMITS, type CypherLimits } from '../../search/language/limits.js';
 import type { DslQuery } from '../../search/language/query-dsl-types.js';
-import type { PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
+import {
+  type PathsOutput,
+  type SearchEngineOptions,
+  type SearchEngineOutput,
+  TOTAL_HITS_EXACT_UP_TO,
+} from '../../search/results.js';
 import { Binder } from '../../search/sql/binder.js';
 import { compileCypher, type PathRow, pathsOf } from '../../search/sql/cypher-statement.js';
 import { compileQuery } from '../../search/sql/query-dsl-compile.js';
@@ -73,12 +78,13 @@ async function searchIndex(
   const params = new Binder([userId], { unstorable });
   const searchable = searchableIndexed('$1::uuid');
   const compiled = compileQuery(query, params, searchable);
-  if (compiled.matchesNothing) return { elements: [], totalHits: 0, maxScore: null };
+  if (compiled.matchesNothing) return { elements: [], totalHits: 0, totalHitsRelation: 'eq', maxScore: null };
   const types = typeFilter(options, params);
   const where = [...compiled.where, ...(types === null ? [] : [types]), searchable];
   const minScore = options.minScore === null ? '' : `WHERE score >= ${params.bind(options.minScore, 'float8')}`;
   // Scores are rounded so that two hits whose scores differ only by floating-point noise are ordered by id. The
-  // access sets come first: the query's own WITH entries (fuzzy expansions) read them too.
+  // access sets come first: the query's own WITH entries (fuzzy expansions) read them too. The count stops one past
+  // the bound, which tells an exact total from a lower bound.
   const sql = `WITH ${[accessSetsCtes('SEARCH', caps), ...compiled.ctes].join(',\n  ')},
   hits AS MATERIALIZED (
     SELECT e.id, e.type, round((${compiled.score})::numeric, 6)::float8 AS score
@@ -87,7 +93,8 @@ async function searchIndex(
   ),
   kept AS (SELECT id, type, score FROM hits ${minScore})
   SELECT agg.total, agg.max_score, w.id, w.type, w.score
-  FROM (SELECT count(*) AS total, max(score) AS max_score FROM kept) agg
+  FROM (SELECT (SELECT count(*) FROM (SELECT 1 FROM kept LIMIT ${TOTAL_HITS_EXACT_UP_TO + 1}) counted) AS total,
+               (SELECT max(score) FROM kept) AS max_score) agg
   LEFT JOIN LATERAL (
     SELECT id, type, score FROM kept ORDER BY score DESC, id
     LIMIT ${params.bind(options.pageSize, 'int')} OFFSET ${params.bind((options.page - 1) * options.pageSize, 'bigint')}
@@ -97,7 +104,13 @@ async function searchIndex(
   const elements = rows
     .filter((r) => r.id !== null)
     .map((r) => ({ id: storedElementId(r.id!), type: r.type!, metadata: { score: r.score! } }));
-  return { elements, totalHits: first?.total ?? 0, maxScore: first?.max_score ?? null };
+  const counted = Number(first?.total ?? 0);
+  return {
+    elements,
+    totalHits: Math.min(counted, TOTAL_HITS_EXACT_UP_TO),
+    totalHitsRelation: counted > TOTAL_HITS_EXACT_UP_TO ? 'gte' : 'eq',
+    maxScore: first?.max_score ?? null,
+  };
 }
 
 /** The paths of a parsed Cypher query for `userId`, READ checked on every node by the access module. */
