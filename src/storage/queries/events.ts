@@ -1,5 +1,5 @@
 // The change feed's statements over the outbox (schema/events.ts). A read takes only rows below its snapshot's xmin,
-// which no running transaction can add to (docs/decisions/027-event-order.md).
+// which no running transaction can add to (docs/decisions/028-event-order.md).
 import type { Queryable } from '../db.js';
 
 export interface EventRow {

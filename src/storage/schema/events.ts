@@ -1,4 +1,4 @@
-// Schema change 5: the change feed's outbox (domain/events, docs/events.md, docs/decisions/027-event-order.md).
+// Schema change 5: the change feed's outbox (domain/events, docs/events.md, docs/decisions/028-event-order.md).
 // Triggers on `elements` write one row per committed change in the transaction that makes it, so a rollback writes
 // nothing and a crash after the commit loses nothing. A row's place in the feed is (xid, seq):
 //
