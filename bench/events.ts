@@ -36,7 +36,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 if (!existsSync(join(ROOT, 'dist/cli/main.js'))) {
   say('building');
-  spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT });
+  spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: ROOT,
+  });
 }
 
 const work = await mkdtemp(join(tmpdir(), 'trellis-bench-events-'));
@@ -123,7 +125,14 @@ try {
         name: `trellis-${i}`,
         command: process.execPath,
         args: [join(ROOT, 'bin/trellis.js'), 'serve'],
-        env: { ...process.env, DATABASE_URL: cluster.url, DATA_DIR: dir, PORT: String(port), TRELLIS_CONFIG: `${dir}.json`, LOG_LEVEL: 'warn' },
+        env: {
+          ...process.env,
+          DATABASE_URL: cluster.url,
+          DATA_DIR: dir,
+          PORT: String(port),
+          TRELLIS_CONFIG: `${dir}.json`,
+          LOG_LEVEL: 'warn',
+        },
         cwd: ROOT,
         port,
         readyPath: '/health/ready',
@@ -138,12 +147,18 @@ try {
     const identifier = `user${u}@bench.dev`;
     const password = 'correct horse battery staple';
     await call(bases[0]!, 'POST', '/register', { type: 'User', uniqueUserIdentifier: identifier, password });
-    const { json } = await call(bases[0]!, 'POST', '/token', { type: 'Token', uniqueUserIdentifier: identifier, password });
+    const { json } = await call(bases[0]!, 'POST', '/token', {
+      type: 'Token',
+      uniqueUserIdentifier: identifier,
+      password,
+    });
     const token = json.token as string;
     const folder = (await call(bases[0]!, 'POST', '/', { type: 'Folder' }, token)).res.headers.get('location')!;
     const docs: string[] = [];
     for (let d = 0; d < DOCS_PER_USER; d++)
-      docs.push((await call(bases[0]!, 'POST', folder, { type: 'Doc', data: { d } }, token)).res.headers.get('location')!);
+      docs.push(
+        (await call(bases[0]!, 'POST', folder, { type: 'Doc', data: { d } }, token)).res.headers.get('location')!,
+      );
     users.push({ token, folder: folder.slice(1), docs: docs.map((p) => p.slice(1)) });
   }
   const rssBefore = servers.map((s) => rssOf(s.pid) ?? 0);
@@ -153,7 +168,10 @@ try {
     const kind = i % 3;
     const path =
       kind === 0
-        ? `/events?${user.docs.slice(0, 5).map((d) => `id=${d}`).join('&')}`
+        ? `/events?${user.docs
+            .slice(0, 5)
+            .map((d) => `id=${d}`)
+            .join('&')}`
         : kind === 1
           ? `/events?parent=${user.folder}`
           : '/events';
@@ -166,7 +184,9 @@ try {
   await sleep(2000);
   const rssIdle = servers.map((s) => rssOf(s.pid) ?? 0);
   const perSubscriber = rssIdle.reduce((a, b) => a + b, 0) - rssBefore.reduce((a, b) => a + b, 0);
-  say(`${SUBSCRIBERS} subscribers ready; RSS ${rssBefore.map((r) => (r / 2 ** 20).toFixed(0))} -> ${rssIdle.map((r) => (r / 2 ** 20).toFixed(0))} MiB`);
+  say(
+    `${SUBSCRIBERS} subscribers ready; RSS ${rssBefore.map((r) => (r / 2 ** 20).toFixed(0))} -> ${rssIdle.map((r) => (r / 2 ** 20).toFixed(0))} MiB`,
+  );
 
   // Writers: RATE PATCHes per second in all, alternating instances, each carrying its sequence number.
   measuring = true;

@@ -7,6 +7,7 @@ import { COMMON_HEADERS } from './headers.js';
 import { JSON_TYPE } from './reply.js';
 import { operation, resource } from './resource.js';
 import { JSON_MEDIA } from './schemas/common.js';
+import { ElementEventData, FeedEventData } from './schemas/events.js';
 import { ProblemDetails } from './schemas/problems.js';
 import type { App } from './types.js';
 
@@ -111,7 +112,12 @@ export async function registerOpenApi(app: App): Promise<void> {
           },
         },
         // A plain JSON copy of the TypeBox schema (which the OpenAPI types do not know).
-        schemas: { Problem: JSON.parse(JSON.stringify(ProblemDetails)) },
+        schemas: {
+          Problem: JSON.parse(JSON.stringify(ProblemDetails)),
+          // The `data` of GET /events' messages (docs/events.md), which a text/event-stream schema cannot hold.
+          ElementEvent: JSON.parse(JSON.stringify(ElementEventData)),
+          FeedEvent: JSON.parse(JSON.stringify(FeedEventData)),
+        },
         headers: commonHeaderComponents(),
       },
     },

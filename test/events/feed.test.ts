@@ -1,6 +1,8 @@
 // GET /events: one event per committed change, in commit order, to the subscribers who may read the element, with
 // the element as GET /<id> shows it; problems before the stream as on every other endpoint.
+import Value from 'typebox/value';
 import { afterEach, expect, it } from 'vitest';
+import { ElementEventData, FeedEventData } from '../../src/http/schemas/events.js';
 import { type Follower, follow } from '../helpers/events.js';
 import { attachFile, createElement, describeBackends, userWithToken } from '../helpers/harness.js';
 
@@ -47,6 +49,14 @@ describeBackends('change feed', (h) => {
     expect(mine[2]!.data.element).toEqual(afterFile.json);
     expect(mine[2]!.data.etag).toBe(afterFile.headers.get('etag'));
     expect(mine[4]!.data).toEqual({ change: 'deleted', id, kind: 'node', type: 'Doc', etag: null });
+    // Each message's data is what the OpenAPI document describes.
+    for (const m of feed.changes()) expect(Value.Check(ElementEventData, m.data)).toBe(true);
+    for (const m of feed.received.filter((r) => ['ready', 'access'].includes(r.event)))
+      expect(Value.Check(FeedEventData, m.data)).toBe(true);
+    const document = (await h().request('GET', '/openapi.json')).json;
+    expect(document.paths['/events'].get.operationId).toBe('followEvents');
+    expect(Object.keys(document.paths['/events'].get.responses['200'].content)).toEqual(['text/event-stream']);
+    expect(document.components.schemas.ElementEvent.properties.change).toBeDefined();
     // Cursors grow strictly, and every element event carries one.
     const ids = feed.changes().map((m) => m.id);
     expect(ids.every((c) => /^\d+-\d+$/.test(c))).toBe(true);

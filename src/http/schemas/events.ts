@@ -47,9 +47,10 @@ const STREAM: ResponseSpec = {
   description:
     'A text/event-stream (WHATWG HTML, server-sent events). Every message has an `event:` name and JSON `data:`. ' +
     'Element events (created, changed, deleted, file-created, file-replaced, file-removed) carry an ElementEvent ' +
+    '(#/components/schemas/ElementEvent) ' +
     'and an `id:` cursor; `ready` opens the stream with its cursor; `reset` says the cursor sent in Last-Event-ID ' +
     "is older than the retention window (refetch, then follow on from the reset's cursor); `access` says what the " +
-    'caller may read under the watched root changed. A comment line arrives every events.heartbeatInSeconds.',
+    'caller may read under the watched root changed (ready, reset and access carry a FeedEvent). A comment line arrives every events.heartbeatInSeconds.',
   headers: { 'Cache-Control': header('no-store') },
   content: {
     'text/event-stream': {
