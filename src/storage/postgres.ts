@@ -78,7 +78,7 @@ const RELISTEN_DELAY_MS = 1000;
  * Db.listen on a server: a session of its own per listener, outside the pool (it stays idle between
  * notifications), connected again when it breaks, with a call of `onNotify` once it listens again.
  */
-export function serverListen(url: string): Listen {
+function serverListen(url: string): Listen {
   return async (channel, onNotify) => {
     let stopped = false;
     let current: pg.Client | null = null;

@@ -11,7 +11,7 @@ import { accessMessage, changesAccess, deliver, idsOf, unreadableMessage } from 
 import type { Audience, EventLog, EventSignal, StoredEvent } from './ports.js';
 import { type Scope, type Sink, Subscription } from './subscription.js';
 
-export interface FeedSettings {
+interface FeedSettings {
   retentionInSeconds: number;
   maxSubscribers: number;
   maxSubscribersPerUser: number;

@@ -23,7 +23,7 @@ export interface StoredEvent {
   readersEnd: ElementId[] | null;
 }
 
-export interface EventPage {
+interface EventPage {
   /** Events after the cursor asked for, in feed order; only rows no running transaction can add to. */
   events: StoredEvent[];
   /** Every row at or below this point is final (the snapshot's xmin): where a reader that saw all of them stands. */
