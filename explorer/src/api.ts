@@ -1,4 +1,5 @@
 // The explorer's only way to the service: its public HTTP API, same origin, with the session's token.
+import { session } from './session.js';
 
 interface Problem {
   type: string;
@@ -58,19 +59,6 @@ export class ApiError extends Error {
   }
 }
 
-const TOKEN_KEY = 'trellis-explorer-token';
-
-/** The token lives in session storage: it is gone when the tab closes, and other sites cannot read it. */
-export const session = {
-  get token(): string | null {
-    return sessionStorage.getItem(TOKEN_KEY);
-  },
-  set token(value: string | null) {
-    if (value === null) sessionStorage.removeItem(TOKEN_KEY);
-    else sessionStorage.setItem(TOKEN_KEY, value);
-  },
-};
-
 /** The Authorization header for the session's token (none without one). */
 export function authHeaders(): Record<string, string> {
   const token = session.token;
@@ -97,7 +85,7 @@ export async function request<T = unknown>(
   }
   const response = await fetch(path, init);
   // 401 with the session's token means the token is no longer good (expired, revoked, logged out elsewhere).
-  if (response.status === 401 && headers.Authorization === undefined && session.token !== null) session.token = null;
+  if (response.status === 401 && headers.Authorization === undefined && session.token !== null) session.ended();
   const text = await response.text();
   let parsed: unknown = null;
   if (text !== '' && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
@@ -116,6 +104,61 @@ function idFromLocation(headers: Headers): string {
 }
 
 export const getElement = async (id: string) => request<GraphElement>('GET', `/${id}`);
+
+/** What the caller may do, from the `Allow` header of a GET: write (PUT) and delete (DELETE). */
+export interface Abilities {
+  write: boolean;
+  delete: boolean;
+}
+
+/**
+ * The caller's abilities on what a GET answered. A service that sends no `Allow` predates the header: everything
+ * is offered then, as before, and the service's refusal is shown.
+ */
+export function abilitiesOf(headers: Headers): Abilities {
+  const allow = headers.get('allow');
+  if (allow === null) return { write: true, delete: true };
+  const methods = new Set(allow.split(',').map((method) => method.trim().toUpperCase()));
+  return { write: methods.has('PUT'), delete: methods.has('DELETE') };
+}
+
+export interface Principal {
+  id: string;
+  type: string;
+  name: string | null;
+}
+
+/** A user or group by exact e-mail or name (the service throttles and caps the lookup). */
+export async function findPrincipals(identifier: string): Promise<Principal[]> {
+  const query = new URLSearchParams({ identifier });
+  return (await request<{ items: Principal[] }>('GET', `/principals?${query}`)).body.items;
+}
+
+const names = new Map<string, Promise<Principal | null>>();
+/** Users and groups by id, for naming people; ids that are not a user or group (or not known) give null. */
+export async function principalsById(ids: string[]): Promise<Map<string, Principal | null>> {
+  const missing = [...new Set(ids)].filter((id) => !names.has(id));
+  if (missing.length > 0) {
+    const query = new URLSearchParams(missing.map((id) => ['id', id]));
+    const batch = request<{ items: Principal[] }>('GET', `/principals?${query}`).then(
+      (answer) => answer.body.items,
+      () => [] as Principal[],
+    );
+    for (const id of missing)
+      names.set(
+        id,
+        batch.then((items) => items.find((item) => item.id === id) ?? null),
+      );
+  }
+  const entries = await Promise.all(ids.map(async (id) => [id, await names.get(id)!] as const));
+  return new Map(entries);
+}
+
+/** A person's or group's name for a sentence: their name, else "a user" and the start of the id. */
+export function principalName(principal: Principal | null | undefined, id: string): string {
+  if (principal?.name) return principal.name;
+  return `${principal?.type === 'Group' ? 'a group' : 'someone'} (${id.slice(0, 8)})`;
+}
 
 export const getCollection = async (path: string) => (await request<Collection>('GET', path)).body;
 
