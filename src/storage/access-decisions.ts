@@ -14,6 +14,10 @@ export interface AccessDecision {
   epoch: string;
   /** When the token expires (ms since 1970, rounded down), null when it does not. */
   expires: number | null;
+  /** The caller's id, for a remembered statement that decides more than the remembered permission. */
+  userId?: string;
+  /** GET /<id>: whether UPDATE and DELETE were allowed too when READ was decided (queries/elements.ts). */
+  writes?: { update: boolean; delete: boolean };
 }
 
 /** The key of a decision: who asked (the token's hash, or the anonymous user), for which permission, on what. */
@@ -120,12 +124,12 @@ export async function withDecision<T>(
   decisions: AccessDecisions | undefined,
   key: string,
   now: Date,
-  known: (epoch: string) => Promise<T | undefined>,
+  known: (epoch: string, decision: AccessDecision) => Promise<T | undefined>,
   decide: () => Promise<{ result: T; decision: AccessDecision | null }>,
 ): Promise<T> {
   const remembered = decisions?.lookup(key, now);
   if (remembered !== undefined) {
-    const result = await known(remembered.epoch);
+    const result = await known(remembered.epoch, remembered);
     if (result !== undefined) return result;
     decisions!.forget(key);
   }
