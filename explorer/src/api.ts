@@ -172,10 +172,20 @@ export function labelOf(element: GraphElement): string {
   return typeof name === 'string' && name !== '' ? name : `${element.type} ${element.id.slice(0, 8)}`;
 }
 
-interface InstanceConfiguration {
+export interface InstanceConfiguration {
   register: { enabled: boolean; uniqueIdentifier: string };
   file: { maxFileSizeInBytes: number; uploadMinChunkSizeInBytes: number; uploadMaxChunkSizeInBytes: number };
 }
+
+/** The service's defaults. */
+export const DEFAULT_CONFIGURATION: InstanceConfiguration = {
+  register: { enabled: true, uniqueIdentifier: 'email' },
+  file: {
+    maxFileSizeInBytes: 10 * 2 ** 30,
+    uploadMinChunkSizeInBytes: 5 * 2 ** 20,
+    uploadMaxChunkSizeInBytes: 101 * 2 ** 20,
+  },
+};
 
 let configuration: Promise<InstanceConfiguration> | null = null;
 /** The instance configuration, read once (it is public and fixed while the service runs). */
@@ -183,14 +193,7 @@ export function instanceConfiguration(): Promise<InstanceConfiguration> {
   configuration ??= request<InstanceConfiguration>('GET', '/instance-configuration').then(
     (answer) => answer.body,
     // Published by default; an instance that hides it gets the service's defaults.
-    () => ({
-      register: { enabled: true, uniqueIdentifier: 'email' },
-      file: {
-        maxFileSizeInBytes: 10 * 2 ** 30,
-        uploadMinChunkSizeInBytes: 5 * 2 ** 20,
-        uploadMaxChunkSizeInBytes: 101 * 2 ** 20,
-      },
-    }),
+    () => DEFAULT_CONFIGURATION,
   );
   return configuration;
 }

@@ -1,11 +1,20 @@
 // Sign in: register, log in with identifier and password (creates a token), or paste a token; who you are; log out
 // (deletes the token on the service).
-import { type GraphElement, instanceConfiguration, request } from '../api.js';
+import {
+  ApiError,
+  DEFAULT_CONFIGURATION,
+  type GraphElement,
+  type InstanceConfiguration,
+  instanceConfiguration,
+  request,
+} from '../api.js';
 import { announce, field, h, replace } from '../dom.js';
 import { currentUser, forgetUser, signOut } from '../header.js';
 import { attempt } from '../problem.js';
 import { navigate } from '../router.js';
 import { session } from '../session.js';
+
+let knownConfiguration: InstanceConfiguration | null = null;
 
 /** "This is a shared computer": the sign-in then lasts only as long as the tab. */
 function sharedComputerBox(): HTMLElement {
@@ -27,15 +36,32 @@ function signedIn(token: string): void {
   navigate(session.takeReturn());
 }
 
+/** Loads the account view: who is signed in, or the sign-in forms. */
 export async function renderAccount(main: HTMLElement): Promise<void> {
-  const config = await instanceConfiguration();
-  const identifierName = config.register.uniqueIdentifier;
   const user = await currentUser();
   const heading = h('h1', { tabindex: '-1' }, 'Account');
   if (user) {
-    replace(main, heading, ...signedInView(user, identifierName));
+    const config = await instanceConfiguration();
+    replace(main, heading, ...signedInView(user, config.register.uniqueIdentifier));
     return;
   }
+  // The forms are shown at once with the usual configuration, so that a slow link does not wait for it; an
+  // instance configured otherwise gets them again, before anything is typed.
+  const shown = knownConfiguration ?? DEFAULT_CONFIGURATION;
+  signInForms(main, heading, shown);
+  const config = await instanceConfiguration();
+  knownConfiguration = config;
+  const differs =
+    config.register.uniqueIdentifier !== shown.register.uniqueIdentifier ||
+    config.register.enabled !== shown.register.enabled;
+  const untouched = [...main.querySelectorAll('input')].every(
+    (input) => input.value === '' || input.type === 'checkbox',
+  );
+  if (differs && untouched && location.hash.replace(/^#\/?/, '') === 'account') signInForms(main, heading, config);
+}
+
+function signInForms(main: HTMLElement, heading: HTMLElement, config: InstanceConfiguration): void {
+  const identifierName = config.register.uniqueIdentifier;
   const identifierLabel = identifierName === 'email' ? 'Email' : identifierName;
   replace(
     main,
@@ -103,6 +129,10 @@ function loginForm(identifierLabel: string): HTMLFormElement {
         type: 'Token',
         uniqueUserIdentifier: loginIdentifier.value,
         password: loginPassword.value,
+      }).catch((error: unknown) => {
+        if (error instanceof ApiError && error.status === 401)
+          throw new Error(`The ${identifierLabel.toLowerCase()} or the password is not right.`);
+        throw error;
       });
       signedIn(answer.body.token);
     });

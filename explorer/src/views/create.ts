@@ -1,6 +1,6 @@
 // Forms to create a child (staying on the parent with "Create another", or opening the child) and a relation to a
 // node found by its name; the type rule is stated next to the field instead of the browser's pattern message.
-import { createElement, type GraphElement, labelOf, request, type SearchResponse } from '../api.js';
+import { createElement, type GraphElement, getElement, labelOf, request, type SearchResponse } from '../api.js';
 import { announce, field, h, replace, uid } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
 import { attempt } from '../problem.js';
@@ -8,6 +8,7 @@ import { navigate } from '../router.js';
 import { typeBadge } from '../types.js';
 
 const TYPE_RULE = /^[A-Za-z][A-Za-z0-9_]*$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TYPE_HINT = 'A letter, then letters, digits or _ (for example Note or HAS_TAG).';
 
 /** A type field that states its rule and says plainly when the text breaks it. */
@@ -112,7 +113,10 @@ function nodePicker(self: string) {
   let timer = 0;
   input.addEventListener('input', () => {
     clearTimeout(timer);
-    if (input.value.trim().length >= 2) timer = window.setTimeout(search, 250);
+    const text = input.value.trim();
+    // A pasted id is taken as it is, when the caller may read that element.
+    if (UUID.test(text)) void getElement(text.toLowerCase()).then((answer) => pick(answer.body), search);
+    else if (text.length >= 2) timer = window.setTimeout(search, 250);
   });
   const element = h('div', null, field('Other element (search by name)', input), choices);
   return { element, picked: () => picked };
