@@ -3,6 +3,7 @@
 // applied one: a database records the versions it has and is not given them again.
 import { ACCESS_EPOCH, ACCESS_INDEX, ACCESS_KEYS, ACCESS_RULES } from './access.js';
 import { NORMALISED_IDENTIFIERS, REGISTRATION_COUNTS } from './accounts.js';
+import { PRINCIPAL_NAMES } from './principals.js';
 import { SEARCH_FUNCTIONS, SEARCH_INDEX } from './search.js';
 import { DATA_LIMITS, EXTENSIONS, TABLES } from './tables.js';
 import { UPLOAD_GENERATIONS } from './upload-generations.js';
@@ -31,4 +32,5 @@ export const migrations: Migration[] = [
   { version: 2, name: 'upload-generations', sql: UPLOAD_GENERATIONS },
   { version: 3, name: 'normalised-identifiers', sql: NORMALISED_IDENTIFIERS },
   { version: 4, name: 'registration-counts', sql: REGISTRATION_COUNTS },
+  { version: 7, name: 'principal-names', sql: PRINCIPAL_NAMES },
 ];
