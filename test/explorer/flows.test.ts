@@ -88,7 +88,7 @@ describeBackends('Explorer flows', (service) => {
     const { page, context, errors } = await signedInPage(browser, h.url, ada.token);
     await openElement(page, h.url, project, 'Apollo');
     const share = page.getByRole('form', { name: 'Share' });
-    expect(await share.getByLabel('Access').inputValue()).toBe('HAS_READ_ACCESS');
+    expect(await share.getByLabel('Access', { exact: true }).inputValue()).toBe('HAS_READ_ACCESS');
     await share.getByLabel('E-mail or name').fill('nobody@flows.test');
     await share.getByRole('button', { name: 'Add person' }).click();
     await eventually(() => share.getByRole('alert').textContent()).toContain('No user or group');

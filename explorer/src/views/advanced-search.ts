@@ -91,7 +91,7 @@ export async function advancedSearch(): Promise<HTMLElement> {
       h(
         'section',
         { 'aria-labelledby': 'advanced-results-heading' },
-        h('h2', { id: 'advanced-results-heading' }, 'Results'),
+        h('h2', { id: 'advanced-results-heading' }, 'Pipeline results'),
         results,
       ),
     ),
