@@ -35,7 +35,7 @@ async function sharedDiagram(): Promise<Diagram> {
 }
 
 /** Renders the element again, unless the user has moved on to another view meanwhile (an upload ends late, say). */
-export function refresh(main: HTMLElement, id: string): void {
+function refresh(main: HTMLElement, id: string): void {
   if (location.hash.toLowerCase() === `#/${id}`) void renderElement(main, id);
 }
 

@@ -31,6 +31,27 @@ const LEVELS: { type: string; label: string }[] = [
 const GRANT_TYPES = LEVELS.map((level) => level.type);
 const levelOf = (type: string) => LEVELS.find((level) => level.type === type)?.label ?? type;
 
+/** The people chosen so far, each with a button that takes them off the list. */
+function showPeople(list: HTMLElement, people: Principal[]): void {
+  const remove = (index: number) => {
+    people.splice(index, 1);
+    showPeople(list, people);
+  };
+  replace(
+    list,
+    people.map((person, index) => {
+      const name = principalName(person, person.id);
+      const button = {
+        type: 'button',
+        class: 'small link',
+        'aria-label': `Remove ${name}`,
+        onclick: () => remove(index),
+      };
+      return h('li', null, name, ' ', h('button', button, 'remove'));
+    }),
+  );
+}
+
 export function shareSection(id: string): HTMLElement {
   const people: Principal[] = [];
   const chosen = h('ul', { class: 'chosen', 'aria-label': 'People to share with' });
@@ -41,31 +62,7 @@ export function shareSection(id: string): HTMLElement {
     LEVELS.map(({ type, label }) => h('option', { value: type, selected: type === 'HAS_READ_ACCESS' }, label)),
   );
   const status = h('div');
-  const showChosen = () =>
-    replace(
-      chosen,
-      people.map((person, index) =>
-        h(
-          'li',
-          null,
-          principalName(person, person.id),
-          ' ',
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'small link',
-              'aria-label': `Remove ${principalName(person, person.id)}`,
-              onclick: () => {
-                people.splice(index, 1);
-                showChosen();
-              },
-            },
-            'remove',
-          ),
-        ),
-      ),
-    );
+  const showChosen = () => showPeople(chosen, people);
   const add = () =>
     void attempt(status, async () => {
       const identifier = who.value.trim();
