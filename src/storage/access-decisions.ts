@@ -6,7 +6,7 @@
 import type { Credentials } from '../domain/accounts/types.js';
 import type { Permission } from '../domain/elements/types.js';
 
-/** How many decisions a process keeps: about 200 bytes each, so about 7 MiB when full. */
+/** How many decisions a process keeps: about 200 to 300 bytes each (GET /<id> keeps its writes too), so up to about 10 MiB. */
 const ACCESS_DECISIONS_CAPACITY = 32_768;
 
 export interface AccessDecision {

@@ -15,8 +15,12 @@ export interface PrincipalRow {
 const principalColumns = (userNames: boolean) => `e.id::text AS id, e.type,
   CASE WHEN jsonb_typeof(e.data->'name') = 'string' ${userNames ? '' : `AND e.type <> 'User' `}THEN e.data->>'name' END AS name`;
 
-/** A node that is a principal: a User, or a group (the end of an IS_IN_GROUP; one probe of (end_id, type)). */
-const IS_PRINCIPAL = `(e.type = 'User' OR EXISTS (SELECT 1 FROM elements r WHERE r.end_id = e.id AND r.type = 'IS_IN_GROUP'))`;
+/**
+ * A node that is a principal: a User, or a group (the end of an IS_IN_GROUP; one probe of (end_id, type)). OFFSET 0
+ * keeps the probe per row: without it PostgreSQL may hash every IS_IN_GROUP relation once per look-up instead.
+ */
+const IS_PRINCIPAL = `(e.type = 'User' OR EXISTS (
+  SELECT 1 FROM elements r WHERE r.end_id = e.id AND r.type = 'IS_IN_GROUP' OFFSET 0))`;
 
 /**
  * The principals `text` names exactly: the User whose registration identifier it is, compared as log-in compares it
