@@ -273,6 +273,45 @@ describeBackends('Explorer flows', (service) => {
     await context.close();
   });
 
+  it("picks a relation's other end by name, states the type rule, and creates children one after another", async () => {
+    const h = service();
+    const ada = await user('Ada');
+    const apollo = await create(h, ada.token, { type: 'Project', data: { name: `Apollo ${n}` } });
+    const artemis = await create(h, ada.token, { type: 'Project', data: { name: `Artemis ${n}` } });
+    const { page, context } = await signedInPage(browser, h.url, ada.token);
+    await openElement(page, h.url, artemis, `Artemis ${n}`);
+    const relation = page.getByRole('form', { name: 'New relation' });
+    await relation.getByLabel('Relation type').fill('follows me');
+    expect(await relation.getByText('A letter, then letters, digits or _').count()).toBe(1);
+    await relation.getByLabel('Other element (search by name)').fill('Apollo');
+    await relation.getByRole('button', { name: `Apollo ${n}` }).click();
+    await relation.getByRole('button', { name: 'Create relation' }).click();
+    await eventually(() => relation.getByRole('alert').textContent()).toContain('The relation type is not valid.');
+    await relation.getByLabel('Relation type').fill('FOLLOWS');
+    await relation.getByRole('button', { name: 'Create relation' }).click();
+    await page
+      .locator('[data-collection="related"]')
+      .getByRole('link', { name: `Apollo ${n}` })
+      .waitFor();
+    const parents = await h.request('GET', `/${apollo}/parents`, { token: ada.token });
+    expect(parents.json.relations.find((r: any) => r.type === 'FOLLOWS')).toMatchObject({
+      start: artemis,
+      end: apollo,
+    });
+
+    const child = page.getByRole('form', { name: 'New child' });
+    for (const name of ['One', 'Two']) {
+      await child.getByLabel('Type').fill('Note');
+      await child.getByLabel('Properties of the child').fill(JSON.stringify({ name }));
+      await child.getByRole('button', { name: 'Create another' }).click();
+      await child.getByRole('link', { name }).waitFor();
+    }
+    expect(new URL(page.url()).hash).toBe(`#/${artemis}`);
+    const children = await h.request('GET', `/${artemis}/children`, { token: ada.token });
+    expect(children.json.nodes.map((node: any) => node.data.name).sort()).toEqual(['One', 'Two']);
+    await context.close();
+  });
+
   it('keeps the sign-in across tabs unless the computer is shared; Sign out is in the header', async () => {
     const h = service();
     const ada = await user('Ada');
