@@ -328,6 +328,9 @@ describeBackends('Explorer flows', (service) => {
       const who = other.locator('#who');
       await eventually(() => who.textContent()).toContain(shared ? 'Sign in' : ada.email);
       if (!shared) {
+        await other.goto(`${h.url}/explorer/#/account`);
+        await other.locator('#my-id').waitFor();
+        await expectAccessible(other, 'account');
         await other.getByRole('button', { name: 'Sign out' }).click();
         await other.getByRole('form', { name: 'Log in' }).waitFor();
         // The first tab hears of it at once.
