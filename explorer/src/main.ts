@@ -5,6 +5,7 @@ import './styles.css';
 import { h, replace } from './dom.js';
 import { dirtyElement, drafts, markDirty } from './drafts.js';
 import { forgetUser, showWho } from './header.js';
+import { takeNotice } from './notice.js';
 import { setRenderer } from './router.js';
 import { SESSION_CHANGED, SESSION_ENDED, session } from './session.js';
 import { renderAccount } from './views/account.js';
@@ -45,6 +46,8 @@ async function route(): Promise<void> {
   else if (view === 'search') await renderSearch(main);
   else if (isElement) await renderElement(main, view.toLowerCase());
   else await renderIndex(main);
+  const notice = takeNotice();
+  if (notice) main.querySelector('h1')?.after(notice);
 }
 
 setRenderer(route);

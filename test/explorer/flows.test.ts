@@ -155,6 +155,7 @@ describeBackends('Explorer flows', (service) => {
     await dialog.getByLabel('Also delete the children (and theirs) that I may delete').check();
     await dialog.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Browse' }).waitFor();
+    expect(await page.locator('main .notice').textContent()).toBe('Deleted.');
     for (const id of [parent, child, grandchild])
       expect((await h.request('GET', `/${id}`, { token: ada.token })).status).toBe(404);
     expect((await h.request('GET', `/${other}`, { token: ada.token })).status).toBe(200);

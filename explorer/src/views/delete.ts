@@ -14,6 +14,7 @@ import {
 } from '../api.js';
 import { announce, h } from '../dom.js';
 import { count, formatSize } from '../format.js';
+import { setNotice } from '../notice.js';
 import { attempt, plainMessage } from '../problem.js';
 import { navigate } from '../router.js';
 import { confirmDialog } from './dialog.js';
@@ -38,18 +39,27 @@ function relationText(relation: GraphElement, self: string, names: Map<string, s
   return `${name(relation.start!)} ${relation.type} ${name(relation.end!)}`;
 }
 
-/** The children the caller may delete, below `id`, deepest first (each one's own children before it). */
-async function deletableSubtree(id: string, seen = new Set<string>()): Promise<GraphElement[]> {
+/**
+ * The children below `id`, deepest first (each one's own children before it): those the caller may delete, and
+ * those they may not (they stay).
+ */
+async function subtreeOf(
+  id: string,
+  seen = new Set<string>(),
+): Promise<{ deletable: GraphElement[]; kept: GraphElement[] }> {
   const { nodes } = await everything(`/${id}/children`);
-  const order: GraphElement[] = [];
+  const deletable: GraphElement[] = [];
+  const kept: GraphElement[] = [];
   for (const child of nodes) {
     if (seen.has(child.id)) continue;
     seen.add(child.id);
-    order.push(...(await deletableSubtree(child.id, seen)));
+    const below = await subtreeOf(child.id, seen);
+    deletable.push(...below.deletable);
+    kept.push(...below.kept);
     const answer = await getElement(child.id).catch(() => null);
-    if (answer && abilitiesOf(answer.headers).delete) order.push(child);
+    (answer && abilitiesOf(answer.headers).delete ? deletable : kept).push(child);
   }
-  return order;
+  return { deletable, kept };
 }
 
 async function describe(element: GraphElement) {
@@ -97,17 +107,19 @@ export function deleteSection(element: GraphElement): HTMLElement {
           ];
     const question = `Delete ${labelOf(element)}?`;
     if (!(await confirmDialog(question, 'Delete', h('p', null, 'Deleted:'), goes, ...(stays ?? [])))) return;
-    const failures: string[] = [];
+    const left: string[] = [];
     if (subtree.checked) {
-      for (const child of await deletableSubtree(element.id)) {
+      const { deletable, kept } = await subtreeOf(element.id);
+      left.push(...kept.map((child) => `${labelOf(child)}: you may not delete it`));
+      for (const child of deletable)
         await request('DELETE', `/${child.id}`).catch((error: unknown) =>
-          failures.push(`${labelOf(child)}: ${plainMessage(error)}`),
+          left.push(`${labelOf(child)}: ${plainMessage(error)}`),
         );
-      }
     }
     await request('DELETE', `/${element.id}`);
-    announce(failures.length === 0 ? 'Deleted.' : `Deleted, but ${count(failures.length, 'child')} could not be.`);
-    if (failures.length > 0) window.alert(`Deleted. These could not be deleted:\n${failures.join('\n')}`);
+    const said = left.length === 0 ? 'Deleted.' : `Deleted. ${count(left.length, 'child')} could not be deleted:`;
+    announce(said);
+    setNotice(said, left);
     navigate('#/');
   };
   return h(
