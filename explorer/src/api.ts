@@ -54,6 +54,8 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly problem: Problem | null,
+    /** Seconds to wait before asking again, when the service said (429 Retry-After). */
+    readonly retryAfter: number | null = null,
   ) {
     super(problem?.detail ?? problem?.title ?? `The service answered ${status}.`);
   }
@@ -89,7 +91,14 @@ export async function request<T = unknown>(
   const text = await response.text();
   let parsed: unknown = null;
   if (text !== '' && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
-  if (!response.ok) throw new ApiError(response.status, isProblem(parsed) ? parsed : null);
+  if (!response.ok) {
+    const retryAfter = Number.parseInt(response.headers.get('retry-after') ?? '', 10);
+    throw new ApiError(
+      response.status,
+      isProblem(parsed) ? parsed : null,
+      Number.isNaN(retryAfter) ? null : retryAfter,
+    );
+  }
   return { status: response.status, headers: response.headers, body: parsed as T };
 }
 

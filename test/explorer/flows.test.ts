@@ -376,3 +376,28 @@ describeBackends('Explorer flows', (service) => {
     await context.close();
   });
 });
+
+describeBackends(
+  'Explorer sharing, throttled',
+  (service) => {
+    it('says how long to wait when the look-up of people is throttled', async () => {
+      const h = service();
+      const ada = await namedUser(h, 'ada@throttled.test', 'Ada');
+      const project = await create(h, ada.token, { type: 'Project', data: { name: 'Quiet' } });
+      const { page, context } = await signedInPage(browser, h.url, ada.token);
+      await openElement(page, h.url, project, 'Quiet');
+      const share = page.getByRole('form', { name: 'Share' });
+      for (const email of ['one@throttled.test', 'two@throttled.test', 'three@throttled.test']) {
+        await share.getByLabel('E-mail or name').fill(email);
+        await share.getByRole('button', { name: 'Add person' }).click();
+        await eventually(() => share.getByRole('alert').count()).toBe(1);
+        if ((await share.getByRole('alert').textContent())?.startsWith('Too many')) break;
+      }
+      expect(await share.getByRole('alert').textContent()).toMatch(
+        /^Too many look-ups in a short time\. Try again in \d+ seconds\.$/,
+      );
+      await context.close();
+    });
+  },
+  { settings: { register: { principalLookup: { lookupsPerWindow: 1, windowInSeconds: 600 } } } },
+);

@@ -69,7 +69,7 @@ export function shareSection(id: string): HTMLElement {
       if (identifier === '') return;
       const found = await findPrincipals(identifier).catch((error: unknown) => {
         if (error instanceof ApiError && error.status === 429)
-          throw new Error('Too many look-ups in a short time. Wait a moment and try again.');
+          throw new Error(`Too many look-ups in a short time. Try again in ${error.retryAfter ?? 'a few'} seconds.`);
         throw error;
       });
       if (found.length === 0) throw new Error(`No user or group has the e-mail or name “${identifier}”.`);
