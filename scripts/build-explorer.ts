@@ -2,9 +2,10 @@
 // sources; `--force` builds anyway. Run by `npm run build`, by `npm start` and by the browser tests, so a fresh
 // clone serves a working /explorer without a separate step.
 
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import type { Log } from './debian-packages.js';
 import { isMain } from './process-tools.js';
 
@@ -58,13 +59,36 @@ export async function buildExplorer({
     build: {
       outDir: join(explorer, 'dist'),
       emptyOutDir: true,
-      // The bundle is served by Trellis itself (no CDN), and cytoscape alone is large: one chunk is fine.
+      // The diagram library is its own chunk, loaded only by the views that draw a diagram, and it is large.
       chunkSizeWarningLimit: 2048,
-      sourcemap: true,
+      // Not emitted: whatever is under dist is served publicly, and the sources are in the repository.
+      sourcemap: false,
     },
   });
+  precompress(join(explorer, 'dist'));
   log(`built explorer/dist in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   return true;
+}
+
+const COMPRESSIBLE = /\.(html|js|css|svg|json|txt)$/;
+
+/**
+ * Writes `<file>.br` and `<file>.gz` beside every text asset, at the highest levels: done once at build time, so
+ * the service sends compressed bytes (@fastify/static's preCompressed) without compressing on each request.
+ */
+function precompress(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !COMPRESSIBLE.test(entry.name)) continue;
+    const path = join(entry.parentPath, entry.name);
+    const bytes = readFileSync(path);
+    writeFileSync(
+      `${path}.br`,
+      brotliCompressSync(bytes, {
+        params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.length },
+      }),
+    );
+    writeFileSync(`${path}.gz`, gzipSync(bytes, { level: 9 }));
+  }
 }
 
 if (isMain(import.meta.url)) {

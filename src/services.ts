@@ -9,6 +9,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { Accounts } from './domain/accounts/accounts.js';
 import { Authentication } from './domain/accounts/authentication.js';
+import { Principals } from './domain/accounts/principals.js';
 import { Capacity } from './domain/capacity.js';
 import { Collections } from './domain/elements/collections.js';
 import { Elements } from './domain/elements/elements.js';
@@ -42,6 +43,7 @@ export interface Services {
   clock: Clock;
   blobs: BlobStore;
   accounts: Accounts;
+  principals: Principals;
   elements: Elements;
   collections: Collections;
   files: Files;
@@ -87,6 +89,7 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
     clock,
     runtime.anonymousUserId,
   );
+  const principals = new Principals(transactions, sqlAccountStore, authentication, settings, clock);
   const collections = new Collections(transactions, elementStore, authentication, settings);
   const elements = new Elements(transactions, elementStore, authentication, settings, clock, blobs, collections);
   const files = new Files(transactions, sqlFileStore, settings, clock, blobs, elements);
@@ -116,6 +119,7 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
     clock,
     blobs,
     accounts,
+    principals,
     elements,
     collections,
     files,

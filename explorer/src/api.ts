@@ -1,4 +1,5 @@
 // The explorer's only way to the service: its public HTTP API, same origin, with the session's token.
+import { session } from './session.js';
 
 interface Problem {
   type: string;
@@ -53,23 +54,12 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly problem: Problem | null,
+    /** Seconds to wait before asking again, when the service said (429 Retry-After). */
+    readonly retryAfter: number | null = null,
   ) {
     super(problem?.detail ?? problem?.title ?? `The service answered ${status}.`);
   }
 }
-
-const TOKEN_KEY = 'trellis-explorer-token';
-
-/** The token lives in session storage: it is gone when the tab closes, and other sites cannot read it. */
-export const session = {
-  get token(): string | null {
-    return sessionStorage.getItem(TOKEN_KEY);
-  },
-  set token(value: string | null) {
-    if (value === null) sessionStorage.removeItem(TOKEN_KEY);
-    else sessionStorage.setItem(TOKEN_KEY, value);
-  },
-};
 
 /** The Authorization header for the session's token (none without one). */
 export function authHeaders(): Record<string, string> {
@@ -97,11 +87,18 @@ export async function request<T = unknown>(
   }
   const response = await fetch(path, init);
   // 401 with the session's token means the token is no longer good (expired, revoked, logged out elsewhere).
-  if (response.status === 401 && headers.Authorization === undefined && session.token !== null) session.token = null;
+  if (response.status === 401 && headers.Authorization === undefined && session.token !== null) session.ended();
   const text = await response.text();
   let parsed: unknown = null;
   if (text !== '' && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
-  if (!response.ok) throw new ApiError(response.status, isProblem(parsed) ? parsed : null);
+  if (!response.ok) {
+    const retryAfter = Number.parseInt(response.headers.get('retry-after') ?? '', 10);
+    throw new ApiError(
+      response.status,
+      isProblem(parsed) ? parsed : null,
+      Number.isNaN(retryAfter) ? null : retryAfter,
+    );
+  }
   return { status: response.status, headers: response.headers, body: parsed as T };
 }
 
@@ -117,6 +114,61 @@ function idFromLocation(headers: Headers): string {
 
 export const getElement = async (id: string) => request<GraphElement>('GET', `/${id}`);
 
+/** What the caller may do, from the `Allow` header of a GET: write (PUT) and delete (DELETE). */
+export interface Abilities {
+  write: boolean;
+  delete: boolean;
+}
+
+/**
+ * The caller's abilities on what a GET answered. A service that sends no `Allow` predates the header: everything
+ * is offered then, as before, and the service's refusal is shown.
+ */
+export function abilitiesOf(headers: Headers): Abilities {
+  const allow = headers.get('allow');
+  if (allow === null) return { write: true, delete: true };
+  const methods = new Set(allow.split(',').map((method) => method.trim().toUpperCase()));
+  return { write: methods.has('PUT'), delete: methods.has('DELETE') };
+}
+
+export interface Principal {
+  id: string;
+  type: string;
+  name: string | null;
+}
+
+/** A user or group by exact e-mail or name (the service throttles and caps the lookup). */
+export async function findPrincipals(identifier: string): Promise<Principal[]> {
+  const query = new URLSearchParams({ identifier });
+  return (await request<{ items: Principal[] }>('GET', `/principals?${query}`)).body.items;
+}
+
+const names = new Map<string, Promise<Principal | null>>();
+/** Users and groups by id, for naming people; ids that are not a user or group (or not known) give null. */
+export async function principalsById(ids: string[]): Promise<Map<string, Principal | null>> {
+  const missing = [...new Set(ids)].filter((id) => !names.has(id));
+  if (missing.length > 0) {
+    const query = new URLSearchParams(missing.map((id) => ['id', id]));
+    const batch = request<{ items: Principal[] }>('GET', `/principals?${query}`).then(
+      (answer) => answer.body.items,
+      () => [] as Principal[],
+    );
+    for (const id of missing)
+      names.set(
+        id,
+        batch.then((items) => items.find((item) => item.id === id) ?? null),
+      );
+  }
+  const entries = await Promise.all(ids.map(async (id) => [id, await names.get(id)!] as const));
+  return new Map(entries);
+}
+
+/** A person's or group's name for a sentence: their name, else "a user" and the start of the id. */
+export function principalName(principal: Principal | null | undefined, id: string): string {
+  if (principal?.name) return principal.name;
+  return `${principal?.type === 'Group' ? 'a group' : 'someone'} (${id.slice(0, 8)})`;
+}
+
 export const getCollection = async (path: string) => (await request<Collection>('GET', path)).body;
 
 export async function createElement(body: Record<string, unknown>, parent?: string): Promise<string> {
@@ -129,10 +181,20 @@ export function labelOf(element: GraphElement): string {
   return typeof name === 'string' && name !== '' ? name : `${element.type} ${element.id.slice(0, 8)}`;
 }
 
-interface InstanceConfiguration {
+export interface InstanceConfiguration {
   register: { enabled: boolean; uniqueIdentifier: string };
   file: { maxFileSizeInBytes: number; uploadMinChunkSizeInBytes: number; uploadMaxChunkSizeInBytes: number };
 }
+
+/** The service's defaults. */
+export const DEFAULT_CONFIGURATION: InstanceConfiguration = {
+  register: { enabled: true, uniqueIdentifier: 'email' },
+  file: {
+    maxFileSizeInBytes: 10 * 2 ** 30,
+    uploadMinChunkSizeInBytes: 5 * 2 ** 20,
+    uploadMaxChunkSizeInBytes: 101 * 2 ** 20,
+  },
+};
 
 let configuration: Promise<InstanceConfiguration> | null = null;
 /** The instance configuration, read once (it is public and fixed while the service runs). */
@@ -140,14 +202,7 @@ export function instanceConfiguration(): Promise<InstanceConfiguration> {
   configuration ??= request<InstanceConfiguration>('GET', '/instance-configuration').then(
     (answer) => answer.body,
     // Published by default; an instance that hides it gets the service's defaults.
-    () => ({
-      register: { enabled: true, uniqueIdentifier: 'email' },
-      file: {
-        maxFileSizeInBytes: 10 * 2 ** 30,
-        uploadMinChunkSizeInBytes: 5 * 2 ** 20,
-        uploadMaxChunkSizeInBytes: 101 * 2 ** 20,
-      },
-    }),
+    () => DEFAULT_CONFIGURATION,
   );
   return configuration;
 }

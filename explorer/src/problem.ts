@@ -1,32 +1,41 @@
-// Shows a refusal where it happened: the problem details the API sent (status, title, detail, extra members).
+// Shows a refusal where it happened, in plain words: what went wrong and what the person can do, then the
+// service's own explanation. The problem's type address stays out of sight (it is for programs, not people).
 import { ApiError } from './api.js';
 import { h } from './dom.js';
 
-/** An alert with the error's problem details; for errors that are not the API's, its message. */
-export function problemView(error: unknown): HTMLElement {
-  if (!(error instanceof ApiError)) {
-    return h(
-      'div',
-      { class: 'problem', role: 'alert' },
-      h('strong', null, 'Error: '),
-      String((error as Error)?.message ?? error),
-    );
+/** What a status means to the person looking at the page. */
+const PLAIN: Record<number, string> = {
+  400: 'The service could not accept this.',
+  401: 'You are not signed in, or your sign-in has ended.',
+  403: 'You are not allowed to do this.',
+  404: 'This element does not exist, or it is not shared with you.',
+  409: 'This conflicts with the current state of the element.',
+  412: 'Someone changed this element since you opened it. Your edit is kept: reload the page to see their version.',
+  413: 'This is larger than the service accepts.',
+  415: 'The service does not accept this kind of content.',
+  422: 'The service could not accept this.',
+  429: 'Too many requests in a short time. Wait a moment and try again.',
+};
+
+/** One sentence for an error: the plain meaning of its status, else its message. */
+export function plainMessage(error: unknown): string {
+  if (error instanceof ApiError) {
+    if (error.status >= 500) return 'The service failed to answer. Try again in a moment.';
+    return PLAIN[error.status] ?? error.problem?.title ?? `The service refused this (${error.status}).`;
   }
+  return String((error as Error)?.message ?? error);
+}
+
+/** An alert with the plain meaning and the service's detail; for errors that are not the API's, their message. */
+export function problemView(error: unknown): HTMLElement {
+  if (!(error instanceof ApiError)) return h('div', { class: 'problem', role: 'alert' }, plainMessage(error));
   const { problem, status } = error;
-  const extra = Object.entries(problem ?? {}).filter(([key]) => !['type', 'title', 'status', 'detail'].includes(key));
+  const detail = problem?.detail && problem.detail !== plainMessage(error) ? problem.detail : null;
   return h(
     'div',
-    { class: 'problem', role: 'alert' },
-    h('strong', null, `${status} ${problem?.title ?? ''}`.trim()),
-    problem?.detail ? h('p', null, problem.detail) : null,
-    extra.length > 0
-      ? h(
-          'dl',
-          null,
-          extra.map(([key, value]) => [h('dt', null, key), h('dd', null, JSON.stringify(value))]),
-        )
-      : null,
-    problem?.type ? h('p', { class: 'problem-type' }, h('code', null, problem.type)) : null,
+    { class: 'problem', role: 'alert', 'data-status': status },
+    h('strong', null, plainMessage(error)),
+    detail ? h('p', null, detail) : null,
     // A refused token: the way back to the sign-in, unless the sign-in forms are what refused.
     status === 401 && !document.getElementById('login-heading')
       ? h('p', null, h('a', { href: '#/account' }, 'Sign in'))
@@ -34,7 +43,7 @@ export function problemView(error: unknown): HTMLElement {
   );
 }
 
-/** Runs `action`, showing its problem details in `slot` when it fails; true when it succeeded. */
+/** Runs `action`, showing its problem in `slot` when it fails; true when it succeeded. */
 export async function attempt(slot: HTMLElement, action: () => Promise<void>): Promise<boolean> {
   slot.replaceChildren();
   try {

@@ -84,6 +84,12 @@ export const SettingsSchema = Type.Object(
         registrationsPerAddress: int(20, 1),
         windowInSeconds: seconds(600, 1),
       }),
+      // GET /principals per signed-in user (domain/accounts/principals.ts): this many look-ups in a fixed window,
+      // then 429 with Retry-After until the window ends. Counted in each instance.
+      principalLookup: obj({
+        lookupsPerWindow: int(30, 1),
+        windowInSeconds: seconds(60, 1),
+      }),
     }),
     // Argon2 hashes and verifications run on threads of their own below normal priority, `workers` at once ('auto':
     // half of the cores), `maxQueued` waiting; beyond that 503 with Retry-After (domain/accounts/passwords.ts).

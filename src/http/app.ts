@@ -21,6 +21,7 @@ import elementRoutes from './routes/elements.js';
 import eventRoutes from './routes/events.js';
 import fileRoutes from './routes/files.js';
 import healthRoutes from './routes/health.js';
+import principalRoutes from './routes/principals.js';
 import searchRoutes from './routes/search.js';
 import systemRoutes from './routes/system.js';
 import uploadRoutes from './routes/uploads.js';
@@ -88,6 +89,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   await app.register(systemRoutes, deps);
   await app.register(healthRoutes, deps);
   await app.register(accountRoutes, deps);
+  await app.register(principalRoutes, deps);
   await app.register(elementRoutes, deps);
   await app.register(fileRoutes, deps);
   await app.register(uploadRoutes, deps);

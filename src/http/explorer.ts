@@ -1,6 +1,8 @@
 // Serves Trellis Explorer, the browser app built from explorer/ (scripts/build-explorer.ts), under /explorer. It is
 // a client of the public API like any other, so this module only hands out files: index.html for /explorer and
-// /explorer/, the assets below it. A missing file is the API's 404 problem, as on any unknown path.
+// /explorer/, the assets below it (Brotli or gzip, precompressed by the build, when the client accepts them). A
+// missing asset is the API's 404 problem; any other unknown path under /explorer/ is the app's own page, answered
+// 404, so that a person who follows a stale link sees the explorer's "not found" view rather than JSON.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,16 +50,26 @@ export default async function explorerRoutes(app: App) {
     root: BUILT,
     prefix: '/explorer/',
     index: ['index.html'],
-    wildcard: true,
+    // One route per built file (the build is fixed while the service runs), so that the catch-all below sees the rest.
+    wildcard: false,
+    preCompressed: true,
     redirect: false,
     // Set below: the build names every asset by its content, so assets never change and index.html always may.
     cacheControl: false,
     schemaHide: true,
   });
   app.get('/explorer', hidden, (_request, reply) => reply.sendFile('index.html'));
+  app.get('/explorer/*', hidden, async (request, reply) => {
+    if (request.url.startsWith('/explorer/assets/')) throw new Problem('not-found');
+    return reply.code(404).sendFile('index.html');
+  });
   app.addHook('onSend', async (request, reply) => {
-    if (reply.statusCode !== 200 && reply.statusCode !== 304) return;
-    const immutable = request.url.startsWith('/explorer/assets/');
+    if (!request.url.startsWith('/explorer')) return;
+    const html = reply.statusCode === 404 && /^text\/html/.test(String(reply.getHeader('content-type') ?? ''));
+    if (reply.statusCode !== 200 && reply.statusCode !== 304 && !html) return;
+    // The same URL answers Brotli, gzip or plain bytes depending on Accept-Encoding: caches must keep them apart.
+    reply.header('vary', 'Accept-Encoding');
+    const immutable = request.url.startsWith('/explorer/assets/') && !html;
     reply.header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
     if (!immutable) reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
   });

@@ -6,7 +6,7 @@
 import type { Credentials } from '../domain/accounts/types.js';
 import type { Permission } from '../domain/elements/types.js';
 
-/** How many decisions a process keeps: about 200 bytes each, so about 7 MiB when full. */
+/** How many decisions a process keeps: about 200 to 300 bytes each (GET /<id> keeps its writes too), so up to about 10 MiB. */
 const ACCESS_DECISIONS_CAPACITY = 32_768;
 
 export interface AccessDecision {
@@ -14,6 +14,10 @@ export interface AccessDecision {
   epoch: string;
   /** When the token expires (ms since 1970, rounded down), null when it does not. */
   expires: number | null;
+  /** The caller's id, for a remembered statement that decides more than the remembered permission. */
+  userId?: string;
+  /** GET /<id>: whether UPDATE and DELETE were allowed too when READ was decided (queries/elements.ts). */
+  writes?: { update: boolean; delete: boolean };
 }
 
 /** The key of a decision: who asked (the token's hash, or the anonymous user), for which permission, on what. */
@@ -120,12 +124,12 @@ export async function withDecision<T>(
   decisions: AccessDecisions | undefined,
   key: string,
   now: Date,
-  known: (epoch: string) => Promise<T | undefined>,
+  known: (epoch: string, decision: AccessDecision) => Promise<T | undefined>,
   decide: () => Promise<{ result: T; decision: AccessDecision | null }>,
 ): Promise<T> {
   const remembered = decisions?.lookup(key, now);
   if (remembered !== undefined) {
-    const result = await known(remembered.epoch);
+    const result = await known(remembered.epoch, remembered);
     if (result !== undefined) return result;
     decisions!.forget(key);
   }

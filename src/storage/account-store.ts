@@ -5,6 +5,7 @@ import { storedElementId } from '../values.js';
 import type { Queryable } from './db.js';
 import * as sql from './queries/accounts.js';
 import * as failures from './queries/credential-failures.js';
+import { principalsById, principalsByText } from './queries/principals.js';
 import { queryable } from './transactions.js';
 
 export const sqlAccountStore: AccountStore = {
@@ -21,6 +22,13 @@ export const sqlAccountStore: AccountStore = {
   insertToken: (tx, token) => sql.insertToken(queryable(tx), token),
   deleteToken: (tx, id) => sql.deleteToken(queryable(tx), id),
   deleteExpiredTokens: (tx, before) => sql.deleteExpiredTokens(queryable(tx), before),
+  async principals(tx, query, limit, userNames) {
+    const rows =
+      'identifier' in query
+        ? await principalsByText(queryable(tx), query.identifier, limit, userNames)
+        : await principalsById(queryable(tx), query.ids, userNames);
+    return rows.map((row) => ({ id: storedElementId(row.id), type: row.type, name: row.name }));
+  },
 };
 
 export function sqlCredentialFailureStore(db: Queryable): CredentialFailureStore {

@@ -37,7 +37,7 @@ export function sqlElementStore(decisions?: AccessDecisions): ElementStore {
     },
     async withPermission(tx, id, userId, permission: Permission, options) {
       const found = await sql.elementWithPermission(queryable(tx), id, userId, permission, options);
-      return found && { element: storedElement(found.row), allowed: found.allowed };
+      return found && { element: storedElement(found.row), allowed: found.allowed, mayUpdate: found.mayUpdate };
     },
     bodyById: (tx, id) => sql.elementBodyById(queryable(tx), id),
     readable: (tx, credentials, now, id) => sql.readableElement(queryable(tx), credentials, now, id, decisions),

@@ -1,55 +1,80 @@
 // Sign in: register, log in with identifier and password (creates a token), or paste a token; who you are; log out
 // (deletes the token on the service).
-import { type GraphElement, instanceConfiguration, request, session } from '../api.js';
+import {
+  ApiError,
+  DEFAULT_CONFIGURATION,
+  type GraphElement,
+  type InstanceConfiguration,
+  instanceConfiguration,
+  request,
+} from '../api.js';
 import { announce, field, h, replace } from '../dom.js';
+import { currentUser, forgetUser, signOut } from '../header.js';
 import { attempt } from '../problem.js';
 import { navigate } from '../router.js';
+import { session } from '../session.js';
 
-let me: Promise<GraphElement | null> | null = null;
+let knownConfiguration: InstanceConfiguration | null = null;
 
-/** The signed-in user (GET /me), read once per token. */
-function currentUser(): Promise<GraphElement | null> {
-  if (session.token === null) return Promise.resolve(null);
-  me ??= request<GraphElement>('GET', '/me').then(
-    (answer) => answer.body,
-    () => null,
+/** "This is a shared computer": the sign-in then lasts only as long as the tab. */
+function sharedComputerBox(): HTMLElement {
+  const box = h('input', { type: 'checkbox', id: 'shared-computer', name: 'shared' });
+  return h(
+    'div',
+    { class: 'field checkbox' },
+    box,
+    ' ',
+    h('label', { for: 'shared-computer' }, 'This is a shared computer (sign out when this tab closes)'),
   );
-  return me;
-}
-
-/** The header's line: who is signed in. */
-export async function showWho(): Promise<void> {
-  const who = document.getElementById('who')!;
-  const user = await currentUser();
-  if (!user) {
-    replace(who, 'Not signed in');
-    return;
-  }
-  const { uniqueIdentifier } = (await instanceConfiguration()).register;
-  replace(who, 'Signed in as ', h('strong', null, String(user.data[uniqueIdentifier] ?? user.data.name ?? user.id)));
 }
 
 function signedIn(token: string): void {
-  session.token = token;
-  me = null;
+  const shared = (document.getElementById('shared-computer') as HTMLInputElement | null)?.checked ?? false;
+  session.signIn(token, shared);
+  forgetUser();
   announce('Signed in.');
-  navigate('#/');
+  navigate(session.takeReturn());
 }
 
+/** Loads the account view: who is signed in, or the sign-in forms. */
 export async function renderAccount(main: HTMLElement): Promise<void> {
-  const config = await instanceConfiguration();
-  const identifierName = config.register.uniqueIdentifier;
   const user = await currentUser();
   const heading = h('h1', { tabindex: '-1' }, 'Account');
   if (user) {
-    replace(main, heading, ...signedInView(main, user, identifierName));
+    const config = await instanceConfiguration();
+    replace(main, heading, ...signedInView(user, config.register.uniqueIdentifier));
     return;
   }
+  // The forms are shown at once with the usual configuration, so that a slow link does not wait for it; an
+  // instance configured otherwise gets them again, before anything is typed.
+  const shown = knownConfiguration ?? DEFAULT_CONFIGURATION;
+  signInForms(main, heading, shown);
+  const config = await instanceConfiguration();
+  knownConfiguration = config;
+  const differs =
+    config.register.uniqueIdentifier !== shown.register.uniqueIdentifier ||
+    config.register.enabled !== shown.register.enabled;
+  const untouched = [...main.querySelectorAll('input')].every(
+    (input) => input.value === '' || input.type === 'checkbox',
+  );
+  if (differs && untouched && location.hash.replace(/^#\/?/, '') === 'account') signInForms(main, heading, config);
+}
+
+function signInForms(main: HTMLElement, heading: HTMLElement, config: InstanceConfiguration): void {
+  const identifierName = config.register.uniqueIdentifier;
   const identifierLabel = identifierName === 'email' ? 'Email' : identifierName;
   replace(
     main,
     heading,
-    h('p', null, 'Sign in to browse, edit and search the graph.'),
+    session.hasReturn
+      ? h(
+          'p',
+          { class: 'notice', role: 'status' },
+          'Your sign-in has ended (it expired or was signed out). Sign in again to return to the page you were on; ',
+          'your unsaved edits are kept.',
+        )
+      : h('p', null, 'Sign in to browse, edit and search the graph.'),
+    sharedComputerBox(),
     h(
       'div',
       { class: 'columns' },
@@ -61,7 +86,7 @@ export async function renderAccount(main: HTMLElement): Promise<void> {
 }
 
 /** Who is signed in, and the button that logs out. */
-function signedInView(main: HTMLElement, user: GraphElement, identifierName: string): HTMLElement[] {
+function signedInView(user: GraphElement, identifierName: string): HTMLElement[] {
   const status = h('div');
   return [
     h('p', null, 'You are signed in as ', h('strong', null, String(user.data[identifierName] ?? user.id)), '.'),
@@ -74,23 +99,7 @@ function signedInView(main: HTMLElement, user: GraphElement, identifierName: str
       h('dd', null, user.type),
     ),
     h('p', { class: 'hint' }, 'Others share elements with you by your user id.'),
-    h(
-      'button',
-      {
-        type: 'button',
-        onclick: () =>
-          void attempt(status, async () => {
-            // Deleting the token on the service ends it everywhere, not just in this tab.
-            await request('DELETE', '/token');
-            session.token = null;
-            me = null;
-            announce('Logged out.');
-            await renderAccount(main);
-            void showWho();
-          }),
-      },
-      'Log out',
-    ),
+    h('button', { type: 'button', onclick: () => void attempt(status, signOut) }, 'Log out'),
     status,
   ];
 }
@@ -120,6 +129,10 @@ function loginForm(identifierLabel: string): HTMLFormElement {
         type: 'Token',
         uniqueUserIdentifier: loginIdentifier.value,
         password: loginPassword.value,
+      }).catch((error: unknown) => {
+        if (error instanceof ApiError && error.status === 401)
+          throw new Error(`The ${identifierLabel.toLowerCase()} or the password is not right.`);
+        throw error;
       });
       signedIn(answer.body.token);
     });

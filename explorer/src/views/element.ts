@@ -1,35 +1,19 @@
-// One element: its properties in the JSON editor, its parents, children and related elements, the neighbourhood
-// on the diagram, forms to create children and relations and to share it, its file, and deletion.
-import {
-  type Collection,
-  createElement,
-  type GraphElement,
-  getElement,
-  instanceConfiguration,
-  labelOf,
-  request,
-} from '../api.js';
-import { Diagram } from '../diagram.js';
-import { announce, field, h, replace } from '../dom.js';
-import { jsonEditor } from '../json-editor.js';
-import { attempt, problemView } from '../problem.js';
+// One element: its properties, parents, children and related elements, the neighbourhood on the diagram, and, when
+// the service says the caller may write (`Allow`), the forms to create children and relations, to share it, its
+// file's controls, and deletion. A read-only element says so in a banner and offers no write control.
+import { type Abilities, abilitiesOf, type Collection, type GraphElement, getElement, labelOf } from '../api.js';
+import type { Diagram } from '../diagram.js';
+import { h, replace } from '../dom.js';
+import { formatDate } from '../format.js';
+import { problemView } from '../problem.js';
 import { navigate } from '../router.js';
 import { typeBadge } from '../types.js';
 import { collectionSection } from './collection.js';
+import { createChildSection, createRelationSection } from './create.js';
+import { deleteSection } from './delete.js';
 import { fileSection } from './file.js';
-
-/** Properties the service sets: shown, never sent back (sending one is a 400 forbidden-property). */
-const SERVICE_PROPERTIES = ['id', 'created', 'updated', 'file', 'hasFile'];
-
-/** The relation types that grant access, offered when sharing and revocable from the parents list. */
-const GRANT_TYPES = [
-  'OWNS',
-  'HAS_READ_ACCESS',
-  'HAS_SEARCH_ACCESS',
-  'HAS_CREATE_ACCESS',
-  'HAS_UPDATE_ACCESS',
-  'HAS_DELETE_ACCESS',
-];
+import { propertiesSection } from './properties.js';
+import { shareSection } from './share.js';
 
 // One diagram while the user goes from element to element: following nodes adds their neighbourhoods to the same
 // picture. Coming from another view starts a new one.
@@ -41,8 +25,12 @@ export function forgetDiagram(): void {
   diagram = null;
 }
 
-function sharedDiagram(): Diagram {
-  diagram ??= new Diagram('Neighbourhood diagram', (id) => navigate(`#/${id}`));
+/** The diagram library is loaded here, on the first element view, not with the rest of the explorer. */
+async function sharedDiagram(): Promise<Diagram> {
+  if (diagram === null) {
+    const { Diagram } = await import('../diagram.js');
+    diagram ??= new Diagram('Neighbourhood diagram', (id) => navigate(`#/${id}`));
+  }
   return diagram;
 }
 
@@ -51,60 +39,80 @@ function refresh(main: HTMLElement, id: string): void {
   if (location.hash.toLowerCase() === `#/${id}`) void renderElement(main, id);
 }
 
+/** Loads the element and renders its view; called again to show the element as it is now. */
 export async function renderElement(main: HTMLElement, id: string): Promise<void> {
   const shown = location.hash;
   let answer: Awaited<ReturnType<typeof getElement>>;
+  let view: Diagram;
   try {
-    answer = await getElement(id);
+    [answer, view] = await Promise.all([getElement(id), sharedDiagram()]);
   } catch (error) {
     if (location.hash !== shown) return;
     replace(
       main,
       h('h1', { tabindex: '-1' }, 'Element'),
       problemView(error),
-      h('p', null, h('a', { href: '#/' }, 'Back to the index')),
+      h('p', null, h('a', { href: '#/' }, 'Back to Browse')),
     );
     return;
   }
   // A slow answer for a view the user has already left is dropped.
   if (location.hash !== shown) return;
   const element = answer.body;
-  const etag = answer.headers.get('etag');
-  const view = sharedDiagram();
+  const may = abilitiesOf(answer.headers);
   view.add([element]);
   const addPage = (page: Collection) => {
     view.add([...page.nodes, ...page.relations]);
     view.focus(id);
   };
   if (element.start && element.end) void loadEnds(element, view);
-
-  const heading = h('h1', { tabindex: '-1' }, labelOf(element), ' ', typeBadge(element.type));
+  const onChanged = () => refresh(main, id);
+  const properties = await propertiesSection(element, answer.headers.get('etag'), may.write, onChanged);
+  if (location.hash !== shown) return;
   replace(
     main,
-    heading,
+    h('h1', { tabindex: '-1' }, labelOf(element), ' ', typeBadge(element.type)),
+    may.write ? null : readOnlyBanner(),
+    // On a phone the diagram comes after the lists; a hash link would be taken for a route, so this scrolls.
+    h(
+      'p',
+      { class: 'jump' },
+      h(
+        'button',
+        { type: 'button', class: 'small', onclick: () => document.getElementById('diagram')?.scrollIntoView() },
+        'Go to the diagram',
+      ),
+    ),
     factsList(element),
     h(
       'div',
       { class: 'element-layout' },
-      h(
-        'div',
-        { class: 'element-main' },
-        await propertiesSection(element, etag),
-        fileSection(element, () => refresh(main, id)),
-        collections(main, id, addPage),
-      ),
-      h(
-        'div',
-        { class: 'element-side' },
-        diagramSection(element, view),
-        element.start ? null : createChildSection(id),
-        element.start ? null : createRelationSection(id),
-        shareSection(id),
-        deleteSection(element),
-      ),
+      h('div', { class: 'element-main' }, properties, fileSection(element, may, onChanged), collections(id, addPage)),
+      h('div', { class: 'element-side' }, diagramSection(element, view), sideForms(element, may)),
     ),
   );
   view.focus(id);
+}
+
+function readOnlyBanner(): HTMLElement {
+  return h(
+    'p',
+    { class: 'banner read-only', role: 'note' },
+    h('strong', null, 'Read only. '),
+    'This element is shared with you to read: you can look at it and its file, but not change, share or delete it.',
+  );
+}
+
+/** The write forms, each only where the service lets the caller use it. */
+function sideForms(element: GraphElement, may: Abilities): (HTMLElement | null)[] {
+  if (!may.write && !may.delete) return [];
+  const node = !element.start;
+  return [
+    may.write && node ? createChildSection(element.id) : null,
+    may.write && node ? createRelationSection(element.id) : null,
+    may.write ? shareSection(element.id) : null,
+    may.delete ? deleteSection(element) : null,
+  ];
 }
 
 /** Id, the ends of a relation, and when it was created and updated. */
@@ -118,251 +126,41 @@ function factsList(element: GraphElement): HTMLElement {
       ? [h('dt', null, 'Start'), h('dd', null, h('a', { href: `#/${element.start}` }, element.start))]
       : null,
     element.end ? [h('dt', null, 'End'), h('dd', null, h('a', { href: `#/${element.end}` }, element.end))] : null,
-    ['created', 'updated'].map((key) =>
-      element.data[key] ? [h('dt', null, key), h('dd', null, String(element.data[key]))] : null,
+    (['created', 'updated'] as const).map((key) =>
+      element.data[key]
+        ? [h('dt', null, key === 'created' ? 'Created' : 'Updated'), h('dd', null, formatDate(element.data[key]))]
+        : null,
     ),
   );
 }
 
-/** Parents (a grant to this element can be revoked there), children and related elements, each page drawn. */
-function collections(main: HTMLElement, id: string, addPage: (page: Collection) => void): HTMLElement {
-  const relationActions = (relation: GraphElement) =>
-    relation.end === id && GRANT_TYPES.includes(relation.type) ? revokeButton(relation, main) : null;
+/** Parents (grants included; they are revoked from Share), children and related elements, each page drawn. */
+function collections(id: string, addPage: (page: Collection) => void) {
   return h(
     'div',
     { class: 'collections' },
-    collectionSection({
-      heading: 'Parents',
-      path: `/${id}/parents`,
-      anchor: id,
-      relationActions,
-      onPage: addPage,
-    }),
+    collectionSection({ heading: 'Parents', path: `/${id}/parents`, anchor: id, onPage: addPage }),
     collectionSection({ heading: 'Children', path: `/${id}/children`, anchor: id, onPage: addPage }),
     collectionSection({ heading: 'Related', path: `/${id}/related`, anchor: id, onPage: addPage }),
   );
 }
 
 function diagramSection(element: GraphElement, view: Diagram): HTMLElement {
+  const reset = () => {
+    view.clear();
+    view.add([element]);
+    view.focus(element.id);
+  };
   return h(
     'section',
-    { 'aria-labelledby': 'diagram-heading' },
+    { 'aria-labelledby': 'diagram-heading', id: 'diagram' },
     h('h2', { id: 'diagram-heading' }, 'Diagram'),
     view.element,
-    h(
-      'button',
-      {
-        type: 'button',
-        onclick: () => {
-          view.clear();
-          view.add([element]);
-          view.focus(element.id);
-        },
-      },
-      'Reset diagram',
-    ),
+    h('button', { type: 'button', onclick: reset }, 'Reset diagram'),
   );
 }
 
 async function loadEnds(relation: GraphElement, view: Diagram): Promise<void> {
   const ends = await Promise.allSettled([getElement(relation.start!), getElement(relation.end!)]);
   view.add([...ends.flatMap((end) => (end.status === 'fulfilled' ? [end.value.body] : [])), relation]);
-}
-
-async function propertiesSection(element: GraphElement, etag: string | null): Promise<HTMLElement> {
-  const reserved = new Set(SERVICE_PROPERTIES);
-  if (element.type === 'User') reserved.add((await instanceConfiguration()).register.uniqueIdentifier);
-  if (element.type === 'Token') reserved.add('token');
-  const editable = Object.fromEntries(Object.entries(element.data).filter(([key]) => !reserved.has(key)));
-  const editor = jsonEditor('Properties (JSON object)', editable, { rows: 12, objectOnly: true });
-  const status = h('div', { class: 'save-status' });
-  const form = h(
-    'form',
-    { 'aria-labelledby': 'properties-heading' },
-    h('h2', { id: 'properties-heading' }, 'Properties'),
-    editor.element,
-    h('button', { type: 'submit' }, 'Save properties'),
-    status,
-  );
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const value = editor.value();
-    if (value === undefined) return;
-    void attempt(status, async () => {
-      // PUT replaces the client's properties; If-Match refuses (412) when someone changed the element meanwhile.
-      await request('PUT', `/${element.id}`, value, etag ? { 'If-Match': etag } : {});
-      announce('Properties saved.');
-      navigate(`#/${element.id}`);
-    });
-  });
-  return form;
-}
-
-function typeInput(): HTMLInputElement {
-  return h('input', { name: 'type', required: true, pattern: '[A-Za-z][A-Za-z0-9_]*', autocomplete: 'off' });
-}
-
-function createChildSection(parent: string): HTMLElement {
-  const type = typeInput();
-  const data = jsonEditor('Properties of the child', {}, { rows: 3, objectOnly: true });
-  const status = h('div');
-  const form = h(
-    'form',
-    { 'aria-labelledby': 'child-heading', class: 'compact' },
-    h('h2', { id: 'child-heading' }, 'New child'),
-    field('Type', type),
-    data.element,
-    h('button', { type: 'submit' }, 'Create child'),
-    status,
-  );
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const value = data.value();
-    if (value === undefined) return;
-    void attempt(status, async () => {
-      const id = await createElement({ type: type.value, data: value }, parent);
-      announce('Child created.');
-      navigate(`#/${id}`);
-    });
-  });
-  return form;
-}
-
-function createRelationSection(self: string): HTMLElement {
-  const type = typeInput();
-  const other = h('input', { name: 'other', required: true, autocomplete: 'off' });
-  const direction = h(
-    'select',
-    { name: 'direction' },
-    h('option', { value: 'out' }, 'from this element to the other'),
-    h('option', { value: 'in' }, 'from the other element to this'),
-  );
-  const status = h('div');
-  const form = h(
-    'form',
-    { 'aria-labelledby': 'relation-heading', class: 'compact' },
-    h('h2', { id: 'relation-heading' }, 'New relation'),
-    field('Relation type', type),
-    field('Other element id', other),
-    field('Direction', direction),
-    h('button', { type: 'submit' }, 'Create relation'),
-    status,
-  );
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const [start, end] = direction.value === 'out' ? [self, other.value.trim()] : [other.value.trim(), self];
-    void attempt(status, async () => {
-      await createElement({ type: type.value, start, end, data: {} });
-      announce('Relation created.');
-      navigate(`#/${self}`);
-    });
-  });
-  return form;
-}
-
-function shareSection(id: string): HTMLElement {
-  const principal = h('input', { name: 'principal', required: true, autocomplete: 'off' });
-  const grant = h(
-    'select',
-    { name: 'grant' },
-    GRANT_TYPES.map((type) => h('option', { value: type }, type)),
-  );
-  const status = h('div');
-  const form = h(
-    'form',
-    { 'aria-labelledby': 'share-heading', class: 'compact' },
-    h('h2', { id: 'share-heading' }, 'Share'),
-    field('User or group id', principal, 'The id the other user sees on their Account page.'),
-    field('Access', grant),
-    h('button', { type: 'submit' }, 'Share'),
-    status,
-  );
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    void attempt(status, async () => {
-      await createElement({ type: grant.value, start: principal.value.trim(), end: id, data: {} });
-      announce(`Shared: ${grant.value}.`);
-      navigate(`#/${id}`);
-    });
-  });
-  return form;
-}
-
-/** A confirmation in a modal dialog: resolves true when the user confirms. */
-function confirmDialog(question: string, confirmLabel: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const dialog = h(
-      'dialog',
-      { 'aria-labelledby': 'confirm-text' },
-      h('p', { id: 'confirm-text' }, question),
-      h(
-        'form',
-        { method: 'dialog' },
-        h('button', { value: 'cancel', autofocus: true }, 'Cancel'),
-        ' ',
-        h('button', { value: 'confirm', class: 'danger' }, confirmLabel),
-      ),
-    );
-    dialog.addEventListener('close', () => {
-      resolve(dialog.returnValue === 'confirm');
-      dialog.remove();
-    });
-    document.body.append(dialog);
-    dialog.showModal();
-  });
-}
-
-function revokeButton(relation: GraphElement, main: HTMLElement): HTMLElement {
-  const status = h('span');
-  return h(
-    'span',
-    null,
-    ' ',
-    h(
-      'button',
-      {
-        type: 'button',
-        class: 'small danger',
-        'aria-label': `Revoke ${relation.type} from ${relation.start}`,
-        onclick: async () => {
-          if (!(await confirmDialog(`Revoke the ${relation.type} grant from ${relation.start}?`, 'Revoke'))) return;
-          await attempt(status, async () => {
-            await request('DELETE', `/${relation.id}`);
-            announce(`${relation.type} revoked.`);
-            if (relation.end) refresh(main, relation.end);
-          });
-        },
-      },
-      'Revoke',
-    ),
-    status,
-  );
-}
-
-function deleteSection(element: GraphElement): HTMLElement {
-  const status = h('div');
-  return h(
-    'section',
-    { 'aria-labelledby': 'delete-heading', class: 'compact' },
-    h('h2', { id: 'delete-heading' }, 'Delete'),
-    h(
-      'button',
-      {
-        type: 'button',
-        class: 'danger',
-        onclick: async () => {
-          const question = `Delete ${labelOf(element)} (${element.type})${element.file ? ' and its file' : ''}?`;
-          if (!(await confirmDialog(question, 'Delete'))) return;
-          await attempt(status, async () => {
-            await request('DELETE', `/${element.id}`);
-            diagram?.clear();
-            announce('Deleted.');
-            navigate('#/');
-          });
-        },
-      },
-      'Delete element',
-    ),
-    status,
-  );
 }

@@ -1,8 +1,9 @@
 // An element's file: its metadata, download, a preview of images and text, and an upload by drag and drop (or a
 // file chooser) over the resumable protocol, with a progress bar, pause, resume and cancel.
-import * as tus from 'tus-js-client';
-import { authHeaders, type GraphElement, instanceConfiguration, request } from '../api.js';
+import type * as tus from 'tus-js-client';
+import { type Abilities, authHeaders, type GraphElement, instanceConfiguration, request } from '../api.js';
 import { announce, h, replace, uid } from '../dom.js';
+import { formatSize } from '../format.js';
 import { attempt } from '../problem.js';
 
 const MiB = 2 ** 20;
@@ -11,18 +12,19 @@ const DIGEST_LIMIT = 64 * MiB;
 const PREVIEW_IMAGE_LIMIT = 20 * MiB;
 const PREVIEW_TEXT_BYTES = 64 * 1024;
 
-export function fileSection(element: GraphElement, onChanged: () => void): HTMLElement {
+/** The file and, for those who may write, its upload and delete controls. */
+export function fileSection(element: GraphElement, may: Abilities, onChanged: () => void): HTMLElement {
   const section = h(
     'section',
     { 'aria-labelledby': 'file-heading', class: 'file' },
     h('h2', { id: 'file-heading' }, 'File'),
-    element.file ? currentFile(element, onChanged) : h('p', null, 'No file attached.'),
-    uploader(element, onChanged),
+    element.file ? currentFile(element, may.write, onChanged) : h('p', null, 'No file attached.'),
+    may.write ? uploader(element, onChanged) : null,
   );
   return section;
 }
 
-function currentFile(element: GraphElement, onChanged: () => void): HTMLElement {
+function currentFile(element: GraphElement, writable: boolean, onChanged: () => void): HTMLElement {
   const file = element.file!;
   const status = h('div');
   const preview = h('div', { class: 'preview' });
@@ -33,7 +35,11 @@ function currentFile(element: GraphElement, onChanged: () => void): HTMLElement 
       'dl',
       { class: 'facts' },
       h('dt', null, 'Size'),
-      h('dd', { 'data-file': 'size' }, `${file.contentLength.toLocaleString('en')} bytes`),
+      h(
+        'dd',
+        { 'data-file': 'size', title: `${file.contentLength.toLocaleString('en')} bytes` },
+        formatSize(file.contentLength),
+      ),
       h('dt', null, 'Type'),
       h('dd', null, `${file.mimeType} (.${file.extension})`),
       h('dt', null, 'SHA-256'),
@@ -41,20 +47,21 @@ function currentFile(element: GraphElement, onChanged: () => void): HTMLElement 
     ),
     h('button', { type: 'button', onclick: () => void attempt(status, () => download(element)) }, 'Download'),
     ' ',
-    h(
-      'button',
-      {
-        type: 'button',
-        class: 'danger',
-        onclick: () =>
-          void attempt(status, async () => {
-            await request('DELETE', `/${element.id}/file`);
-            announce('File deleted.');
-            onChanged();
-          }),
-      },
-      'Delete file',
-    ),
+    writable &&
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'danger',
+          onclick: () =>
+            void attempt(status, async () => {
+              await request('DELETE', `/${element.id}/file`);
+              announce('File deleted.');
+              onChanged();
+            }),
+        },
+        'Delete file',
+      ),
     status,
     preview,
   );
@@ -67,11 +74,29 @@ async function download(element: GraphElement): Promise<void> {
   const response = await fetch(`/${element.id}/file`, { headers: authHeaders() });
   if (!response.ok) throw new Error(`The download failed: ${response.status}.`);
   const url = URL.createObjectURL(await response.blob());
-  const link = h('a', { href: url, download: fileNameOf(response.headers.get('content-disposition'), element) });
+  const name = uploadedName(element) ?? fileNameOf(response.headers.get('content-disposition'), element);
+  const link = h('a', { href: url, download: name });
   document.body.append(link);
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+const NAMES_KEY = 'trellis-explorer-file-names';
+
+/**
+ * The name the file had when it was uploaded from this browser (the service keeps only its extension), known by
+ * the element and the file's digest so that a file replaced elsewhere is not given a stale name.
+ */
+function uploadedName(element: GraphElement): string | null {
+  const names = JSON.parse(localStorage.getItem(NAMES_KEY) ?? '{}') as Record<string, string>;
+  return names[`${element.id}:${element.file?.hash?.sha256 ?? ''}`] ?? null;
+}
+
+function rememberName(id: string, sha256: string, name: string): void {
+  const names = JSON.parse(localStorage.getItem(NAMES_KEY) ?? '{}') as Record<string, string>;
+  names[`${id}:${sha256}`] = name;
+  localStorage.setItem(NAMES_KEY, JSON.stringify(names));
 }
 
 function fileNameOf(disposition: string | null, element: GraphElement): string {
@@ -125,11 +150,13 @@ function contentDisposition(name: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
-async function sha256Digest(file: File): Promise<string> {
+/** The file's SHA-256 as the Repr-Digest header wants it, and in hex (how the element states it). */
+async function sha256Digest(file: File): Promise<{ header: string; hex: string }> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', await file.arrayBuffer()));
   let binary = '';
   for (const byte of digest) binary += String.fromCharCode(byte);
-  return `sha-256=:${btoa(binary)}:`;
+  const hex = Array.from(digest, (byte) => byte.toString(16).padStart(2, '0')).join('');
+  return { header: `sha-256=:${btoa(binary)}:`, hex };
 }
 
 /**
@@ -191,10 +218,14 @@ async function startUpload(
   const headers: Record<string, string> = { ...authHeaders(), 'Content-Disposition': contentDisposition(file.name) };
   if (file.size <= DIGEST_LIMIT) {
     setState('hashing', 'Computing the SHA-256 digest…');
-    headers['Repr-Digest'] = await sha256Digest(file);
+    const digest = await sha256Digest(file);
+    headers['Repr-Digest'] = digest.header;
+    rememberName(element.id, digest.hex, file.name);
   }
+  // The upload library is loaded when the first upload starts, not with the page.
+  const client = await import('tus-js-client');
   progress.value = 0;
-  const upload = new tus.Upload(file, {
+  const upload = new client.Upload(file, {
     endpoint: `${location.origin}/${element.id}/file`,
     protocol: 'ietf-draft-05',
     chunkSize,
@@ -202,11 +233,11 @@ async function startUpload(
     retryDelays: [0, 1000, 3000],
     storeFingerprintForResuming: false,
     headers,
-    httpStack: putForCreation(new tus.DefaultHttpStack({})),
+    httpStack: putForCreation(new client.DefaultHttpStack({})),
     onProgress: (sent, total) => {
       const percent = total === 0 ? 100 : Math.floor((sent / total) * 100);
       progress.value = percent;
-      progressText.textContent = `${percent}% (${sent.toLocaleString('en')} of ${total.toLocaleString('en')} bytes)`;
+      progressText.textContent = `${percent}% (${formatSize(sent)} of ${formatSize(total)})`;
     },
     onError: (error) => {
       const response = (error as tus.DetailedError).originalResponse;

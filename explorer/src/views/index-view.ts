@@ -1,20 +1,24 @@
 // The index (GET /): the top-level nodes the user may read, paged, and a form to create a node.
 import { createElement } from '../api.js';
-import { announce, field, h, replace } from '../dom.js';
+import { announce, h, replace } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
 import { attempt } from '../problem.js';
 import { navigate } from '../router.js';
 import { collectionSection } from './collection.js';
+import { typeField } from './create.js';
 
 export async function renderIndex(main: HTMLElement): Promise<void> {
-  const type = h('input', { name: 'type', required: true, pattern: '[A-Za-z][A-Za-z0-9_]*', autocomplete: 'off' });
+  const type = typeField(
+    'Type',
+    'A letter, then letters, digits or _, such as Note or Project; User, Token and Upload are the service’s own.',
+  );
   const data = jsonEditor('Properties (JSON object)', { name: '' }, { rows: 4, objectOnly: true });
   const status = h('div');
   const form = h(
     'form',
-    { 'aria-labelledby': 'new-node-heading', class: 'compact' },
+    { 'aria-labelledby': 'new-node-heading', class: 'compact', novalidate: true },
     h('h2', { id: 'new-node-heading' }, 'New node'),
-    field('Type', type, 'A name such as Note or Project; User, Token and Upload are the service’s own.'),
+    type.element,
     data.element,
     h('button', { type: 'submit' }, 'Create node'),
     status,
@@ -22,9 +26,10 @@ export async function renderIndex(main: HTMLElement): Promise<void> {
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     const value = data.value();
+    if (type.check() === null) return void type.input.reportValidity();
     if (value === undefined) return;
     void attempt(status, async () => {
-      const id = await createElement({ type: type.value, data: value });
+      const id = await createElement({ type: type.input.value, data: value });
       announce('Node created.');
       navigate(`#/${id}`);
     });

@@ -40,7 +40,7 @@ function requireType(body: unknown, expected: string): Record<string, unknown> {
  * more than about 2,700 bytes (after compression) with a database error; 256 characters of at most 4 bytes each
  * stay far below that, and above an e-mail address's 254.
  */
-const MAX_IDENTIFIER_CHARACTERS = 256;
+export const MAX_IDENTIFIER_CHARACTERS = 256;
 
 export class Accounts {
   constructor(

@@ -2,7 +2,7 @@
 // storage/account-store.ts; src/services.ts wires them.
 import type { ElementId } from '../../values.js';
 import type { Tx } from '../transactions.js';
-import type { Caller, Credentials } from './types.js';
+import type { Caller, Credentials, Principal, PrincipalQuery } from './types.js';
 
 interface StoredUser {
   id: ElementId;
@@ -35,6 +35,11 @@ export interface AccountStore {
   deleteToken(tx: Tx, id: ElementId): Promise<void>;
   /** Deletes the Token elements that expired before `before`; how many. */
   deleteExpiredTokens(tx: Tx, before: Date): Promise<number>;
+  /**
+   * The Users and groups an exact text names (at most `limit`), or those among ids; `userNames` false leaves the
+   * names of User nodes out (null).
+   */
+  principals(tx: Tx, query: PrincipalQuery, limit: number, userNames: boolean): Promise<Principal[]>;
 }
 
 interface FailureCounter {

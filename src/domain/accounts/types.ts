@@ -12,3 +12,14 @@ export interface Caller {
   /** The token the request authenticated with; null for the anonymous user. */
   tokenId: ElementId | null;
 }
+
+/** A User or group as GET /principals names it: never an identifier, never a `_` property. */
+export interface Principal {
+  id: ElementId;
+  type: string;
+  /** Its `name` property when that is a string, else null. */
+  name: string | null;
+}
+
+/** What GET /principals looks up: an exact text (identifier or name), or ids. */
+export type PrincipalQuery = { identifier: string } | { ids: ElementId[] };

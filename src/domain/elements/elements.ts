@@ -9,6 +9,7 @@ import { type ElementId, isPlainObject, newId, parseElementId } from '../../valu
 import { type Authentication, unauthorized } from '../accounts/authentication.js';
 import type { Caller, Credentials } from '../accounts/types.js';
 import type { Transactions, Tx } from '../transactions.js';
+import { elementAllow } from './allowed-methods.js';
 import type { Collections } from './collections.js';
 import {
   type Conditions,
@@ -79,13 +80,27 @@ export class Elements {
     return found.element;
   }
 
-  /** GET /<id>: authentication, the element and the access check in one round trip (the hottest path). */
+  /** The element if the caller may read it, else 404; with whether it may also UPDATE it, in the same statement. */
+  async requireReadable(
+    tx: Tx,
+    caller: Caller,
+    id: ElementId,
+  ): Promise<{ element: StoredElement; mayUpdate: boolean }> {
+    const found = await this.store.withPermission(tx, id, caller.userId, 'READ', { alsoUpdate: true });
+    if (!found?.allowed) throw notFound();
+    return { element: found.element, mayUpdate: found.mayUpdate === true };
+  }
+
+  /**
+   * GET /<id>: authentication, the element and the access check in one round trip (the hottest path), with the
+   * methods the caller may use on it (`allow`, decided in the same statement).
+   */
   async read(
     credentials: Credentials,
     id: ElementId,
     conditions: Conditions = {},
-  ): Promise<{ rendered: Rendered; notModified: boolean }> {
-    const { authenticated, body } = await this.store.readable(
+  ): Promise<{ rendered: Rendered; notModified: boolean; allow: string }> {
+    const { authenticated, body, writes } = await this.store.readable(
       this.transactions.direct,
       credentials,
       this.clock.now(),
@@ -94,7 +109,7 @@ export class Elements {
     if (!authenticated) throw unauthorized(credentials);
     if (body === null) throw notFound();
     const rendered = renderElement(body);
-    return { rendered, notModified: checkReadPreconditions(conditions, rendered.etag) };
+    return { rendered, notModified: checkReadPreconditions(conditions, rendered.etag), allow: elementAllow(writes) };
   }
 
   /** POST / (parentId undefined) or POST /<parentId>. Returns the new id. */

@@ -69,23 +69,29 @@ export interface ElementStore {
   /** Inserts the element; false (and nothing inserted) when its id is taken. */
   insert(tx: Tx, element: NewElement): Promise<boolean>;
   byId(tx: Tx, id: ElementId, lock?: boolean): Promise<StoredElement | null>;
-  /** The element and whether `userId` may do `permission` on it, in one statement; `render` adds `body`. */
+  /**
+   * The element and whether `userId` may do `permission` on it, in one statement; `render` adds `body`, `alsoUpdate`
+   * decides UPDATE in the same statement (`mayUpdate`).
+   */
   withPermission(
     tx: Tx,
     id: ElementId,
     userId: ElementId,
     permission: Permission,
-    options?: { lock?: boolean; render?: boolean },
-  ): Promise<{ element: StoredElement; allowed: boolean } | null>;
+    options?: { lock?: boolean; render?: boolean; alsoUpdate?: boolean },
+  ): Promise<{ element: StoredElement; allowed: boolean; mayUpdate?: boolean } | null>;
   /** The element's rendering, or null when it does not exist. */
   bodyById(tx: Tx, id: ElementId): Promise<string | null>;
-  /** GET /<id> in one statement: the credentials resolved, READ checked, the element rendered (null: not readable). */
+  /**
+   * GET /<id> in one statement: the credentials resolved, READ checked, the element rendered (null: not readable),
+   * and UPDATE and DELETE decided (`writes`; both false when not readable).
+   */
   readable(
     tx: Tx,
     credentials: Credentials,
     now: Date,
     id: ElementId,
-  ): Promise<{ authenticated: boolean; body: string | null }>;
+  ): Promise<{ authenticated: boolean; body: string | null; writes: { update: boolean; delete: boolean } }>;
   /** A node created in one statement: the caller resolved, CREATE on the parent checked, the node inserted. */
   insertNodeAs(
     tx: Tx,

@@ -18,6 +18,7 @@ import type { Settings } from '../../config/schema.js';
 import { notFound, Problem } from '../../errors.js';
 import { type ElementId, parseElementId } from '../../values.js';
 import type { Caller } from '../accounts/types.js';
+import { fileAllow } from '../elements/allowed-methods.js';
 import { type Conditions, checkIfMatch, checkWritePreconditions, ifNoneMatchHits } from '../elements/conditions.js';
 import type { Elements } from '../elements/elements.js';
 import type { Transactions, Tx } from '../transactions.js';
@@ -65,6 +66,8 @@ export interface Download {
   range: ByteRange | null;
   /** The bytes to send; null for HEAD and 304. */
   stream: Readable | null;
+  /** The methods the caller may use on the file (allowed-methods.ts). */
+  allow: string;
 }
 
 /**
@@ -265,11 +268,11 @@ export class Files {
       // the bytes; once open, the descriptor keeps reading the same bytes whatever happens to the name.
       return await this.tx.transaction(async (tx) => {
         if (open) await this.store.lockForDownload(tx, id);
-        const row = await this.elements.require(tx, caller, id, 'READ');
+        const { element: row, mayUpdate } = await this.elements.requireReadable(tx, caller, id);
         const file = row.file;
         if (!file) throw notFound();
         const etag = fileEtag(row);
-        const base = { id, etag, file, filename: downloadName(row), stream: null };
+        const base = { id, etag, file, filename: downloadName(row), stream: null, allow: fileAllow(mayUpdate) };
         checkIfMatch(request.conditions.ifMatch, etag);
         if (ifNoneMatchHits(request.conditions.ifNoneMatch, etag)) return { ...base, status: 304, range: null };
         const range = ifRangeAllows(request.ifRange, etag) ? rangeOf(request.range, file.contentLength) : null;

@@ -43,11 +43,12 @@ export default async function elementRoutes(app: App, { services }: RouteDeps) {
   resource(app, '/:id', {
     ...Object.fromEntries(WEBDAV_METHODS.map((method) => [method, webDav])),
     GET: operation(readSchema, async (request, reply) => {
-      const { rendered, notModified } = await elements.read(
+      const { rendered, notModified, allow } = await elements.read(
         credentialsOf(request),
         elementIdOf(request),
         conditionsOf(request),
       );
+      reply.header('allow', allow);
       return sendJson(reply, { ...rendered, notModified });
     }),
     POST: operation(createChildSchema, async (request, reply) =>

@@ -35,7 +35,7 @@ const asciiFallback = (name: string) => name.replace(/[^\x20-\x7e]/g, '_');
 
 function sendDownload(reply: FastifyReply, download: Download) {
   const { file } = download;
-  reply.header('etag', download.etag);
+  reply.header('etag', download.etag).header('allow', download.allow);
   if (download.status === 304) return reply.code(304).send();
   const length = download.range ? download.range.end - download.range.start + 1 : file.contentLength;
   reply.headers({

@@ -32,6 +32,11 @@ export const header = (description: string, required = true, pattern?: string): 
 });
 
 export const ETAG = header('A strong validator of the representation (send it in If-Match or If-None-Match).');
+/** GET and HEAD of an element or its file: what this caller may do there (domain/elements/allowed-methods.ts). */
+export const ALLOW = (writes: string) =>
+  header(
+    `The methods this caller may use on this path: GET, HEAD for a reader; ${writes} for one who may change it. It tells nothing the caller could not find out by trying each method.`,
+  );
 export const LOCATION = header('The path of the new or changed resource, relative to the service.');
 
 /** A response with a JSON body. */

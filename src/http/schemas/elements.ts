@@ -1,6 +1,7 @@
 // Schemas of the element endpoints: `/`, `/<id>`, and the collections `/<id>/parents|children|related`.
 import { Type } from 'typebox';
 import {
+  ALLOW,
   CONDITIONAL_HEADERS,
   Collection,
   ELEMENT_EXAMPLE,
@@ -107,6 +108,8 @@ export const createChildSchema = {
   response: { ...CREATED, ...problems(400, 401, 404, 412) },
 };
 
+const ELEMENT_ALLOW = ALLOW('GET, HEAD, PUT, PATCH (with UPDATE), DELETE (with DELETE; never on a User node)');
+
 export const readSchema = {
   operationId: 'getElement',
   summary: 'Read an element',
@@ -114,8 +117,8 @@ export const readSchema = {
   params: IdParams,
   headers: ConditionalHeaders,
   response: {
-    200: json('The element.', Element, { ETag: ETAG }, ELEMENT_EXAMPLE),
-    304: notModified(),
+    200: json('The element.', Element, { ETag: ETAG, Allow: ELEMENT_ALLOW }, ELEMENT_EXAMPLE),
+    304: notModified({ ETag: ETAG, Allow: ELEMENT_ALLOW }),
     ...problems(400, 401, 404, 412),
   },
 };

@@ -1,6 +1,6 @@
 // Schemas of `/<id>/file` (direct and resumable uploads, ranged downloads) and `/upload/<id>` (resumable uploads).
 import { Type } from 'typebox';
-import { CONDITIONAL_HEADERS, empty, header, IdParams, LOCATION, type ResponseSpec, Uuid } from './common.js';
+import { ALLOW, CONDITIONAL_HEADERS, empty, header, IdParams, LOCATION, type ResponseSpec, Uuid } from './common.js';
 import { problems } from './problems.js';
 
 const optional = (description: string) => Type.Optional(Type.String({ description }));
@@ -22,6 +22,7 @@ const PROGRESS = {
 
 const FILE_ETAG = header('A strong validator of the file.');
 const ACCEPT_RANGES = header('bytes');
+const FILE_ALLOW = ALLOW('GET, HEAD, POST, PUT, DELETE (with UPDATE on the element)');
 
 const fileBytes = (description: string, mediaType = '*/*') => ({
   content: { [mediaType]: { schema: { type: 'string', format: 'binary', description } } },
@@ -32,6 +33,7 @@ const downloaded = (description: string, extra: ResponseSpec['headers'] = {}): R
   headers: {
     ETag: FILE_ETAG,
     'Accept-Ranges': ACCEPT_RANGES,
+    Allow: FILE_ALLOW,
     'Content-Disposition': header("attachment, with a file name from the element's name (or id) and extension."),
     'Repr-Digest': header(`${DIGEST} of the whole file; absent for files stored before hashes were kept.`, false),
     ...extra,
@@ -54,7 +56,11 @@ export const downloadSchema = {
   response: {
     200: downloaded('The whole file.'),
     206: downloaded('The range asked for.', { 'Content-Range': header('bytes <start>-<end>/<total>') }),
-    304: empty('If-None-Match matched the current ETag: no body.', { ETag: FILE_ETAG, 'Accept-Ranges': ACCEPT_RANGES }),
+    304: empty('If-None-Match matched the current ETag: no body.', {
+      ETag: FILE_ETAG,
+      'Accept-Ranges': ACCEPT_RANGES,
+      Allow: FILE_ALLOW,
+    }),
     ...problems(400, 401, 404, 412, 416),
   },
 };

@@ -13,7 +13,11 @@ const Step = Type.Object(
     query: Type.Optional(
       Type.Unknown({
         description:
-          'searchengine-query-dsl-mixin: a query DSL object (or an expression yielding one); cypher-path-subset: a read-only Cypher path query; element-hydration: {elementIds} (ids or an expression), or none to hydrate the previous step.',
+          'searchengine-query-dsl-mixin: a query DSL object (or an expression yielding one): match, match_phrase, multi_match (query, fields with * and field^boost, type best_fields|most_fields|phrase, operator, fuzziness, boost), simple_query_string (query, fields, default_operator; + | - "phrase" prefix* ( ) ~N; its syntax is never refused), query_string, bool, term, terms, prefix, wildcard, range, exists, ids, match_all, match_none, constant_score (docs/search.md); cypher-path-subset: a read-only Cypher path query; element-hydration: {elementIds} (ids or an expression), or none to hydrate the previous step.',
+        examples: [
+          { multi_match: { query: 'quarterly report', fields: ['name^2', '*'] } },
+          { simple_query_string: { query: 'report + (draft | final) -archived', default_operator: 'and' } },
+        ],
       }),
     ),
     parameters: Type.Optional(

@@ -62,6 +62,8 @@ export type DslQuery =
       required: number;
       boost: number;
     }
+  /** Any of the queries matches; scored by the best of them (multi_match's best_fields and phrase). */
+  | { k: 'max'; queries: DslQuery[]; boost: number }
   /** A query whose score is multiplied (query_string's boosts). */
   | { k: 'boosted'; factor: number; query: DslQuery }
   /**

@@ -1,12 +1,14 @@
 // The search engine's query DSL (the Elasticsearch query DSL the reference implementation sends to Elasticsearch),
 // validated into a DslQuery for search/sql/ to compile. Supported: match, match_phrase, term(s), prefix,
-// wildcard, range, exists, ids, match_all, match_none, constant_score, bool and query_string (query-string.ts);
+// wildcard, range, exists, ids, match_all, match_none, constant_score, bool, query_string (query-string.ts),
+// multi_match (multi-match.ts) and simple_query_string (simple-query-string.ts);
 // docs/search.md describes the mapping onto the index and the scores. A bad clause is a 400 naming its path; the
 // checks run in the order of the clauses, so the first bad one is the one named.
 import { analyze } from '../index/analysis.js';
 import { lexemeFits, tokenLexeme } from '../index/lexemes.js';
 import { MAX_CLAUSES, MAX_DEPTH, MAX_FUZZY_TERMS } from './limits.js';
 import { type LuceneQuery, LuceneSyntaxError, parseLucene } from './lucene.js';
+import { multiMatch } from './multi-match.js';
 import type { DslField, DslQuery, RangeOp, Scalar, TextOptions } from './query-dsl-types.js';
 import {
   analysisOptions,
@@ -28,6 +30,7 @@ import {
   stringValue,
 } from './query-dsl-validation.js';
 import { type QueryBuilder, translateQueryString } from './query-string.js';
+import { simpleQueryString } from './simple-query-string.js';
 
 /** Validates the client's query DSL object. Throws a 400 (bad-content) naming the path of the first bad clause. */
 export function parseQueryDsl(query: unknown): DslQuery {
@@ -108,6 +111,10 @@ class QueryDslParser implements QueryBuilder {
         return this.bool(body, at, depth);
       case 'query_string':
         return this.queryString(body, at, depth);
+      case 'multi_match':
+        return multiMatch(this, body, at);
+      case 'simple_query_string':
+        return simpleQueryString(this, body, at);
       default:
         return fail(path, `unknown or unsupported query kind '${kind}'`);
     }

@@ -5,6 +5,7 @@
 // (query-dsl-terms.ts) and the ranges (query-dsl-range.ts) compile in their own modules.
 import type { DslQuery } from '../language/query-dsl-types.js';
 import type { Binder } from './binder.js';
+import { maxClause } from './query-dsl-max.js';
 import { rangeOn } from './query-dsl-range.js';
 import {
   type CompileContext,
@@ -78,6 +79,12 @@ function clause(ctx: CompileContext, q: DslQuery): Clause {
       const inner = clause(ctx, q.query);
       return { ...inner, score: { k: 'times', factor: q.factor, score: inner.score } };
     }
+    case 'max':
+      return maxClause(
+        q.queries.map((c) => clause(ctx, c)),
+        q.boost,
+        ctx.params,
+      );
     case 'bool':
       return bool(
         q.must.map((c) => clause(ctx, c)),

@@ -4,6 +4,7 @@ import type { Credentials } from '../../domain/accounts/types.js';
 import type { Permission } from '../../domain/elements/types.js';
 import type { FileMeta } from '../../domain/files/types.js';
 import {
+  type AccessDecision,
   type AccessDecisions,
   decisionKey,
   EPOCH_SQL,
@@ -71,19 +72,23 @@ export async function elementWithPermission(
   id: string,
   userId: string,
   permission: Permission,
-  options: { lock?: boolean; render?: boolean } = {},
-): Promise<{ row: ElementRow & { body?: string }; allowed: boolean } | null> {
-  const { lock = false, render = false } = options;
-  const { rows } = await q.query<ElementRow & { body?: string; allowed: boolean }>(
-    `SELECT ${ELEMENT_COLUMNS}${render ? `, ${ELEMENT_BODY}` : ''}, ${inlineCheck('$2::uuid', permission)} AS allowed
+  options: { lock?: boolean; render?: boolean; alsoUpdate?: boolean } = {},
+): Promise<{ row: ElementRow & { body?: string }; allowed: boolean; mayUpdate?: boolean } | null> {
+  const { lock = false, render = false, alsoUpdate = false } = options;
+  const { rows } = await q.query<ElementRow & { body?: string; allowed: boolean; may_update?: boolean }>(
+    `SELECT ${ELEMENT_COLUMNS}${render ? `, ${ELEMENT_BODY}` : ''}, ${inlineCheck('$2::uuid', permission)} AS allowed${
+      alsoUpdate ? `, ${inlineCheck('$2::uuid', 'UPDATE')} AS may_update` : ''
+    }
      FROM elements e WHERE e.id = $1${lock ? ' FOR UPDATE OF e' : ''}`,
     [id, userId],
-    `element_with_${permission.toLowerCase()}${lock ? '_locked' : ''}${render ? '_rendered' : ''}`,
+    `element_with_${permission.toLowerCase()}${lock ? '_locked' : ''}${render ? '_rendered' : ''}${alsoUpdate ? '_and_update' : ''}`,
   );
   const first = rows[0];
   if (!first) return null;
-  const { allowed, ...row } = first;
-  return { row, allowed: allowed === true };
+  const { allowed, may_update, ...row } = first;
+  return alsoUpdate
+    ? { row, allowed: allowed === true, mayUpdate: may_update === true }
+    : { row, allowed: allowed === true };
 }
 
 /** The element's rendering (element-json.ts), or null when it does not exist. */
@@ -99,8 +104,24 @@ export async function elementBodyById(q: Queryable, id: string): Promise<string 
 /** Built once per caller variant (the text never changes; rebuilding it per request showed in profiles). */
 const readableElementSql = new Map<string, string>();
 
+/** What a reader may also do on the element (the `Allow` of GET /<id>): UPDATE (PUT, PATCH) and DELETE. */
+export interface Writes {
+  update: boolean;
+  delete: boolean;
+}
+
+const NO_WRITES: Writes = { update: false, delete: false };
+
 /**
- * GET /<id> in one statement: resolves the credentials, reads the element, checks READ and renders it.
+ * SQL: the caller `user`'s UPDATE and DELETE on row `e`, as the columns `may_update` and `may_delete`. A User node
+ * is never deleted through DELETE /<id> (403), so DELETE is not offered on one.
+ */
+const writesSql = (user: string) =>
+  `${inlineCheck(user, 'UPDATE')} AS may_update, e.type <> 'User' AND ${inlineCheck(user, 'DELETE')} AS may_delete`;
+
+/**
+ * GET /<id> in one statement: resolves the credentials, reads the element, checks READ and renders it, and decides
+ * UPDATE and DELETE (`writes`, for the answer's Allow) in the same statement.
  * `authenticated` is false when the credentials name no user (401); `body` is null when the element is missing or
  * not readable. The database renders the body (docs/decisions/010-json-rendered-by-the-database.md).
  *
@@ -108,7 +129,9 @@ const readableElementSql = new Map<string, string>();
  * the one it was allowed under and the token has not expired (access-decisions.ts): the statement is
  * then the element and the epoch alone, a primary-key lookup (on PGlite the element alone, with the epoch this
  * process was notified of: SessionAccessEpoch); when the epoch has moved, the full statement runs. Both are short
- * reads (Queryable.read: on a PostgreSQL server, pipelined).
+ * reads (Queryable.read: on a PostgreSQL server, pipelined). The writes are remembered with the READ when both were
+ * allowed (a permission stays while the epoch stands); a caller without one of them has both decided again in the
+ * remembered statement, since a grant added meanwhile does not move the epoch.
  */
 export function readableElement(
   q: Queryable,
@@ -116,28 +139,35 @@ export function readableElement(
   now: Date,
   id: string,
   decisions?: AccessDecisions,
-): Promise<{ authenticated: boolean; body: string | null }> {
-  const known = (epoch: string) =>
+): Promise<{ authenticated: boolean; body: string | null; writes: Writes }> {
+  type Row = { body: string | null; epoch?: string; may_update?: boolean | null; may_delete?: boolean | null };
+  const known = (epoch: string, decision: AccessDecision) =>
     whileEpochStands(decisions?.sessionEpoch, epoch, async (readEpoch) => {
+      const full = decision.writes?.update === true && decision.writes.delete === true;
+      const checks = full ? '' : `, ${writesSql('$2::uuid')}`;
+      const params = full ? [id] : [id, decision.userId];
+      const name = full ? '' : '_writes';
       const { rows } = readEpoch
-        ? await q.read<{ body: string | null; epoch: string }>(
-            `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
-            [id],
-            'known_readable_element',
+        ? await q.read<Row>(
+            `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch${checks} FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
+            params,
+            `known_readable_element${name}`,
           )
-        : await q.read<{ body: string | null; epoch?: string }>(
-            `SELECT ${ELEMENT_BODY} FROM elements e WHERE e.id = $1::uuid`,
-            [id],
-            'session_readable_element',
+        : await q.read<Row>(
+            `SELECT ${ELEMENT_BODY}${checks} FROM elements e WHERE e.id = $1::uuid`,
+            params,
+            `session_readable_element${name}`,
           );
-      return { result: { authenticated: true, body: rows[0]?.body ?? null }, epoch: rows[0]?.epoch };
+      const row = rows[0];
+      const writes = full ? decision.writes! : { update: row?.may_update === true, delete: row?.may_delete === true };
+      return { result: { authenticated: true, body: row?.body ?? null, writes }, epoch: row?.epoch };
     });
   const decide = async () => {
     const caller = callerSql(credentials);
     let text = readableElementSql.get(caller.suffix);
     if (text === undefined) {
       text = `SELECT ${ELEMENT_BODY}, ${inlineReadCheck('caller.user_id')} AS allowed, ${EPOCH_SQL} AS epoch,
-           ${expiresMsSql('caller')} AS expires
+           ${expiresMsSql('caller')} AS expires, caller.user_id::text AS user_id, ${writesSql('caller.user_id')}
          FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`;
       readableElementSql.set(caller.suffix, text);
     }
@@ -146,11 +176,18 @@ export function readableElement(
       allowed: boolean | null;
       epoch: string;
       expires: number | null;
+      user_id: string;
+      may_update: boolean | null;
+      may_delete: boolean | null;
     }>(text, [...callerParams(credentials, now), id], `readable_element${caller.suffix}`);
     const row = rows[0];
-    if (!row) return { result: { authenticated: false, body: null }, decision: null };
-    if (row.allowed !== true) return { result: { authenticated: true, body: null }, decision: null };
-    return { result: { authenticated: true, body: row.body }, decision: { epoch: row.epoch, expires: row.expires } };
+    if (!row) return { result: { authenticated: false, body: null, writes: NO_WRITES }, decision: null };
+    if (row.allowed !== true) return { result: { authenticated: true, body: null, writes: NO_WRITES }, decision: null };
+    const writes = { update: row.may_update === true, delete: row.may_delete === true };
+    return {
+      result: { authenticated: true, body: row.body, writes },
+      decision: { epoch: row.epoch, expires: row.expires, userId: row.user_id, writes },
+    };
   };
   return withDecision(decisions, decisionKey(credentials, 'READ', id), now, known, decide);
 }

@@ -4,6 +4,7 @@
 import { ACCESS_EPOCH, ACCESS_INDEX, ACCESS_KEYS, ACCESS_RULES } from './access.js';
 import { NORMALISED_IDENTIFIERS, REGISTRATION_COUNTS } from './accounts.js';
 import { EVENTS } from './events.js';
+import { PRINCIPAL_NAMES } from './principals.js';
 import { SEARCH_FUNCTIONS, SEARCH_INDEX } from './search.js';
 import { DATA_LIMITS, EXTENSIONS, TABLES } from './tables.js';
 import { UPLOAD_GENERATIONS } from './upload-generations.js';
@@ -33,4 +34,5 @@ export const migrations: Migration[] = [
   { version: 3, name: 'normalised-identifiers', sql: NORMALISED_IDENTIFIERS },
   { version: 4, name: 'registration-counts', sql: REGISTRATION_COUNTS },
   { version: 5, name: 'events', sql: EVENTS },
+  { version: 6, name: 'principal-names', sql: PRINCIPAL_NAMES },
 ];
