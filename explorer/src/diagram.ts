@@ -134,6 +134,12 @@ export class Diagram {
     this.renderText();
   }
 
+  /** Takes an element off the picture (it was deleted, or is no longer readable). */
+  remove(id: string): void {
+    this.cy.getElementById(id).remove();
+    this.renderText();
+  }
+
   clear(): void {
     this.cy.elements().remove();
     this.renderText();

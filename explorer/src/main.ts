@@ -5,6 +5,7 @@ import './styles.css';
 import { h, replace } from './dom.js';
 import { dirtyElement, drafts, markDirty } from './drafts.js';
 import { forgetUser, showWho } from './header.js';
+import { stopLive } from './live.js';
 import { takeNotice } from './notice.js';
 import { setRenderer } from './router.js';
 import { SESSION_CHANGED, SESSION_ENDED, session } from './session.js';
@@ -40,6 +41,7 @@ async function route(): Promise<void> {
   }
   void showWho();
   markDirty(null);
+  stopLive();
   if (!isElement) forgetDiagram();
   if (!appPath || !known) notFound(main);
   else if (signIn) await renderAccount(main);

@@ -4,7 +4,9 @@
 import { type Abilities, abilitiesOf, type Collection, type GraphElement, getElement, labelOf } from '../api.js';
 import type { Diagram } from '../diagram.js';
 import { h, replace } from '../dom.js';
+import { dirtyElement } from '../drafts.js';
 import { formatDate } from '../format.js';
+import { follow } from '../live.js';
 import { problemView } from '../problem.js';
 import { navigate } from '../router.js';
 import { typeBadge } from '../types.js';
@@ -92,6 +94,51 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
     ),
   );
   view.focus(id);
+  goLive(main, id, element.start !== undefined, view);
+}
+
+/**
+ * Follows the element (a node: with its children and the relations among them) while it is shown: another
+ * person's change draws the view again, a deletion takes the element off the diagram, and an unsaved edit of the
+ * properties is never replaced: a notice offers the new version instead.
+ */
+function goLive(main: HTMLElement, id: string, relation: boolean, view: Diagram): void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const gone = () => {
+    if (location.hash.toLowerCase() !== `#/${id}`) return;
+    replace(
+      main,
+      h('h1', { tabindex: '-1' }, 'Element deleted'),
+      h('p', { role: 'status' }, 'This element was deleted, or you can no longer see it.'),
+      h('p', null, h('a', { href: '#/' }, 'Back to Browse')),
+    );
+  };
+  follow(
+    relation ? `/events?id=${id}` : `/events?parent=${id}`,
+    (event) => {
+      if (event.event === 'deleted' && event.data.id) view.remove(event.data.id);
+      if (event.event === 'deleted' && event.data.id === id) return gone();
+      if (dirtyElement() === id) return changedElsewhere(main, id);
+      clearTimeout(timer);
+      timer = setTimeout(() => refresh(main, id), 150);
+    },
+    gone,
+  );
+}
+
+/** Someone else changed the element while this person edits it: say so, and let them choose when to look. */
+function changedElsewhere(main: HTMLElement, id: string): void {
+  if (main.querySelector('.changed-elsewhere')) return;
+  main
+    .querySelector('h1')
+    ?.after(
+      h(
+        'p',
+        { class: 'banner changed-elsewhere', role: 'status' },
+        'Someone else changed this element. Your unsaved edit is kept. ',
+        h('button', { type: 'button', class: 'small', onclick: () => refresh(main, id) }, 'Show the new version'),
+      ),
+    );
 }
 
 function readOnlyBanner(): HTMLElement {
