@@ -87,3 +87,42 @@ describeBackends(
     },
   },
 );
+
+describeBackends(
+  'change feed streams and the connection cap',
+  (h) => {
+    it('a healthy stream is a busy connection: at the cap the idle ones are closed first, never the stream', async () => {
+      const alice = await userWithToken(h(), 'alice@cap.dev');
+      const { port } = new URL(h().url);
+      const stream = connect(Number(port), '127.0.0.1');
+      await new Promise((resolve) => stream.once('connect', resolve));
+      let received = '';
+      stream.on('data', (chunk: Buffer) => {
+        received += chunk.toString();
+      });
+      stream.write(`GET /events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice.token}\r\n\r\n`);
+      while (!received.includes('event: ready')) await sleep(20);
+      // Silent connections up to the cap and past it: each new one closes the oldest silent one.
+      const silent = [];
+      for (let i = 0; i < 4; i++) {
+        const s = connect(Number(port), '127.0.0.1');
+        s.on('error', () => {});
+        await new Promise((resolve) => s.once('connect', resolve));
+        silent.push(s);
+        await sleep(100);
+      }
+      await sleep(300);
+      expect(silent.filter((s) => s.destroyed || s.readableEnded).length).toBeGreaterThan(0);
+      expect(stream.destroyed).toBe(false);
+      for (const s of silent) s.destroy();
+      await sleep(100);
+      // The stream still delivers.
+      const doc = await createElement(h(), alice.token, { type: 'Doc' });
+      const deadline = Date.now() + 5000;
+      while (!received.includes(doc) && Date.now() < deadline) await sleep(20);
+      expect(received).toContain(doc);
+      stream.destroy();
+    });
+  },
+  { settings: { server: { maxConnections: 3 } } },
+);
