@@ -13,7 +13,7 @@ import {
   withDecision,
 } from '../access-decisions.js';
 import type { Queryable } from '../db.js';
-import { inlineCheck, inlineReadCheck } from './access.js';
+import { inlineCheck, inlineReadCheck, principalsSql } from './access.js';
 import { callerParams, callerSql } from './accounts.js';
 import { elementJsonSql } from './element-json.js';
 
@@ -113,11 +113,23 @@ export interface Writes {
 const NO_WRITES: Writes = { update: false, delete: false };
 
 /**
- * SQL: the caller `user`'s UPDATE and DELETE on row `e`, as the columns `may_update` and `may_delete`. A User node
- * is never deleted through DELETE /<id> (403), so DELETE is not offered on one.
+ * SQL: the caller `user`'s UPDATE and DELETE on row `e`, as the columns `may_update` and `may_delete`, reading the
+ * lateral `w` of writesJoin. A User node is never deleted through DELETE /<id> (403), so DELETE is not offered on one.
  */
 const writesSql = (user: string) =>
-  `${inlineCheck(user, 'UPDATE')} AS may_update, e.type <> 'User' AND ${inlineCheck(user, 'DELETE')} AS may_delete`;
+  `CASE WHEN e.start_id IS NULL THEN coalesce(w.u, false) ELSE ${inlineCheck(user, 'UPDATE')} END AS may_update,
+   e.type <> 'User' AND CASE WHEN e.start_id IS NULL THEN coalesce(w.d, false) ELSE ${inlineCheck(user, 'DELETE')} END AS may_delete`;
+
+/**
+ * The node rule of UPDATE and of DELETE (a grant of OWNS or HAS_UPDATE_ACCESS / HAS_DELETE_ACCESS from the caller or
+ * its groups on the node or one of its owners: grantedSql of access.ts) for both at once, in one walk of the node's
+ * owners: deciding them one by one walked the owners twice more beside READ's walk.
+ */
+const writesJoin = (user: string) => `LEFT JOIN LATERAL (
+    SELECT bool_or(g.type <> 'HAS_DELETE_ACCESS') AS u, bool_or(g.type <> 'HAS_UPDATE_ACCESS') AS d
+    FROM (SELECT e.id AS id UNION ALL SELECT o.owner_id FROM element_owners o WHERE o.element_id = e.id) up
+    JOIN elements g ON g.end_id = up.id AND g.type IN ('OWNS', 'HAS_UPDATE_ACCESS', 'HAS_DELETE_ACCESS')
+    WHERE e.start_id IS NULL AND g.start_id = ANY(${principalsSql(user)})) w ON true`;
 
 /**
  * GET /<id> in one statement: resolves the credentials, reads the element, checks READ and renders it, and decides
@@ -145,16 +157,17 @@ export function readableElement(
     whileEpochStands(decisions?.sessionEpoch, epoch, async (readEpoch) => {
       const full = decision.writes?.update === true && decision.writes.delete === true;
       const checks = full ? '' : `, ${writesSql('$2::uuid')}`;
+      const join = full ? '' : ` ${writesJoin('$2::uuid')}`;
       const params = full ? [id] : [id, decision.userId];
       const name = full ? '' : '_writes';
       const { rows } = readEpoch
         ? await q.read<Row>(
-            `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch${checks} FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid`,
+            `SELECT ${ELEMENT_BODY}, a.epoch::text AS epoch${checks} FROM access_epoch a LEFT JOIN elements e ON e.id = $1::uuid${join}`,
             params,
             `known_readable_element${name}`,
           )
         : await q.read<Row>(
-            `SELECT ${ELEMENT_BODY}${checks} FROM elements e WHERE e.id = $1::uuid`,
+            `SELECT ${ELEMENT_BODY}${checks} FROM elements e${join} WHERE e.id = $1::uuid`,
             params,
             `session_readable_element${name}`,
           );
@@ -168,7 +181,7 @@ export function readableElement(
     if (text === undefined) {
       text = `SELECT ${ELEMENT_BODY}, ${inlineReadCheck('caller.user_id')} AS allowed, ${EPOCH_SQL} AS epoch,
            ${expiresMsSql('caller')} AS expires, caller.user_id::text AS user_id, ${writesSql('caller.user_id')}
-         FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid`;
+         FROM (${caller.sql}) caller LEFT JOIN elements e ON e.id = $4::uuid ${writesJoin('caller.user_id')}`;
       readableElementSql.set(caller.suffix, text);
     }
     const { rows } = await q.read<{
