@@ -334,8 +334,10 @@ describe('unexpected errors', () => {
         s3Credentials: null,
       },
     };
-    // No database is needed for this route; of the services only the free-space guard is looked at (off).
-    const app = await buildApp({ config, services: { capacity: { enabled: false } } as never, logger });
+    // No database is needed for this route; of the services only the free-space guard (off) and the change feed,
+    // which the app ends on close, are looked at.
+    const events = { onError: () => {}, close: async () => {} };
+    const app = await buildApp({ config, services: { capacity: { enabled: false }, events } as never, logger });
     app.get('/boom', async () => {
       throw new Error('database password is hunter2');
     });

@@ -41,6 +41,14 @@ describe('configuration', () => {
       uniqueIdentifierRegex: false,
       minPasswordLength: 8,
       throttle: { enabled: true, registrationsPerAddress: 20, windowInSeconds: 600 },
+      principalLookup: { lookupsPerWindow: 30, windowInSeconds: 60 },
+    });
+    expect(s.events).toEqual({
+      retentionInSeconds: 86_400,
+      maxSubscribers: 500,
+      maxSubscribersPerUser: 32,
+      heartbeatInSeconds: 15,
+      maxBufferedBytes: 1024 * 1024,
     });
     expect(s.passwordHashing).toEqual({ workers: 'auto', maxQueued: 100 });
     expect(s.login.throttle).toEqual({

@@ -159,11 +159,13 @@ describe('readableElement (GET /<id>)', () => {
   it('tells an unknown caller (401), an element missing or not readable (null), and a readable one apart', async () => {
     const note = await ownedNode(alice.id, { t: 'read me' });
     const read = (credentials: { tokenHash: string }, id: string) => readableElement(db, credentials, now, id);
-    expect(await read({ tokenHash: 'nobody' }, note)).toEqual({ authenticated: false, body: null });
-    expect(await read(bob.credentials, note)).toEqual({ authenticated: true, body: null });
-    expect(await read(alice.credentials, randomUUID())).toEqual({ authenticated: true, body: null });
+    expect(await read({ tokenHash: 'nobody' }, note)).toMatchObject({ authenticated: false, body: null });
+    expect(await read(bob.credentials, note)).toMatchObject({ authenticated: true, body: null });
+    expect(await read(alice.credentials, randomUUID())).toMatchObject({ authenticated: true, body: null });
     const mine = await read(alice.credentials, note);
     expect(mine.authenticated).toBe(true);
+    // The owner may also change and delete it (GET's Allow).
+    expect(mine.writes).toEqual({ update: true, delete: true });
     expect(JSON.parse(mine.body!)).toMatchObject({ id: note, data: { t: 'read me' } });
   });
 
@@ -172,14 +174,16 @@ describe('readableElement (GET /<id>)', () => {
     const grant = await addRelation(db, 'HAS_READ_ACCESS', bob.id, note);
     const decisions = new AccessDecisions({ sessionEpoch: db.sessionEpoch });
     const read = () => readableElement(db, bob.credentials, now, note, decisions);
-    expect(JSON.parse((await read()).body!)).toMatchObject({ id: note });
+    const first = await read();
+    expect(JSON.parse(first.body!)).toMatchObject({ id: note });
+    expect(first.writes).toEqual({ update: false, delete: false });
     expect(decisions.size).toBe(1);
     // Remembered: the element is read without deciding, and changes to it show.
     await replaceData(db, note, { t: 'changed' }, now);
     expect(JSON.parse((await read()).body!)).toMatchObject({ data: { t: 'changed' } });
     // Deleting the grant moves the epoch: the READ is decided again, and denied.
     await deleteElement(db, grant);
-    expect(await read()).toEqual({ authenticated: true, body: null });
+    expect(await read()).toMatchObject({ authenticated: true, body: null });
     expect(decisions.size).toBe(0);
   });
 });
