@@ -2,12 +2,10 @@
 // the upload's append in flight is kept at its offset, and after a restart on the same data the client finishes the
 // upload from that offset.
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { backendsUnderTest, scratchPostgresDatabase, serviceClient, userWithToken } from '../helpers/harness.js';
+import { backendsUnderTest, serviceClient, userWithToken } from '../helpers/harness.js';
 import { freePort, spawnCli, waitForHttp } from '../helpers/process.js';
+import { serveEnvironment, trickle } from './helpers.js';
 
 const MiB = 1024 * 1024;
 const FILE_MIB = 1024;
@@ -35,23 +33,6 @@ function bigDigest(): string {
   return hash.digest('hex');
 }
 
-/** `chunks` of 64 KiB, one every `everyMs`; `firstSent` when the first has gone. */
-function trickle(chunks: number, everyMs: number) {
-  let sent = 0;
-  let first = () => {};
-  const firstSent = new Promise<void>((resolve) => (first = resolve));
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (sent > 0) await new Promise((resolve) => setTimeout(resolve, everyMs));
-      if (sent === chunks) return controller.close();
-      controller.enqueue(new Uint8Array(64 * 1024).fill(sent + 1));
-      sent++;
-      if (sent === 1) first();
-    },
-  });
-  return { body, firstSent };
-}
-
 describe.each(backendsUnderTest())('SIGTERM during transfers [%s]', (backend) => {
   const cleanups: Array<() => Promise<void>> = [];
   afterAll(async () => {
@@ -59,17 +40,9 @@ describe.each(backendsUnderTest())('SIGTERM during transfers [%s]', (backend) =>
   });
 
   it('finishes a 1 GiB download byte for byte and keeps a resumable upload at its offset for the next instance', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'trellis-sigterm-transfers-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-    const configPath = join(dataDir, 'trellis.yaml');
     // Appends of 64 KiB chunks: below the default minimum (5 MiB), which is for S3's parts.
-    await writeFile(configPath, 'metrics:\n  port: 0\nfile:\n  uploadMinChunkSizeInBytes: 65536\n');
-    const env: Record<string, string> = { DATA_DIR: dataDir, TRELLIS_CONFIG: configPath };
-    if (backend === 'postgres') {
-      const scratch = await scratchPostgresDatabase();
-      cleanups.push(() => scratch.drop());
-      env.DATABASE_URL = scratch.url;
-    }
+    const settings = 'metrics:\n  port: 0\nfile:\n  uploadMinChunkSizeInBytes: 65536\n';
+    const { env } = await serveEnvironment(backend, settings, cleanups);
     const start = async () => {
       const port = await freePort();
       const server = spawnCli(['serve'], { ...env, PORT: String(port) });

@@ -13,6 +13,7 @@ import {
   fuzzinessOf,
   isObject,
   type Json,
+  MATCH_OPTIONS,
   nonNegativeInt,
   onlyKeys,
   scalar,
@@ -52,23 +53,7 @@ export function fieldsOf(value: unknown, path: string): Array<{ target: DslField
 export function multiMatch(builder: QueryBuilder, body: unknown, path: string): DslQuery {
   if (!isObject(body)) fail(path, `must be an object, not ${describe(body)}`);
   const o = body as Json;
-  onlyKeys(o, path, [
-    'query',
-    'fields',
-    'type',
-    'operator',
-    'fuzziness',
-    'minimum_should_match',
-    'zero_terms_query',
-    'prefix_length',
-    'max_expansions',
-    'fuzzy_transpositions',
-    'slop',
-    'lenient',
-    'analyzer',
-    'boost',
-    '_name',
-  ]);
+  onlyKeys(o, path, ['query', 'fields', 'type', ...MATCH_OPTIONS, 'slop', 'boost', '_name']);
   if (o.query === undefined) fail(`${path}.query`, 'is required');
   const query: Scalar = scalar(o.query, `${path}.query`);
   const type = o.type ?? 'best_fields';

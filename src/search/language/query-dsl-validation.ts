@@ -24,6 +24,19 @@ export const describe = (v: unknown) =>
         ? 'an object'
         : `${typeof v} ${JSON.stringify(v)}`;
 
+/** The options of a `match` (and of each field of a `multi_match`). */
+export const MATCH_OPTIONS = [
+  'operator',
+  'fuzziness',
+  'minimum_should_match',
+  'zero_terms_query',
+  'prefix_length',
+  'max_expansions',
+  'fuzzy_transpositions',
+  'lenient',
+  'analyzer',
+];
+
 export function onlyKeys(o: Json, path: string, allowed: readonly string[]): void {
   for (const key of Object.keys(o))
     if (!allowed.includes(key)) fail(path, `unknown parameter '${key}' (allowed: ${allowed.join(', ')})`);

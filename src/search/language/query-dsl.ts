@@ -22,6 +22,7 @@ import {
   fuzzinessOf,
   isObject,
   type Json,
+  MATCH_OPTIONS,
   minimumShouldMatch,
   nonNegativeInt,
   onlyKeys,
@@ -38,18 +39,6 @@ export function parseQueryDsl(query: unknown): DslQuery {
 }
 
 const NONE: DslQuery = { k: 'none' };
-
-const MATCH_OPTIONS = [
-  'operator',
-  'fuzziness',
-  'minimum_should_match',
-  'zero_terms_query',
-  'prefix_length',
-  'max_expansions',
-  'fuzzy_transpositions',
-  'lenient',
-  'analyzer',
-];
 
 class QueryDslParser implements QueryBuilder {
   private clauses = 0;
