@@ -27,6 +27,8 @@
 //                        bench/results/profiles-<date>/
 //   --sql FILE           experiment: run this SQL on the generated database before the servers start (repeatable),
 //                        e.g. a CREATE OR REPLACE of an access function, to measure a change before making it a migration
+//   --config FILE        a settings file (TRELLIS_CONFIG) for the Trellis servers under test: a setting against its
+//                        default
 //   --generic-plans      experiment: ALTER SYSTEM SET plan_cache_mode = force_generic_plan (every session of the
 //                        servers under test and of the baselines)
 //

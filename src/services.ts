@@ -15,7 +15,8 @@ import { Collections } from './domain/elements/collections.js';
 import { Elements } from './domain/elements/elements.js';
 import { Feed } from './domain/events/feed.js';
 import { Files } from './domain/files/files.js';
-import { Search } from './domain/search/pipeline.js';
+import { SearchAdmission } from './domain/search/admission.js';
+import { Search, searchAdmissionLimits } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads/uploads.js';
 import { Readiness } from './health/readiness.js';
 import { CountedAccessDecisions } from './metrics/access-decisions.js';
@@ -30,6 +31,7 @@ import { sqlEventLog } from './storage/event-log.js';
 import { sqlFileStore } from './storage/file-store.js';
 import { StatfsGauge, type WatchedFolder } from './storage/free-space.js';
 import { embeddedDatabaseDir } from './storage/open.js';
+import { defaultPoolSize } from './storage/postgres.js';
 import { EVENTS_CHANNEL } from './storage/schema/events.js';
 import { checkSchemaCurrent } from './storage/schema-state.js';
 import { sqlSearchEngine } from './storage/search/search-engine.js';
@@ -94,7 +96,10 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
   const elements = new Elements(transactions, elementStore, authentication, settings, clock, blobs, collections);
   const files = new Files(transactions, sqlFileStore, settings, clock, blobs, elements);
   const uploads = new Uploads(transactions, sqlUploadStore, settings, clock, blobs, elements, files);
-  const search = new Search(transactions, sqlSearchEngine(), settings, metrics ?? undefined);
+  const { poolSize } = settings.database;
+  const connections = db.kind === 'pglite' ? 1 : poolSize === 'auto' ? defaultPoolSize() : poolSize;
+  const admission = new SearchAdmission(searchAdmissionLimits(settings, connections));
+  const search = new Search(transactions, sqlSearchEngine(), settings, admission, metrics ?? undefined);
   const events = new Feed({
     log: sqlEventLog,
     transactions,
@@ -105,6 +110,8 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
   });
   const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
   metrics?.observe('trellis_uploads_in_progress', 'Uploads streaming in now.', () => files.uploadSlots.inUse);
+  metrics?.observe('trellis_searches_running', 'Searches running now.', () => search.load.running);
+  metrics?.observe('trellis_searches_waiting', 'Searches waiting for their turn now.', () => search.load.waiting);
   const readiness = new Readiness({
     database: () => checkSchemaCurrent(db),
     // The disk store's folder must be readable and writable; the bucket must answer (HeadBucket).

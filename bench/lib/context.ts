@@ -1,6 +1,7 @@
 // What every scenario family of `npm run bench` shares: the run's settings and options (bench/run.ts parses them),
 // its progress log, the rows of the table and where the run keeps its files.
 
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { PgCluster } from './cluster.js';
@@ -38,6 +39,8 @@ export interface Options {
   largeKeep: string | undefined;
   largeCold: boolean;
   pgSettings: Record<string, string>;
+  /** A settings file (TRELLIS_CONFIG) for the Trellis servers under test, to measure a setting against its default. */
+  config: string | undefined;
   noBuild: boolean;
 }
 
@@ -81,6 +84,7 @@ export function parseOptions(args: string[]): { settings: Settings; options: Opt
       'large-cold': { type: 'boolean', default: false },
       'pg-set': { type: 'string', multiple: true },
       'no-build': { type: 'boolean', default: false },
+      config: { type: 'string' },
     },
   });
   const quick = argv.quick!;
@@ -114,6 +118,7 @@ export function parseOptions(args: string[]): { settings: Settings; options: Opt
     largeKeep: argv['large-keep'],
     largeCold: argv['large-cold']!,
     pgSettings,
+    config: argv.config === undefined ? undefined : resolve(argv.config),
     noBuild: argv['no-build']!,
   };
   return { settings, options };

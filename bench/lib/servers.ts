@@ -65,6 +65,7 @@ export async function startTrellis(
   ])
     delete env[key];
   if (dbUrl) env.DATABASE_URL = dbUrl;
+  if (bench.options.config) env.TRELLIS_CONFIG = bench.options.config;
   Object.assign(env, extraEnv);
   bench.log(`starting Trellis (${backend})`);
   return startServer({

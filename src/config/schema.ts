@@ -121,10 +121,19 @@ export const SettingsSchema = Type.Object(
     }),
     expression: obj({ enabled: Type.Boolean({ default: true }), maxLength: int(10240, 1) }),
     // The time every statement of a search may take; the default depends on the backend (domain/search/pipeline.ts).
+    // How many searches run at once (domain/search/admission.ts): per instance ('auto': half the database's
+    // connections, one on the embedded database), the rest waiting their turn, at most maxQueued of them for at most
+    // queueTimeoutInSeconds (then 503); per user, running and waiting together (then 429).
     search: obj({
       statementTimeoutInSeconds: Type.Optional(
         Type.Union([Type.Literal(0), Type.Number({ minimum: 0.1, maximum: 3600 })]),
       ),
+      maxConcurrent: Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Literal('auto')], {
+        default: 'auto',
+      }),
+      maxConcurrentPerUser: int(4, 1),
+      maxQueued: int(100),
+      queueTimeoutInSeconds: Type.Number({ minimum: 0.1, maximum: 3600, default: 5 }),
     }),
     instanceConfiguration: obj({
       enabled: Type.Boolean({ default: true }),

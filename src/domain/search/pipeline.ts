@@ -11,6 +11,7 @@ import { type ElementId, isPlainObject as isObject, parseElementId } from '../..
 import type { ElementJson } from '../elements/representation.js';
 import { type Metrics, noMetrics } from '../metrics.js';
 import type { Transactions, Tx } from '../transactions.js';
+import type { AdmissionLimits, SearchAdmission } from './admission.js';
 import type { SearchEngine } from './ports.js';
 import { runCypherPaths, runSearchEngine } from './steps.js';
 
@@ -85,17 +86,51 @@ interface DebugEntry extends JsonObject {
 export const searchBudgetSeconds = (settings: Settings, kind: 'postgres' | 'pglite'): number =>
   settings.search.statementTimeoutInSeconds ?? (kind === 'postgres' ? 10 : 3);
 
+/**
+ * The admission's limits (admission.ts) for a database of `connections` connections: 'auto' runs half of them at
+ * once (at least one), which leaves the other half to every other request.
+ */
+export const searchAdmissionLimits = (settings: Settings, connections: number): AdmissionLimits => ({
+  maxConcurrent:
+    settings.search.maxConcurrent === 'auto' ? Math.max(1, Math.floor(connections / 2)) : settings.search.maxConcurrent,
+  maxPerUser: settings.search.maxConcurrentPerUser,
+  maxQueued: settings.search.maxQueued,
+  queueTimeoutMs: Math.round(settings.search.queueTimeoutInSeconds * 1000),
+});
+
 export class Search {
   constructor(
     private readonly transactions: Transactions,
     private readonly engine: SearchEngine,
     private readonly settings: Settings,
+    private readonly admission: SearchAdmission,
     private readonly metrics: Metrics = noMetrics,
   ) {}
 
-  /** Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`. */
-  async run(userId: string, body: unknown): Promise<string> {
+  /** Searches running and waiting now (admission.ts). */
+  get load() {
+    return this.admission.load;
+  }
+
+  get limits(): AdmissionLimits {
+    return this.admission.limits;
+  }
+
+  /**
+   * Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`, once the
+   * admission gives it a turn (admission.ts); `signal` ends a wait whose client went away.
+   */
+  async run(userId: string, body: unknown, signal?: AbortSignal): Promise<string> {
     const request = parseRequest(body);
+    const done = await this.admission.admit(userId, signal);
+    try {
+      return await this.runAdmitted(userId, request);
+    } finally {
+      done();
+    }
+  }
+
+  private async runAdmitted(userId: string, request: SearchRequest): Promise<string> {
     const budget = searchBudgetSeconds(this.settings, this.transactions.embedded ? 'pglite' : 'postgres');
     try {
       // Every statement of the search runs under the search's time budget, local to this transaction, so that no

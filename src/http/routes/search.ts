@@ -12,10 +12,16 @@ export default async function searchRoutes(app: App, { services }: RouteDeps) {
       searchSchema,
       async (request, reply) => {
         const { userId } = await caller(services, request);
-        return reply
-          .code(200)
-          .type(JSON_TYPE)
-          .send(await services.search.run(userId, request.body));
+        // A search waiting for its turn stops waiting when its client goes away.
+        const gone = new AbortController();
+        const onClose = () => gone.abort(new Error('the client closed the connection'));
+        reply.raw.once('close', onClose);
+        try {
+          const body = await services.search.run(userId, request.body, gone.signal);
+          return reply.code(200).type(JSON_TYPE).send(body);
+        } finally {
+          reply.raw.off('close', onClose);
+        }
       },
       { config: { readsOnly: true } },
     ),

@@ -58,6 +58,7 @@ export const searchSchema = {
   ),
   response: {
     200: json('The elements found.', SearchResult, undefined, { type: '_SearchResultResponse', results: [] }),
-    ...problems(400, 401),
+    // 429: the caller runs as many searches at once as it may; 503 also when the instance's searches are all taken.
+    ...problems(400, 401, 429),
   },
 };

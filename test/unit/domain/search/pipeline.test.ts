@@ -2,7 +2,8 @@
 // in order with stepResults, implicit hydration, element ids parsed at the edge, the debug entries and the refusals.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateSettings } from '../../../../src/config/load.js';
-import { Search, searchBudgetSeconds } from '../../../../src/domain/search/pipeline.js';
+import { SearchAdmission } from '../../../../src/domain/search/admission.js';
+import { Search, searchAdmissionLimits, searchBudgetSeconds } from '../../../../src/domain/search/pipeline.js';
 import { Problem } from '../../../../src/errors.js';
 import type { Db } from '../../../../src/storage/db.js';
 import { sqlSearchEngine } from '../../../../src/storage/search/search-engine.js';
@@ -19,7 +20,13 @@ describe('search pipeline', () => {
 
   beforeAll(async () => {
     db = await migratedDb();
-    search = new Search(sqlTransactions(db), sqlSearchEngine(), validateSettings({}));
+    const settings = validateSettings({});
+    search = new Search(
+      sqlTransactions(db),
+      sqlSearchEngine(),
+      settings,
+      new SearchAdmission(searchAdmissionLimits(settings, 1)),
+    );
     user = await seedUser(db);
     other = await seedUser(db);
     [ann, bob] = await seed(
