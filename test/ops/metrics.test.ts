@@ -91,7 +91,7 @@ describeBackends(
       expect(sample(text, 'trellis_access_epoch_bumps_total')).toBeGreaterThanOrEqual(0);
     });
 
-    it('times search steps by type', async () => {
+    it('times search steps by type and shows the searches running and waiting', async () => {
       const res = await h().request('POST', '/search', {
         token,
         body: { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: 'measured' } } }] },
@@ -101,6 +101,9 @@ describeBackends(
       expect(sample(text, 'trellis_search_step_duration_seconds_count', { step: 'search-engine' })).toBe(1);
       expect(sample(text, 'trellis_search_step_duration_seconds_count', { step: 'hydration' })).toBe(1);
       expect(sample(text, 'trellis_search_budget_cancellations_total')).toBe(0);
+      // The search has ended: none runs or waits.
+      expect(sample(text, 'trellis_searches_running')).toBe(0);
+      expect(sample(text, 'trellis_searches_waiting')).toBe(0);
       expect(text).toMatch(/trellis_db_statement_duration_seconds_count\{statement="search"\}/);
     });
 
