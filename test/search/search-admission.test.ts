@@ -105,6 +105,42 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('search admission [po
   });
 });
 
+describe.skipIf(!backendsUnderTest().includes('postgres'))('search admission: a client that leaves [postgres]', () => {
+  let h: Harness & { stop(): Promise<void> };
+  let alice: string;
+  let bob: string;
+
+  beforeAll(async () => {
+    h = await startHarness('postgres', { settings: { search: { maxConcurrent: 1, queueTimeoutInSeconds: 60 } } });
+    [alice, bob] = await Promise.all(
+      ['alice', 'bob'].map(async (name) => (await userWithToken(h, `${name}@admission.dev`)).token),
+    );
+  });
+  afterAll(() => h.stop());
+
+  it('gives its place in the queue back when its connection closes', async () => {
+    const release = await holdSearches(h);
+    onTestFinished(release);
+    const held = h.request('POST', '/search', { token: alice, body: body('admitted') });
+    await untilLoad(h, 1, 0);
+    const gone = new AbortController();
+    const leaving = fetch(`${h.url}/search`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body('admitted')),
+      signal: gone.signal,
+    }).catch((error: unknown) => error);
+    await untilLoad(h, 1, 1);
+    gone.abort();
+    expect(await leaving).toBeInstanceOf(Error);
+    // Long before the queue's 60 s: the waiting search left when its client did.
+    await untilLoad(h, 1, 0);
+    await release();
+    expect((await held).status).toBe(200);
+    await untilLoad(h, 0, 0);
+  });
+});
+
 describe.skipIf(!backendsUnderTest().includes('postgres'))('search admission: the queue timeout [postgres]', () => {
   let h: Harness & { stop(): Promise<void> };
   let alice: string;

@@ -1,5 +1,6 @@
 // POST /search: authenticate, then one call into the search pipeline.
 
+import { serviceUnavailable } from '../../errors.js';
 import { caller, JSON_TYPE } from '../reply.js';
 import { operation, resource } from '../resource.js';
 import type { RouteDeps } from '../route-deps.js';
@@ -12,9 +13,11 @@ export default async function searchRoutes(app: App, { services }: RouteDeps) {
       searchSchema,
       async (request, reply) => {
         const { userId } = await caller(services, request);
-        // A search waiting for its turn stops waiting when its client goes away.
+        // A search waiting for its turn stops waiting when its client goes away (the answer reaches no one, and a
+        // problem rather than an error keeps it out of the error log).
         const gone = new AbortController();
-        const onClose = () => gone.abort(new Error('the client closed the connection'));
+        const onClose = () =>
+          gone.abort(serviceUnavailable('The client closed the connection while its search waited.'));
         reply.raw.once('close', onClose);
         try {
           const body = await services.search.run(userId, request.body, gone.signal);
