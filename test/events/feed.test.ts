@@ -23,17 +23,25 @@ describeBackends('change feed', (h) => {
     await feed.until((r) => r.some((m) => m.event === 'ready'));
     expect(feed.received[0]!.data.cursor).toBe(feed.received[0]!.id);
 
+    // Each change is awaited before the next: an event is delivered only while its element is readable (access is
+    // decided at delivery), so a deletion that overtook a slow delivery would rightly drop the events before it. A
+    // long write transaction of another test on the same server can hold delivery back for seconds.
+    const arrived = (event: string) => feed.until((r) => r.some((m) => m.event === event && m.data.id === id), 20_000);
     const id = await createElement(h(), alice.token, { type: 'Doc', data: { name: 'one' } });
     const afterCreate = await h().request('GET', `/${id}`, { token: alice.token });
+    await arrived('created');
     h().clock.advance(1);
     expect((await h().request('PATCH', `/${id}`, { token: alice.token, body: { name: 'two' } })).status).toBe(204);
     const afterPatch = await h().request('GET', `/${id}`, { token: alice.token });
+    await arrived('changed');
     await attachFile(h(), alice.token, id, Buffer.from('hello'), 'hello.txt');
     const afterFile = await h().request('GET', `/${id}`, { token: alice.token });
+    await arrived('file-created');
     expect((await h().request('DELETE', `/${id}/file`, { token: alice.token })).status).toBe(204);
+    await arrived('file-removed');
     expect((await h().request('DELETE', `/${id}`, { token: alice.token })).status).toBe(204);
 
-    await feed.until((r) => r.some((m) => m.event === 'deleted' && m.data.id === id));
+    await arrived('deleted');
     const mine = feed.changes().filter((m) => m.data.id === id);
     expect(mine.map((m) => m.event)).toEqual(['created', 'changed', 'file-created', 'file-removed', 'deleted']);
     expect(mine[0]!.data).toEqual({
@@ -130,6 +138,8 @@ describeBackends('change feed', (h) => {
     const b = await createElement(h(), alice.token, { type: 'Doc', data: { name: 'b' } }, folder);
     const link = await createElement(h(), alice.token, { type: 'LINKS', start: a, end: b });
     expect((await h().request('PATCH', `/${other}`, { token: alice.token, body: { n: 1 } })).status).toBe(204);
+    // Delivered before the deletion, which would otherwise rightly drop them (access is decided at delivery).
+    await byParent.until((r) => r.some((m) => m.event === 'created' && m.data.id === link), 20_000);
     expect((await h().request('DELETE', `/${a}`, { token: alice.token })).status).toBe(204);
 
     await byParent.until((r) => r.some((m) => m.event === 'deleted' && m.data.id === a));
