@@ -48,6 +48,7 @@ export class SearchAdmission {
       this.start(userId);
       return this.finisher(userId);
     }
+    if (signal?.aborted) throw signal.reason;
     if (this.waiting.length >= this.limits.maxQueued)
       throw serviceUnavailable(
         `This instance has ${this.limits.maxQueued} searches waiting already (search.maxQueued); retry shortly.`,

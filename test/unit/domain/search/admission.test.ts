@@ -109,6 +109,9 @@ describe('search admission', () => {
     gone.abort(new Error('client gone'));
     expect(await waiting).toBe('client gone');
     expect(a.load).toEqual({ running: 1, waiting: 0 });
+    // A client already gone does not queue at all.
+    await expect(a.admit('u2', gone.signal)).rejects.toThrow('client gone');
+    expect(a.load).toEqual({ running: 1, waiting: 0 });
     done();
     // u2's limit of one was given back when it left.
     (await a.admit('u2'))();
