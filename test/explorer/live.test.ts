@@ -60,6 +60,39 @@ describeBackends('Explorer live changes', (service) => {
     await editor.context.close();
   });
 
+  it('keeps a half-filled form, its status line and the focus when another person’s change redraws the view', async () => {
+    const h = service();
+    const ada = await namedUser(h, 'ada@forms.test', 'Ada');
+    const grace = await namedUser(h, 'grace@forms.test', 'Grace');
+    const folder = await create(h, ada.token, { type: 'Folder', data: { name: 'Drafts' } });
+    await create(h, ada.token, { type: 'HAS_UPDATE_ACCESS', start: grace.id, end: folder, data: {} });
+    await create(h, ada.token, { type: 'HAS_READ_ACCESS', start: grace.id, end: folder, data: {} });
+
+    const { page, context, errors } = await signedInPage(browser, h.url, ada.token);
+    await openElement(page, h.url, folder, 'Drafts');
+    const child = page.getByRole('form', { name: 'New child' });
+    await child.getByLabel('Type').fill('Note');
+    await child.getByRole('button', { name: 'Create another' }).click();
+    await eventually(() => child.getByRole('status').textContent()).toContain('Created');
+    await child.getByLabel('Properties of the child').fill('{"name": "Half typed"}');
+
+    // Grace renames the folder: Ada's view is drawn again with the new name, her form as she left it.
+    expect((await h.request('PATCH', `/${folder}`, { token: grace.token, body: { name: 'Drafts 2' } })).status).toBe(
+      204,
+    );
+    await eventually(() => page.getByRole('heading', { level: 1 }).textContent()).toContain('Drafts 2');
+    expect(await child.getByLabel('Type').inputValue()).toBe('Note');
+    expect(await child.getByLabel('Properties of the child').inputValue()).toBe('{"name": "Half typed"}');
+    expect(await child.getByRole('status').textContent()).toContain('Created');
+    expect(await child.getByLabel('Properties of the child').evaluate((e) => e === document.activeElement)).toBe(true);
+    await child.getByRole('button', { name: 'Create another' }).click();
+    await child.getByRole('link', { name: 'Half typed' }).waitFor();
+    const children = await h.request('GET', `/${folder}/children`, { token: ada.token });
+    expect(children.json.nodes.map((n: any) => n.data.name ?? null).sort()).toEqual(['Half typed', null]);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+
   it('the browser’s EventSource follows the feed as the anonymous user', async () => {
     const base = service();
     const owner = await namedUser(base, 'owner@live.test', 'Owner');

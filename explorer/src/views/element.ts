@@ -38,8 +38,25 @@ async function sharedDiagram(): Promise<Diagram> {
 
 /** Renders the element again, unless the user has moved on to another view meanwhile (an upload ends late, say). */
 function refresh(main: HTMLElement, id: string): void {
-  if (location.hash.toLowerCase() === `#/${id}`) void renderElement(main, id);
+  if (location.hash.toLowerCase() !== `#/${id}`) return;
+  const kept = [...main.querySelectorAll<HTMLFormElement>(KEPT_FORMS)];
+  const focused = document.activeElement;
+  void renderElement(main, id).then(() => {
+    for (const form of kept)
+      main.querySelector(`form[aria-labelledby="${form.getAttribute('aria-labelledby')}"]`)?.replaceWith(form);
+    if (focused instanceof HTMLElement && main.contains(focused)) focused.focus();
+  });
 }
+
+/**
+ * The forms a redraw (after a live change, or one's own save) carries over as they are: what the person has typed,
+ * the form's status line and the focus. Drawn anew, a half-filled new child or share would be wiped by a change
+ * that arrives while it is filled in. The properties are not among them: an unsaved edit of those is kept by
+ * goLive's notice instead, and a shown version must follow the element.
+ */
+const KEPT_FORMS = ['child-heading', 'relation-heading', 'share-heading']
+  .map((heading) => `form[aria-labelledby="${heading}"]`)
+  .join(', ');
 
 /** Loads the element and renders its view; called again to show the element as it is now. */
 export async function renderElement(main: HTMLElement, id: string): Promise<void> {
