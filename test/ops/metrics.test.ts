@@ -18,6 +18,7 @@ import {
   startHarness,
   userWithToken,
 } from '../helpers/harness.js';
+import { lockElements } from '../helpers/locks.js';
 
 /** The value of the sample `name{labels}` in a Prometheus text exposition, or undefined when it is not there. */
 export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -166,21 +167,12 @@ describe.runIf(backendsUnderTest().includes('postgres'))('search budget cancella
       const { token } = await userWithToken(h, 'budget@example.com');
       await createElement(h, token, { type: 'Note', data: { name: 'budget' } });
       // A statement that cannot finish in time: the elements are locked until the search gave up.
-      let release!: () => void;
-      let locked!: () => void;
-      const isLocked = new Promise<void>((resolve) => (locked = resolve));
-      const holder = h.db.transaction(async (tx) => {
-        await tx.query('LOCK TABLE elements IN ACCESS EXCLUSIVE MODE');
-        locked();
-        await new Promise<void>((resolve) => (release = resolve));
-      });
-      await isLocked;
+      const unlock = await lockElements(h.db);
       const res = await h.request('POST', '/search', {
         token,
         body: { steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: 'budget' } } }] },
       });
-      release();
-      await holder;
+      await unlock();
       expect(res.status).toBe(400);
       const { text } = await h.services.metrics!.exposition();
       expect(sample(text, 'trellis_search_budget_cancellations_total')).toBe(1);

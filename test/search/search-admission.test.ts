@@ -12,28 +12,11 @@ import {
   type TestResponse,
   userWithToken,
 } from '../helpers/harness.js';
+import { lockElements } from '../helpers/locks.js';
 
 const body = (word: string) => ({
   steps: [{ type: 'searchengine-query-dsl-mixin', query: { match: { name: word } } }],
 });
-
-/** Holds every search in the database: another transaction locks `elements` until `release` is called. */
-async function holdSearches(h: Harness) {
-  let release!: () => void;
-  let locked!: () => void;
-  const isLocked = new Promise<void>((resolve) => (locked = resolve));
-  const holder = h.db.transaction(async (tx) => {
-    await tx.query('LOCK TABLE elements IN ACCESS EXCLUSIVE MODE');
-    locked();
-    await new Promise<void>((resolve) => (release = resolve));
-  });
-  await isLocked;
-  // Called at the end of the test and again when it finished (also after a failure): the lock never outlives it.
-  return async () => {
-    release();
-    await holder;
-  };
-}
 
 /** Resolves once the instance has `running` searches running and `waiting` waiting. */
 async function untilLoad(h: Harness, running: number, waiting: number) {
@@ -73,7 +56,7 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('search admission [po
   afterAll(() => h.stop());
 
   it('refuses a user past its limit with 429 at once, while another user still gets a turn', async () => {
-    const release = await holdSearches(h);
+    const release = await lockElements(h.db);
     onTestFinished(release);
     const held = [search(alice), search(alice)];
     await untilLoad(h, 2, 0);
@@ -92,7 +75,7 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('search admission [po
   });
 
   it('refuses with 503 and Retry-After when the queue is full; a search that waited runs after', async () => {
-    const release = await holdSearches(h);
+    const release = await lockElements(h.db);
     onTestFinished(release);
     const held = [search(alice), search(bob)];
     await untilLoad(h, 2, 0);
@@ -119,7 +102,7 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('search admission: a 
   afterAll(() => h.stop());
 
   it('gives its place in the queue back when its connection closes', async () => {
-    const release = await holdSearches(h);
+    const release = await lockElements(h.db);
     onTestFinished(release);
     const held = h.request('POST', '/search', { token: alice, body: body('admitted') });
     await untilLoad(h, 1, 0);
@@ -158,7 +141,7 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('search admission: th
   afterAll(() => h.stop());
 
   it('answers 503 when no slot came free in time, and the next search runs', async () => {
-    const release = await holdSearches(h);
+    const release = await lockElements(h.db);
     onTestFinished(release);
     const held = h.request('POST', '/search', { token: alice, body: body('admitted') });
     await untilLoad(h, 1, 0);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateSettings } from '../../src/config/load.js';
 import { searchBudgetSeconds } from '../../src/domain/search/pipeline.js';
 import { backendsUnderTest, createElement, type Harness, startHarness, userWithToken } from '../helpers/harness.js';
+import { lockElements } from '../helpers/locks.js';
 
 describe('search time budget: defaults', () => {
   it('is 10 s per statement on PostgreSQL and 3 s on the embedded database unless set', () => {
@@ -80,20 +81,11 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('search time budget [
 
   it('cancels a statement past the budget with a 400 naming it, then answers the next search', async () => {
     // A statement that cannot finish in time: the elements are locked by another transaction until the search gave up.
-    let release!: () => void;
-    let locked!: () => void;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    const holder = h.db.transaction(async (tx) => {
-      await tx.query('LOCK TABLE elements IN ACCESS EXCLUSIVE MODE');
-      locked();
-      await new Promise<void>((resolve) => (release = resolve));
-    });
-    await isLocked;
+    const unlock = await lockElements(h.db);
     const started = Date.now();
     const res = await search();
     const took = Date.now() - started;
-    release();
-    await holder;
+    await unlock();
     expect(res.status).toBe(400);
     expect(res.json.type).toMatch(/\/error\/400\/bad-content$/);
     expect(res.json.detail).toMatch(/budget of 1 s/);
