@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/unit/**/*.test.ts'],
+    globalSetup: ['test/unit/global-setup.ts'],
     testTimeout: 30_000,
     // A fresh in-memory PGlite is migrated in a file's beforeAll: seconds on a busy machine.
     hookTimeout: 120_000,

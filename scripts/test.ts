@@ -8,7 +8,7 @@
 //   2b. find Chromium for the browser tests, installing Debian's package when missing (scripts/chromium.ts)
 //   3. npx vitest run <args> with TRELLIS_TEST_PG_URL, TRELLIS_TEST_BACKENDS, TRELLIS_TEST_BLOBS,
 //      TRELLIS_TEST_S3 and TRELLIS_CHROMIUM
-//   4. stop the clusters, print a summary, exit with vitest's exit code
+//   4. stop the clusters, print the ten slowest test files and a summary, exit with vitest's exit code
 //
 // `--fast` (`npm run test:fast`): everything on PGlite and the disk store only, as TRELLIS_TEST_BACKENDS=pglite
 // TRELLIS_TEST_BLOBS=disk would, so no server is started.
@@ -25,12 +25,14 @@
 //   TRELLIS_CHROMIUM        the Chromium executable for the browser tests (default: found in /usr/bin)
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { constants as osConstants } from 'node:os';
+import { rm } from 'node:fs/promises';
+import { constants as osConstants, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ObjectStore, startObjectStore } from './ceph-cluster.js';
 import { ensureChromium } from './chromium.js';
 import { type PgCluster, startCluster } from './pg-cluster.js';
+import { readReport, slowestFiles } from './slowest-files.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const fast = process.argv.includes('--fast');
@@ -170,8 +172,12 @@ function vitest(servers: Servers, chromium: string | null): Promise<number> {
   if (servers.pgUrl) env.TRELLIS_TEST_PG_URL = servers.pgUrl;
   else delete env.TRELLIS_TEST_PG_URL;
   if (servers.s3) env.TRELLIS_TEST_S3 = servers.s3;
-  return run('npx', ['vitest', 'run', ...args], env);
+  const reporters = ['--reporter=default', '--reporter=json', `--outputFile.json=${report}`];
+  return run('npx', ['vitest', 'run', ...reporters, ...args], env);
 }
+
+/** vitest's JSON report of this run, for the slowest files. */
+const report = join(tmpdir(), `trellis-test-report-${process.pid}.json`);
 
 /** Step 4: always stop the servers started here. */
 async function stopServers(servers: Servers): Promise<void> {
@@ -219,6 +225,10 @@ try {
 } finally {
   await stopServers(servers);
 }
+
+const results = await readReport(report);
+await rm(report, { force: true });
+if (results) console.log(`\n${slowestFiles(results, root).join('\n')}`);
 
 let summary = `backends: ${servers.backends.join(', ') || '(none)'}`;
 if (servers.pgDesc) summary += ` (${servers.pgDesc})`;

@@ -12,10 +12,14 @@
 //
 // Tests read the result with inject('pgUrl') / inject('backends') / inject('blobStores') / inject('s3').
 
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
 import { type ObjectStore, type PgCluster, startCluster, startObjectStore } from '../bench/lib/cluster.js';
+import { makePgliteImages, type PgliteImages } from './helpers/pglite-images.js';
 
 /** Where the "s3" blob store's tests keep their objects: one bucket, a prefix per suite. */
 export interface TestObjectStore {
@@ -95,6 +99,14 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     }
   }
 
+  let pgliteImages: PgliteImages | null = null;
+  if (backends.includes('pglite')) {
+    const dir = await mkdtemp(join(tmpdir(), 'trellis-test-images-'));
+    stops.push(() => rm(dir, { recursive: true, force: true }));
+    pgliteImages = await makePgliteImages(dir);
+  }
+
+  project.provide('pgliteImages', pgliteImages);
   project.provide('pgUrl', pgUrl);
   project.provide('backends', backends);
   project.provide('blobStores', blobStores);

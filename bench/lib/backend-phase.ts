@@ -13,6 +13,7 @@ import {
   WORST_ELEMENT,
   worstElementScenario,
 } from '../scenarios/elements.js';
+import { EXPLORER_FAST_3G, explorerScenario } from '../scenarios/explorer.js';
 import { fileScenarioNames, fileScenarios } from '../scenarios/files.js';
 import { SEARCH_CYPHER, SEARCH_TEXT, searchScenarios } from '../scenarios/search.js';
 import { startCluster } from './cluster.js';
@@ -30,6 +31,7 @@ export const phaseScenarioNames = (bench: Bench) => [
   SEARCH_TEXT,
   SEARCH_CYPHER,
   ...fileScenarioNames(bench.settings),
+  EXPLORER_FAST_3G,
 ];
 
 async function prepareDatabase(
@@ -67,6 +69,9 @@ async function runFamilies(bench: Bench, servers: Servers) {
   if (bench.wanted(SEARCH_TEXT, SEARCH_CYPHER)) await searchScenarios(bench, servers);
   if (bench.wanted(WORST_ELEMENT)) await worstElementScenario(bench, servers);
   if (bench.wanted(...fileScenarioNames(bench.settings))) await fileScenarios(bench, servers);
+  // The page's bytes do not depend on the database: measured once, on the run's first backend.
+  if (bench.wanted(EXPLORER_FAST_3G) && servers.backend === bench.settings.backends[0])
+    await explorerScenario(bench, servers);
 }
 
 export async function backendPhase(bench: Bench, backend: Backend) {

@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
@@ -19,11 +18,12 @@ import type { App } from '../../src/http/types.js';
 import { createServices, type Services } from '../../src/services.js';
 import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
-import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
+import { pgliteDb } from '../../src/storage/pglite.js';
 import { openPostgres } from '../../src/storage/postgres.js';
 import type { ElementId } from '../../src/values.js';
 import { emptyPrefix, newS3Prefix } from './bucket.js';
 import { checkExchange, forgetDocument, registerDocument } from './openapi-check.js';
+import { newPglite } from './pglite-template.js';
 
 export type BackendName = 'pglite' | 'postgres';
 export type BlobStoreName = 'disk' | 's3';
@@ -39,8 +39,6 @@ export function blobStoresUnderTest(): BlobStoreName[] {
   const list = provided && provided.length > 0 ? provided : ['disk', 's3'];
   return list.filter((b): b is BlobStoreName => b === 'disk' || b === 's3');
 }
-
-let pgliteTemplate: Promise<PGlite> | null = null;
 
 /** A new, empty database on the test PostgreSQL server: its URL, and how to drop it. */
 export async function scratchPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -68,14 +66,7 @@ export async function scratchPostgresDatabase(): Promise<{ url: string; drop(): 
 /** A fresh, migrated database on the given backend, and how to dispose of it. */
 export async function freshDatabase(backend: BackendName): Promise<{ db: Db; dispose(): Promise<void> }> {
   if (backend === 'pglite') {
-    // Creating a PGlite database takes seconds; cloning a migrated template takes a fraction of one.
-    pgliteTemplate ??= (async () => {
-      const template = await createPglite();
-      await migrate(await pgliteDb(template, false));
-      return template;
-    })();
-    const instance = (await (await pgliteTemplate).clone()) as PGlite;
-    const db = await pgliteDb(instance, true);
+    const db = await pgliteDb(await newPglite('migrated'), true);
     return { db, dispose: () => db.close() };
   }
   const scratch = await scratchPostgresDatabase();

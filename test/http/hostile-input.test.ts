@@ -15,11 +15,12 @@ import { attachFile, createElement, describeBackends, type TestResponse, userWit
 /** The longest any one hostile request may take. */
 const ANSWER_BOUND_MS = 10_000;
 /**
- * The longest the cheap probe may take while a hostile request is in flight. The embedded database runs one statement
- * at a time, so there the probe waits behind the hostile one, which the clause limits bound at about a second on a
- * busy 2-core machine: it gets twice as long.
+ * The longest the cheap probe may take while a hostile request is in flight: it catches a probe held up for good. The
+ * embedded database runs one statement at a time, so there the probe waits behind the hostile one, which the clause
+ * limits bound at about a second on a busy 2-core machine: five times that. The probe's latency under hostile load is
+ * measured by `npm run soak`, not here.
  */
-const PROBE_BOUND_MS = { postgres: 1_000, pglite: 2_000 } as const;
+const PROBE_BOUND_MS = 5_000;
 const RUNS = Number(process.env.TRELLIS_HOSTILE_RUNS ?? 50);
 const PROPERTY_TIMEOUT_MS = 240_000;
 
@@ -964,7 +965,7 @@ describeBackends('hostile input', (h) => {
     expect(
       probeMs,
       `probe took ${Math.round(probeMs)} ms during ${sent.method} ${sent.path.slice(0, 200)}`,
-    ).toBeLessThan(PROBE_BOUND_MS[h().backend]);
+    ).toBeLessThan(PROBE_BOUND_MS);
     const res = await answer;
     expectWellFormed(sent, res, performance.now() - started);
     if (process.env.TRELLIS_HOSTILE_VERBOSE) {

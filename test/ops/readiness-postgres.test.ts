@@ -63,14 +63,16 @@ describe.runIf(runs)('readiness while the PostgreSQL server stops and returns', 
     await cluster?.stop();
   });
 
-  it('turns 503 within 2 s of the stop, and 200 once the server is back, without a restart', async () => {
+  it('turns 503 once the server stops, and 200 once it is back, without a restart', async () => {
     const { token } = await userWithToken(h, 'ready@example.com');
     expect((await h.request('GET', '/health/ready')).status).toBe(200);
     const options = startOptions(cluster.dataDir);
 
     pgCtl(cluster.dataDir, ['stop', '-m', 'fast', '-w']);
     const down = await readyWithin(h, 503, 10_000);
-    expect(down.ms).toBeLessThan(2000);
+    // Within the connect timeout of a check (1 s) and the reuse of a report: five times that catches a readiness that
+    // keeps answering 200 from a remembered report, whatever the machine's load.
+    expect(down.ms).toBeLessThan(5_000);
     expect(down.json).toMatchObject({ status: 503, database: 'down', blobStore: 'up' });
     expect(down.json.detail).toBe('This instance is not ready: database (down).');
     // Requests meanwhile fail as the database's unavailability, never as a client's mistake.

@@ -3,8 +3,9 @@
 // its budget fails with PostgreSQL's 57014, and nothing of it reaches the statements after it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/storage/db.js';
-import { createPglite, pgliteDb } from '../../src/storage/pglite.js';
+import { pgliteDb } from '../../src/storage/pglite.js';
 import { backendsUnderTest } from '../helpers/harness.js';
+import { newPglite } from '../helpers/pglite-template.js';
 
 /** A statement that takes seconds on PGlite: nine million rows out of a join. */
 const SLOW = 'SELECT count(*) AS n FROM generate_series(1, 3000) a, generate_series(1, 3000) b WHERE a + b > 0';
@@ -12,7 +13,7 @@ const SLOW = 'SELECT count(*) AS n FROM generate_series(1, 3000) a, generate_ser
 describe.skipIf(!backendsUnderTest().includes('pglite'))('statement budget [pglite]', () => {
   let db: Db;
   beforeAll(async () => {
-    db = await pgliteDb(await createPglite());
+    db = await pgliteDb(await newPglite('empty'));
   });
   afterAll(() => db.close());
 

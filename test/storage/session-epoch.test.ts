@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionAccessEpoch } from '../../src/storage/access-decisions.js';
 import { type Db, poolDb } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
-import { createPglite, followAccessEpoch, pglitePool } from '../../src/storage/pglite.js';
+import { followAccessEpoch, pglitePool } from '../../src/storage/pglite.js';
 import { localWire } from '../../src/storage/pglite-wire.js';
 import { insertElement } from '../../src/storage/queries/elements.js';
 import { backendsUnderTest, createElement, freshDatabase, startHarness, userWithToken } from '../helpers/harness.js';
+import { newPglite } from '../helpers/pglite-template.js';
 
 describe('SessionAccessEpoch', () => {
   it('is unknown until observed on a listening connection, and only grows', () => {
@@ -99,7 +100,7 @@ describe.skipIf(!backendsUnderTest().includes('pglite'))('the access epoch on PG
 
 describe.skipIf(!backendsUnderTest().includes('pglite'))('the access epoch on a new PGlite connection', () => {
   it('is unknown until notified again', async () => {
-    const instance = await createPglite();
+    const instance = await newPglite('empty');
     const epoch = new SessionAccessEpoch();
     const pool = pglitePool(localWire(instance), (client) => followAccessEpoch(client, epoch));
     const db = poolDb('pglite', pool, { onClose: () => instance.close() });

@@ -21,7 +21,8 @@ import { elementPath, filePath, SUMMARY_FILE } from '../../../src/backup/format.
 import { FsBlobStore } from '../../../src/blob/fs-blob-store.js';
 import type { Db } from '../../../src/storage/db.js';
 import { migrate } from '../../../src/storage/migrate.js';
-import { createPglite, pgliteDb } from '../../../src/storage/pglite.js';
+import { pgliteDb } from '../../../src/storage/pglite.js';
+import { newPglite } from '../../helpers/pglite-template.js';
 
 let db: Db;
 let scratch: string;
@@ -30,7 +31,7 @@ const now = new Date('2026-03-01T12:00:00Z');
 const at = new Date('2025-01-02T03:04:05Z');
 
 beforeAll(async () => {
-  db = await pgliteDb(await createPglite(), true);
+  db = await pgliteDb(await newPglite('migrated'), true);
   await migrate(db);
   scratch = mkdtempSync(join(tmpdir(), 'trellis-create-unit-'));
   blobs = new FsBlobStore(join(scratch, 'files'));

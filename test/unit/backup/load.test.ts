@@ -13,8 +13,9 @@ import { FsBlobStore } from '../../../src/blob/fs-blob-store.js';
 import { validateSettings } from '../../../src/config/load.js';
 import type { Db } from '../../../src/storage/db.js';
 import { migrate } from '../../../src/storage/migrate.js';
-import { createPglite, pgliteDb } from '../../../src/storage/pglite.js';
+import { pgliteDb } from '../../../src/storage/pglite.js';
 import { counts, writeBackup } from '../../backup/helpers.js';
+import { newPglite } from '../../helpers/pglite-template.js';
 
 let db: Db;
 let filesDir: string;
@@ -37,7 +38,7 @@ async function rejection(work: Promise<unknown>): Promise<unknown> {
 }
 
 beforeAll(async () => {
-  db = await pgliteDb(await createPglite(), true);
+  db = await pgliteDb(await newPglite('migrated'), true);
   await migrate(db);
   filesDir = mkdtempSync(join(tmpdir(), 'trellis-load-unit-'));
   blobs = new FsBlobStore(filesDir);

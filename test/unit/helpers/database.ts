@@ -2,11 +2,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../../src/storage/db.js';
 import { migrate } from '../../../src/storage/migrate.js';
-import { createPglite, pgliteDb } from '../../../src/storage/pglite.js';
+import { pgliteDb } from '../../../src/storage/pglite.js';
+import { newPglite } from '../../helpers/pglite-template.js';
 
 /** A fresh, migrated in-memory database of its own (its PGlite closes with it). */
 export async function migratedDb(): Promise<Db> {
-  const db = await pgliteDb(await createPglite(), true);
+  const db = await pgliteDb(await newPglite('migrated'), true);
   await migrate(db);
   return db;
 }

@@ -20,8 +20,9 @@ import {
 import type { Db } from '../../../src/storage/db.js';
 import { sqlElementStore } from '../../../src/storage/element-store.js';
 import { migrate } from '../../../src/storage/migrate.js';
-import { createPglite, pgliteDb } from '../../../src/storage/pglite.js';
+import { pgliteDb } from '../../../src/storage/pglite.js';
 import { sqlTransactions } from '../../../src/storage/transactions.js';
+import { newPglite } from '../../helpers/pglite-template.js';
 
 export interface DomainUnderTest {
   db: Db;
@@ -38,7 +39,7 @@ export async function domainOnPglite(
   settingsInput: Record<string, unknown> = {},
   anonymousUserId: string | null = null,
 ): Promise<DomainUnderTest> {
-  const db = await pgliteDb(await createPglite(), true);
+  const db = await pgliteDb(await newPglite('migrated'), true);
   await migrate(db);
   const folder = await mkdtemp(join(tmpdir(), 'trellis-unit-'));
   const settings = validateSettings(settingsInput);

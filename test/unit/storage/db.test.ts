@@ -11,12 +11,13 @@ import {
   retryingTransient,
   type StatementBudget,
 } from '../../../src/storage/db.js';
-import { createPglite, pglitePool } from '../../../src/storage/pglite.js';
+import { pglitePool } from '../../../src/storage/pglite.js';
 import { localWire } from '../../../src/storage/pglite-wire.js';
+import { newPglite } from '../../helpers/pglite-template.js';
 
 let pglite: PGlite;
 beforeAll(async () => {
-  pglite = await createPglite();
+  pglite = await newPglite('empty');
   await pglite.exec('CREATE TABLE marks (n int PRIMARY KEY, doc jsonb, big bigint)');
   await pglite.exec('CREATE TABLE refs (n int REFERENCES marks (n))');
 });

@@ -6,7 +6,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/storage/db.js';
-import { createPglite, pgliteDb } from '../../../src/storage/pglite.js';
+import { pgliteDb } from '../../../src/storage/pglite.js';
 import {
   EMBEDDED_BUDGET_SETTINGS,
   EmbeddedDatabaseAborted,
@@ -14,6 +14,7 @@ import {
   localWire,
   PostgresLog,
 } from '../../../src/storage/pglite-wire.js';
+import { newPglite } from '../../helpers/pglite-template.js';
 
 describe("PostgreSQL's log", () => {
   it('keeps the last PANIC, FATAL or ERROR line without its time stamp, and prints nothing itself', () => {
@@ -48,7 +49,7 @@ describe("PostgreSQL's log", () => {
 // One PGlite for the file; the last test closes it.
 let pglite: PGlite;
 beforeAll(async () => {
-  pglite = await createPglite();
+  pglite = await newPglite('empty');
 });
 afterAll(async () => {
   if (!pglite.closed) await pglite.close();

@@ -16,8 +16,9 @@ import { Problem } from '../../../../src/errors.js';
 import { createServices, type Services } from '../../../../src/services.js';
 import type { Db } from '../../../../src/storage/db.js';
 import { migrate } from '../../../../src/storage/migrate.js';
-import { createPglite, pgliteDb } from '../../../../src/storage/pglite.js';
+import { pgliteDb } from '../../../../src/storage/pglite.js';
 import { type ElementId, parseElementId } from '../../../../src/values.js';
+import { newPglite } from '../../../helpers/pglite-template.js';
 
 const MAX = 1000;
 let db: Db;
@@ -25,7 +26,7 @@ let dataDir: string;
 let services: Services;
 
 beforeAll(async () => {
-  db = await pgliteDb(await createPglite(), true);
+  db = await pgliteDb(await newPglite('migrated'), true);
   await migrate(db);
   dataDir = mkdtempSync(join(tmpdir(), 'trellis-files-unit-'));
   const config: Config = {

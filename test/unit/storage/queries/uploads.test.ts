@@ -5,8 +5,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../../../src/storage/db.js';
 import { migrate } from '../../../../src/storage/migrate.js';
-import { createPglite, pgliteDb } from '../../../../src/storage/pglite.js';
+import { pgliteDb } from '../../../../src/storage/pglite.js';
 import * as sql from '../../../../src/storage/queries/uploads.js';
+import { newPglite } from '../../../helpers/pglite-template.js';
 
 const at = new Date('2026-03-01T12:00:00Z');
 const later = (seconds: number) => new Date(at.getTime() + seconds * 1000);
@@ -65,7 +66,7 @@ async function scene(overrides: Partial<sql.NewUpload> = {}) {
 }
 
 beforeAll(async () => {
-  db = await pgliteDb(await createPglite(), true);
+  db = await pgliteDb(await newPglite('migrated'), true);
   await migrate(db);
 }, 60_000);
 
