@@ -6,6 +6,7 @@ import { startAdminSocket } from './admin/server.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { buildApp } from './http/app.js';
+import type { App } from './http/types.js';
 import { startJobs } from './jobs.js';
 import { serveMetrics } from './metrics/listener.js';
 import { createServices } from './services.js';
@@ -35,6 +36,20 @@ export interface RunningServer {
  */
 const ABORT_GRACE_MS = 2000;
 const ABORT_DEADLINE_MS = 10_000;
+
+/**
+ * Stops accepting and waits for the requests in flight. Fastify closes the connections idle at that moment; one whose
+ * request was still running goes idle later and would hold the exit for the keep-alive timeout (72 s), so idle ones
+ * are closed as they appear.
+ */
+async function closeHttp(app: App): Promise<void> {
+  const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+  try {
+    await app.close();
+  } finally {
+    clearInterval(idle);
+  }
+}
 
 /** `adminCommands`: what the admin socket of an embedded server runs for the CLI (cli/commands hands them in). */
 export async function startServer(
@@ -82,7 +97,7 @@ export async function startServer(
         services.readiness.drain();
         await delay(config.settings.health.shutdownDelayInSeconds * 1000);
         await admin?.close();
-        await app.close(); // stops accepting, waits for in-flight requests
+        await closeHttp(app);
         await jobs.stop();
         await services.blobs.settled(); // background unlinks of dropped bytes
         await db.close();
