@@ -9,6 +9,7 @@ import { guardConnections } from './connection-guard.js';
 import explorerRoutes from './explorer.js';
 import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
+import { LingeringClose } from './lingering-close.js';
 import { registerOpenApi } from './openapi.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
 import { requestLogger } from './request-logger.js';
@@ -39,7 +40,8 @@ const JSON_BODY_LIMIT = 8 * 1024 * 1024;
 const acceptAsParsed = () => true;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
-  const app = createFastify(config, logger, services.tracing);
+  const lingering = new LingeringClose();
+  const app = createFastify(config, logger, services.tracing, lingering);
   // The route schemas describe the interface (the OpenAPI document) and type the handlers; they compile into no
   // validator and no serialiser. The domain parses every request, answering each fault with its own problem in its
   // own order (credentials first; configuration-dependent rules), and the handlers send JSON that is already
@@ -50,7 +52,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   if (services.tracing) traceRequests(app, services.tracing);
   if (services.metrics) measureRequests(app, services.metrics);
   answerConnect(app);
-  guardConnections(app, config.settings.server);
+  guardConnections(app, config.settings.server, lingering);
   // Routed so that an element can answer them 501 (resource.ts); Node's parser knows them. Bodyless: Fastify never
   // parses a body of theirs (they are refused before any would be wanted).
   for (const method of WEBDAV_METHODS) app.addHttpMethod(method);
@@ -121,7 +123,12 @@ function answerConnect(app: App): void {
 }
 
 /** The Fastify instance with the service's server options. */
-function createFastify(config: Config, logger: FastifyBaseLogger | undefined, tracing: Services['tracing']): App {
+function createFastify(
+  config: Config,
+  logger: FastifyBaseLogger | undefined,
+  tracing: Services['tracing'],
+  lingering: LingeringClose,
+): App {
   return Fastify({
     ...(logger
       ? { loggerInstance: logger, childLoggerFactory: withTraceId(requestLogger, tracing) }
@@ -139,7 +146,7 @@ function createFastify(config: Config, logger: FastifyBaseLogger | undefined, tr
       reply.headers(COMMON_HEADERS);
       return sendProblem(request, reply, frameworkProblem(error), config.settings.baseUrl);
     },
-    clientErrorHandler: answerClientError(config.settings.baseUrl),
+    clientErrorHandler: answerClientError(config.settings.baseUrl, lingering),
     // Node would answer an HTTP/1.1 request without Host with a bare 400 of its own; the hook below answers it
     // with a problem and the common headers instead.
     http: { requireHostHeader: false },
