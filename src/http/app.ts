@@ -7,6 +7,7 @@ import { Problem } from '../errors.js';
 import type { Services } from '../services.js';
 import { guardConnections } from './connection-guard.js';
 import explorerRoutes from './explorer.js';
+import { type ClientAddressing, clientAddressing } from './forwarded.js';
 import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
 import { LingeringClose } from './lingering-close.js';
@@ -41,7 +42,11 @@ const acceptAsParsed = () => true;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
   const lingering = new LingeringClose();
-  const app = createFastify(config, logger, services.tracing, lingering);
+  const addressing = clientAddressing(config.settings.server);
+  const app = createFastify(config, logger, services.tracing, lingering, addressing.trustProxy);
+  // Before Fastify's own listener: the request's headers are what Fastify reads from its first step on.
+  const { normalise } = addressing;
+  if (normalise) app.server.prependListener('request', normalise);
   // The route schemas describe the interface (the OpenAPI document) and type the handlers; they compile into no
   // validator and no serialiser. The domain parses every request, answering each fault with its own problem in its
   // own order (credentials first; configuration-dependent rules), and the handlers send JSON that is already
@@ -51,7 +56,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   app.setSerializerCompiler(() => JSON.stringify);
   if (services.tracing) traceRequests(app, services.tracing);
   if (services.metrics) measureRequests(app, services.metrics);
-  answerConnect(app);
+  answerConnect(app, addressing);
   guardConnections(app, config.settings.server, lingering);
   // Routed so that an element can answer them 501 (resource.ts); Node's parser knows them. Bodyless: Fastify never
   // parses a body of theirs (they are refused before any would be wanted).
@@ -107,10 +112,11 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
  * Allow on a known path, from resource.ts; 404 elsewhere, including a proxy's `host:port` target). The connection
  * closes after the answer, since Node's parser stops reading a connection once it has seen CONNECT.
  */
-function answerConnect(app: App): void {
+function answerConnect(app: App, { normalise }: ClientAddressing): void {
   app.addHttpMethod('CONNECT');
   app.server.on('connect', (request, socket) => {
     socket.on('error', () => socket.destroy());
+    normalise?.(request);
     const response = new ServerResponse(request);
     response.shouldKeepAlive = false;
     response.assignSocket(socket as never);
@@ -128,12 +134,15 @@ function createFastify(
   logger: FastifyBaseLogger | undefined,
   tracing: Services['tracing'],
   lingering: LingeringClose,
+  trustProxy: ClientAddressing['trustProxy'],
 ): App {
   return Fastify({
     ...(logger
       ? { loggerInstance: logger, childLoggerFactory: withTraceId(requestLogger, tracing) }
       : { logger: false }),
     bodyLimit: JSON_BODY_LIMIT,
+    // request.ip, .protocol and .host say the client's, behind a trusted proxy (forwarded.ts).
+    trustProxy,
     exposeHeadRoutes: true,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
