@@ -90,15 +90,28 @@ interface Answer {
 }
 
 /** POST /register to `url` from the local address `from`, with extra headers. */
-function registerFrom(url: string, from: string, identifier: string, headers: Record<string, string> = {}) {
+const registerFrom = (url: string, from: string, identifier: string, headers: Record<string, string> = {}) =>
+  postFrom(
+    url,
+    '/register',
+    from,
+    { type: 'User', uniqueUserIdentifier: identifier, password: 'register-secret' },
+    headers,
+  );
+
+/** A log-in to `url` from `from` with a wrong password. */
+const failedLogin = (url: string, from: string, identifier: string, headers: Record<string, string> = {}) =>
+  postFrom(url, '/token', from, { type: 'Token', uniqueUserIdentifier: identifier, password: 'wrong-secret' }, headers);
+
+function postFrom(url: string, path: string, from: string, body: unknown, headers: Record<string, string> = {}) {
   const { hostname, port } = new URL(url);
-  const payload = JSON.stringify({ type: 'User', uniqueUserIdentifier: identifier, password: 'register-secret' });
+  const payload = JSON.stringify(body);
   return new Promise<Answer>((resolve, reject) => {
     const req = httpRequest(
       {
         host: hostname,
         port,
-        path: '/register',
+        path,
         method: 'POST',
         localAddress: from,
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers },
@@ -185,12 +198,24 @@ function behindNginx(
         expect((await registerFrom(proxy.url, CLIENT_B, 'b2@proxy.dev')).status).toBe(201);
         expect((await registerFrom(proxy.url, CLIENT_B, 'b3@proxy.dev')).status).toBe(429);
       });
+
+      it('backs off failed log-ins per client behind the proxy', async () => {
+        // Two free failures per address, on identifiers of their own (each identifier's own allowance is larger).
+        expect((await failedLogin(proxy.url, CLIENT_A, 'x1@proxy.dev')).status).toBe(401);
+        expect((await failedLogin(proxy.url, CLIENT_A, 'x2@proxy.dev')).status).toBe(401);
+        expect((await failedLogin(proxy.url, CLIENT_A, 'x3@proxy.dev')).status).toBe(429);
+        // B, behind the same proxy, and the direct client claiming A's address are not held back.
+        expect((await failedLogin(proxy.url, CLIENT_B, 'x4@proxy.dev')).status).toBe(401);
+        const claimingA = { 'x-forwarded-for': CLIENT_A, forwarded: `for=${CLIENT_A}` };
+        expect((await failedLogin(h().url, DIRECT, 'x5@proxy.dev', claimingA)).status).toBe(401);
+      });
     },
     {
       logger: log.logger,
       settings: {
         server: { trustedProxies: [PROXY_SOURCE], forwardedHeader },
         register: { throttle: { registrationsPerAddress: 2, windowInSeconds: 600 } },
+        login: { throttle: { freeFailuresPerAddress: 2 } },
       },
     },
   );
