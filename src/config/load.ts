@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import proxyAddr from '@fastify/proxy-addr';
 import Value from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
 import { BASE_RESERVED, isUuid } from '../values.js';
@@ -38,6 +39,7 @@ export function validateSettings(input: unknown): Settings {
   const given = (path: string) => isGiven(raw as Record<string, unknown>, path);
   checkRanges(settings, given);
   checkAccountRules(settings);
+  checkTrustedProxies(settings.server.trustedProxies);
   if (settings.file.storage === 's3' && settings.file.s3.bucket === null)
     throw new ConfigError('file.s3.bucket', "must be set when file.storage is 's3'");
   if (settings.baseUrl !== null) settings.baseUrl = settings.baseUrl.replace(/\/+$/, '');
@@ -138,6 +140,20 @@ function checkAccountRules(settings: Settings): void {
       readFileSync(settings.securityTxt, 'utf8');
     } catch (error) {
       throw new ConfigError('securityTxt', `cannot read ${settings.securityTxt}: ${(error as Error).message}`);
+    }
+  }
+}
+
+/** Each entry is an address, a CIDR or one of proxy-addr's names, as it will be compiled (http/forwarded.ts). */
+function checkTrustedProxies(entries: string[]): void {
+  for (const entry of entries) {
+    try {
+      proxyAddr.compile(entry);
+    } catch (error) {
+      throw new ConfigError(
+        'server.trustedProxies',
+        `'${entry}' is not an IP address, a CIDR range or one of loopback, linklocal, uniquelocal (${(error as Error).message})`,
+      );
     }
   }
 }

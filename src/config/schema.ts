@@ -64,11 +64,19 @@ export const SettingsSchema = Type.Object(
     // sends nothing for bodyIdleTimeoutInSeconds, or less than bodyMinBytesPerSecond over bodyRateWindowInSeconds
     // (0: no minimum), is cut off while the server waits for it, and so is a connection whose client reads what the
     // server sends that slowly.
+    //
+    // Reverse proxies (http/forwarded.ts): only from a peer in trustedProxies (addresses and CIDRs, IPv4 or IPv6, or
+    // the names loopback, linklocal and uniquelocal) are forwarded headers believed, and only the family in
+    // forwardedHeader: X-Forwarded-For with X-Forwarded-Proto and -Host, or RFC 7239 Forwarded.
     server: obj({
       maxConnections: int(1000, 1),
       bodyIdleTimeoutInSeconds: seconds(30, 1),
       bodyMinBytesPerSecond: int(4096),
       bodyRateWindowInSeconds: seconds(30, 1),
+      trustedProxies: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+      forwardedHeader: Type.Union([Type.Literal('x-forwarded-for'), Type.Literal('forwarded')], {
+        default: 'x-forwarded-for',
+      }),
     }),
     pageSize: obj({ min: int(5, 1), default: int(25, 1), max: int(100, 1) }),
     register: obj({

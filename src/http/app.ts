@@ -7,8 +7,10 @@ import { Problem } from '../errors.js';
 import type { Services } from '../services.js';
 import { guardConnections } from './connection-guard.js';
 import explorerRoutes from './explorer.js';
+import { type ClientAddressing, clientAddressing } from './forwarded.js';
 import { COMMON_HEADERS } from './headers.js';
 import { installJsonBodyParser } from './json-body.js';
+import { LingeringClose } from './lingering-close.js';
 import { registerOpenApi } from './openapi.js';
 import { answerClientError, frameworkProblem, sendProblem, toProblem } from './problems.js';
 import { requestLogger } from './request-logger.js';
@@ -39,7 +41,12 @@ const JSON_BODY_LIMIT = 8 * 1024 * 1024;
 const acceptAsParsed = () => true;
 
 export async function buildApp({ config, services, logger }: AppDeps): Promise<App> {
-  const app = createFastify(config, logger, services.tracing);
+  const lingering = new LingeringClose();
+  const addressing = clientAddressing(config.settings.server);
+  const app = createFastify(config, logger, services.tracing, lingering, addressing.trustProxy);
+  // Before Fastify's own listener: the request's headers are what Fastify reads from its first step on.
+  const { normalise } = addressing;
+  if (normalise) app.server.prependListener('request', normalise);
   // The route schemas describe the interface (the OpenAPI document) and type the handlers; they compile into no
   // validator and no serialiser. The domain parses every request, answering each fault with its own problem in its
   // own order (credentials first; configuration-dependent rules), and the handlers send JSON that is already
@@ -49,8 +56,8 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   app.setSerializerCompiler(() => JSON.stringify);
   if (services.tracing) traceRequests(app, services.tracing);
   if (services.metrics) measureRequests(app, services.metrics);
-  answerConnect(app);
-  guardConnections(app, config.settings.server);
+  answerConnect(app, addressing);
+  guardConnections(app, config.settings.server, lingering);
   // Routed so that an element can answer them 501 (resource.ts); Node's parser knows them. Bodyless: Fastify never
   // parses a body of theirs (they are refused before any would be wanted).
   for (const method of WEBDAV_METHODS) app.addHttpMethod(method);
@@ -105,10 +112,11 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
  * Allow on a known path, from resource.ts; 404 elsewhere, including a proxy's `host:port` target). The connection
  * closes after the answer, since Node's parser stops reading a connection once it has seen CONNECT.
  */
-function answerConnect(app: App): void {
+function answerConnect(app: App, { normalise }: ClientAddressing): void {
   app.addHttpMethod('CONNECT');
   app.server.on('connect', (request, socket) => {
     socket.on('error', () => socket.destroy());
+    normalise?.(request);
     const response = new ServerResponse(request);
     response.shouldKeepAlive = false;
     response.assignSocket(socket as never);
@@ -121,12 +129,20 @@ function answerConnect(app: App): void {
 }
 
 /** The Fastify instance with the service's server options. */
-function createFastify(config: Config, logger: FastifyBaseLogger | undefined, tracing: Services['tracing']): App {
+function createFastify(
+  config: Config,
+  logger: FastifyBaseLogger | undefined,
+  tracing: Services['tracing'],
+  lingering: LingeringClose,
+  trustProxy: ClientAddressing['trustProxy'],
+): App {
   return Fastify({
     ...(logger
       ? { loggerInstance: logger, childLoggerFactory: withTraceId(requestLogger, tracing) }
       : { logger: false }),
     bodyLimit: JSON_BODY_LIMIT,
+    // request.ip, .protocol and .host say the client's, behind a trusted proxy (forwarded.ts).
+    trustProxy,
     exposeHeadRoutes: true,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
@@ -139,7 +155,7 @@ function createFastify(config: Config, logger: FastifyBaseLogger | undefined, tr
       reply.headers(COMMON_HEADERS);
       return sendProblem(request, reply, frameworkProblem(error), config.settings.baseUrl);
     },
-    clientErrorHandler: answerClientError(config.settings.baseUrl),
+    clientErrorHandler: answerClientError(config.settings.baseUrl, lingering),
     // Node would answer an HTTP/1.1 request without Host with a bare 400 of its own; the hook below answers it
     // with a problem and the common headers instead.
     http: { requireHostHeader: false },

@@ -13,26 +13,15 @@
 // would cut a large upload that moves steadily.
 //
 // An answer given while the request body is still arriving (a file over the limit, bad credentials, a missing
-// element) closes the connection gracefully: closing a socket with unread bytes makes the kernel send a reset, which
-// can reach the client before it has read the answer, and then it sees EPIPE or ECONNRESET instead of the problem
-// document. So the server reads and discards the rest of the body for a bounded time and number of bytes first.
+// element, the 408 of a slow body) closes the connection with a lingering close (lingering-close.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Settings } from '../config/schema.js';
 import { COMMON_HEADERS } from './headers.js';
+import type { LingeringClose } from './lingering-close.js';
 import { PROBLEM_CONTENT_TYPE } from './problems.js';
 import type { App } from './types.js';
-
-/**
- * Bounds of the lingering close (see `lingerAfter`), whichever comes first: the bytes read and discarded after the
- * answer, and the time from the answer to the close. Enough for a client that writes a refused body of a few MiB
- * whole before it reads the answer, or that needs a few seconds on a slow link to notice it; small enough that a
- * client cannot make the server read an endless body or hold the connection after its answer (nginx lingers up to
- * 30 s, with 5 s of silence at most).
- */
-export const LINGER_MAX_BYTES = 8 * 1024 * 1024;
-export const LINGER_MAX_MS = 5000;
 
 interface Limits {
   idleMs: number;
@@ -99,8 +88,6 @@ export class ConnectionGuard {
   private readonly bodies = new Set<WatchedBody>();
   /** Every open connection, oldest first. */
   private readonly connections = new Map<Socket, Connection>();
-  /** Connections that answered before their request body had arrived, reading the rest of it before they close. */
-  private readonly lingering = new Set<Socket>();
   private timer: NodeJS.Timeout | null = null;
   private readonly limits: Limits;
 
@@ -109,6 +96,7 @@ export class ConnectionGuard {
   constructor(
     private readonly settings: Settings['server'],
     private readonly log: FastifyBaseLogger,
+    private readonly lingering: LingeringClose,
   ) {
     const idleMs = settings.bodyIdleTimeoutInSeconds * 1000;
     const windowMs = settings.bodyRateWindowInSeconds * 1000;
@@ -164,45 +152,21 @@ export class ConnectionGuard {
   }
 
   /**
-   * For an answer about to be sent while the body of `request` is still arriving: the rest of the body is read and
-   * discarded from now on, and once the answer is sent the connection closes gracefully (the lingering close of
-   * nginx): the server sends its FIN, goes on discarding until the client closes its side or LINGER_MAX_BYTES more
-   * arrive or LINGER_MAX_MS pass, and only then closes the socket. The answer must say `Connection: close`.
+   * For an answer about to be sent while the body of `request` is still arriving: the body is read from now on (the
+   * handler may have read part of it and left it paused, or none of it), and once the answer is sent the connection
+   * closes with a lingering close. The answer must say `Connection: close`.
    */
   lingerAfter(request: IncomingMessage): void {
     const socket = request.socket;
-    /** Bytes read when the answer was sent; -1 while it is being sent. */
-    let answered = -1;
-    // Reading the body here keeps it flowing whether the handler read part of it (and left it paused) or none of it
-    // (Node would discard it unbounded, and without a chunk event to count it by).
-    request.on('data', () => {
-      if (answered >= 0 && socket.bytesRead - answered > LINGER_MAX_BYTES) socket.destroy();
-    });
     request.resume();
     // Node's HTTP server calls destroySoon after an answer with `Connection: close`: it would end and destroy the
     // socket as soon as the answer is written, with the rest of the body unread.
     const destroySoon = socket.destroySoon;
     socket.destroySoon = () => {
       socket.destroySoon = destroySoon;
-      if (request.complete) return destroySoon.call(socket);
-      answered = socket.bytesRead;
-      socket.end();
-      this.lingering.add(socket);
-      const timer = setTimeout(() => socket.destroy(), LINGER_MAX_MS);
-      timer.unref();
-      // The client closed its side: nothing more will arrive.
-      socket.once('end', () => socket.destroy());
-      socket.once('close', () => {
-        clearTimeout(timer);
-        this.lingering.delete(socket);
-      });
+      if (request.complete) destroySoon.call(socket);
+      else this.lingering.close(socket);
     };
-  }
-
-  /** Closes the connections still lingering after their answer (the instance is shutting down). */
-  dropLingering(): void {
-    for (const socket of this.lingering) socket.destroy();
-    this.lingering.clear();
   }
 
   stop(): void {
@@ -278,7 +242,8 @@ export class ConnectionGuard {
           .join('')}\r\n${body}`,
       );
     }
-    // Destroying the request closes the connection: whoever reads the body sees it break off.
+    // The connection closes after the answer, gracefully; whoever reads the body sees it break off.
+    this.lingering.close(socket);
     request.destroy();
   }
 }
@@ -293,8 +258,8 @@ function hasBody(request: IncomingMessage): boolean {
  * Guards the connections of `app`: the cap, silent connections, slow request bodies and slow readers, and closes
  * connections gracefully after answers given before their request body arrived.
  */
-export function guardConnections(app: App, settings: Settings['server']): ConnectionGuard {
-  const watch = new ConnectionGuard(settings, app.log);
+export function guardConnections(app: App, settings: Settings['server'], lingering: LingeringClose): ConnectionGuard {
+  const watch = new ConnectionGuard(settings, app.log, lingering);
   // The cap is decided here rather than by Node's server.maxConnections, which refuses the new connection even
   // when the ones it keeps are idle.
   app.server.on('connection', (socket: Socket) => watch.admit(socket));
@@ -311,7 +276,7 @@ export function guardConnections(app: App, settings: Settings['server']): Connec
     done(null, payload);
   });
   app.addHook('preClose', (done) => {
-    watch.dropLingering();
+    lingering.drop();
     done();
   });
   app.addHook('onClose', (_app, done) => {

@@ -5,6 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ObjectStoreError } from '../blob/s3-errors.js';
 import { Problem, type ProblemSlug, problemBody, serviceUnavailable } from '../errors.js';
 import { baseUrlOf, COMMON_HEADERS } from './headers.js';
+import type { LingeringClose } from './lingering-close.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 
@@ -105,11 +106,13 @@ export function frameworkProblem(error: FastifyError): Problem {
  * Requests Node's HTTP parser rejects before Fastify sees them (a malformed request line, headers over the size
  * limit, a timeout) are answered on the socket: a problem body and the common headers, like every other answer.
  * There is no parsed Host, so the problem type is relative unless `baseUrl` is configured; the statuses without a
- * problem type of their own (408, 431) use RFC 9457's about:blank.
+ * problem type of their own (408, 431) use RFC 9457's about:blank. The connection then closes with a lingering
+ * close, so that the client can read the answer; an error of the connection itself (a reset, a broken pipe) is not
+ * answered.
  */
-export function answerClientError(baseUrl: string | null) {
+export function answerClientError(baseUrl: string | null, lingering: LingeringClose) {
   return (error: NodeJS.ErrnoException, socket: Socket): void => {
-    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    if (socket.destroyed || error.code === 'ECONNRESET' || error.syscall !== undefined) return;
     const [status, reason] =
       error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout']
@@ -141,6 +144,6 @@ export function answerClientError(baseUrl: string | null) {
           .map(([k, v]) => `${k}: ${v}\r\n`)
           .join('')}\r\n${body}`,
       );
-    socket.destroy(error);
+    lingering.close(socket);
   };
 }

@@ -85,6 +85,9 @@ export function traceRequests(app: App, tracing: Tracing): void {
       span.setAttribute('http.route', route);
     }
     span.setAttribute('http.response.status_code', reply.statusCode);
+    // The client's address, behind a trusted proxy too (forwarded.ts).
+    const client = request.ip;
+    if (client) span.setAttribute('client.address', client);
     if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
     done();

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
@@ -86,6 +87,8 @@ export interface TestOptions {
   anonymousUserId?: string | null;
   /** Run the suite on every blob store under test, not on the disk store only. */
   blobs?: boolean;
+  /** The service's logger (a test that reads the log lines); default silent, or TEST_LOG_LEVEL's. */
+  logger?: FastifyBaseLogger;
 }
 
 export interface HarnessOptions extends TestOptions {
@@ -223,9 +226,11 @@ export async function startHarness(
   const app = await buildApp({
     config,
     services,
-    ...(process.env.TEST_LOG_LEVEL
-      ? { logger: (await import('pino')).pino({ level: process.env.TEST_LOG_LEVEL }) }
-      : {}),
+    ...(options.logger
+      ? { logger: options.logger }
+      : process.env.TEST_LOG_LEVEL
+        ? { logger: (await import('pino')).pino({ level: process.env.TEST_LOG_LEVEL }) }
+        : {}),
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address() as { port: number };

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { beforeAll, expect, it } from 'vitest';
-import { LINGER_MAX_BYTES, LINGER_MAX_MS } from '../../src/http/connection-guard.js';
+import { LINGER_MAX_BYTES, LINGER_MAX_MS } from '../../src/http/lingering-close.js';
 import { temporaryBlobs } from '../helpers/blobs.js';
 import { createElement, describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
 

@@ -174,6 +174,7 @@ for (const backend of backendsUnderTest())
       expect(server.kind).toBe(2); // SERVER
       expect(attribute(server, 'http.route')?.stringValue).toBe('/:id/file');
       expect(Number(attribute(server, 'http.response.status_code')?.intValue)).toBe(200);
+      expect(attribute(server, 'client.address')?.stringValue).toBe('127.0.0.1');
       const children = inTrace.filter((span) => span.parentSpanId === server.spanId);
       const sql = children.filter((span) => span.name.startsWith('sql'));
       expect(sql.length).toBeGreaterThanOrEqual(1);

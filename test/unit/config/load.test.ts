@@ -33,6 +33,8 @@ describe('configuration', () => {
       bodyIdleTimeoutInSeconds: 30,
       bodyMinBytesPerSecond: 4096,
       bodyRateWindowInSeconds: 30,
+      trustedProxies: [],
+      forwardedHeader: 'x-forwarded-for',
     });
     expect(s.pageSize).toEqual({ min: 5, default: 25, max: 100 });
     expect(s.register).toEqual({
@@ -236,6 +238,26 @@ describe('validateSettings, further', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('takes trusted proxies as addresses, CIDR ranges and names, IPv4 and IPv6, and refuses anything else', () => {
+    const server = validateSettings({
+      server: {
+        trustedProxies: ['10.0.0.7', '10.1.0.0/16', '::1', '2001:db8::/32', 'fd00::/8', 'loopback', 'uniquelocal'],
+        forwardedHeader: 'forwarded',
+      },
+    }).server;
+    expect(server.trustedProxies).toHaveLength(7);
+    expect(server.forwardedHeader).toBe('forwarded');
+    for (const entry of ['10.0.0.300', '10.0.0.0/33', '2001:db8::/129', 'proxy.example', '10.0.0.0/x', ''])
+      expect(keyOf({ server: { trustedProxies: ['127.0.0.1', entry] } })).toBe(
+        entry === '' ? 'server.trustedProxies.1' : 'server.trustedProxies',
+      );
+    expect(() => validateSettings({ server: { trustedProxies: ['10.0.0.300'] } })).toThrow(
+      "invalid configuration: server.trustedProxies: '10.0.0.300' is not an IP address, a CIDR range or one of loopback, linklocal, uniquelocal (invalid IP address: 10.0.0.300)",
+    );
+    expect(keyOf({ server: { trustedProxies: '10.0.0.1' } })).toBe('server.trustedProxies');
+    expect(keyOf({ server: { forwardedHeader: 'x-real-ip' } })).toBe('server.forwardedHeader');
   });
 
   it('drops the trailing slashes of baseUrl', () => {

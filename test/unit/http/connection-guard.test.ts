@@ -11,6 +11,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Settings } from '../../../src/config/schema.js';
 import { ConnectionGuard, guardConnections } from '../../../src/http/connection-guard.js';
+import { LingeringClose } from '../../../src/http/lingering-close.js';
 import type { App } from '../../../src/http/types.js';
 
 interface LogLine {
@@ -22,6 +23,7 @@ interface LogLine {
 interface Guarded {
   port: number;
   guard: ConnectionGuard;
+  lingering: LingeringClose;
   log: LogLine[];
   /** Answers every request waiting in GET /hold. */
   release(): void;
@@ -49,13 +51,20 @@ async function guarded(server: Partial<Settings['server']>): Promise<Guarded> {
     },
   });
   const app = Fastify({ loggerInstance: pino({ level: 'info' }, sink) }).withTypeProvider<TypeBoxTypeProvider>();
-  const guard = guardConnections(app as unknown as App, {
-    maxConnections: 1000,
-    bodyIdleTimeoutInSeconds: 30,
-    bodyMinBytesPerSecond: 0,
-    bodyRateWindowInSeconds: 30,
-    ...server,
-  });
+  const lingering = new LingeringClose();
+  const guard = guardConnections(
+    app as unknown as App,
+    {
+      maxConnections: 1000,
+      bodyIdleTimeoutInSeconds: 30,
+      bodyMinBytesPerSecond: 0,
+      bodyRateWindowInSeconds: 30,
+      trustedProxies: [],
+      forwardedHeader: 'x-forwarded-for',
+      ...server,
+    },
+    lingering,
+  );
   let holds: Array<() => void> = [];
   app.get('/', async () => 'ok');
   app.get('/hold', () => new Promise<string>((resolve) => holds.push(() => resolve('held'))));
@@ -74,6 +83,7 @@ async function guarded(server: Partial<Settings['server']>): Promise<Guarded> {
   running = {
     port,
     guard,
+    lingering,
     log,
     release: () => {
       for (const hold of holds) hold();
@@ -299,7 +309,7 @@ describe('the lingering close', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(client.closed).toBe(false);
     expect(client.error).toBeNull();
-    server.guard.dropLingering();
+    server.lingering.drop();
     // Dropped: the next bytes meet a closed socket (the kernel answers them with a reset, seen at a later write).
     await until(() => {
       if (!client.socket.destroyed) client.socket.write(Buffer.alloc(1000, 'z'));
@@ -320,8 +330,11 @@ describe('ticks', () => {
           bodyIdleTimeoutInSeconds: idle,
           bodyMinBytesPerSecond: 0,
           bodyRateWindowInSeconds: window,
+          trustedProxies: [],
+          forwardedHeader: 'x-forwarded-for',
         },
         log,
+        new LingeringClose(),
       ).tickMs;
     expect(tick(30, 30)).toBe(1000);
     expect(tick(1, 30)).toBe(250);
