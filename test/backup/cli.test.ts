@@ -77,6 +77,7 @@ for (const backend of backendsUnderTest()) {
       await rm(dataDir, { recursive: true, force: true });
     });
 
+    // On PGlite the command creates its database first: on a busy machine that and the load took over a minute.
     it('backup:load loads the reference dataset, reporting progress and warnings on stderr', async () => {
       const io = captureIO();
       expect(await main(['backup:load', REFERENCE], env, io)).toBe(0);
@@ -87,7 +88,7 @@ for (const backend of backendsUnderTest()) {
       expect(stderr).toMatch(/^loading: 2,388 elements in [\d.]+ s/m);
       expect(stderr).toContain('warning: node/security/edgeCase/tokenWithNoOwner/token.json: token has no owning user');
       expect(stderr).not.toContain('\x1b['); // no terminal: plain lines
-    });
+    }, 300_000);
 
     it('backup:load refuses the now non-empty database without --force, and a broken backup even with it', async () => {
       const io = captureIO();
