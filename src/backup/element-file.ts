@@ -1,7 +1,10 @@
 // One element file of a backup: parsed, checked and split into what the service stores where. backup:load parses
 // every file with it once; the relations it holds back until after its pass are parsed again (and must keep their id).
+
+import sjson from 'secure-json-parse';
 import { hashToken, TOKEN_PATTERN } from '../domain/accounts/tokens.js';
 import { checkDataLimits, type DataLimits } from '../domain/elements/data-limits.js';
+import { checkProperties, checkPropertyName, reservedProperties } from '../domain/elements/properties.js';
 import type { FileMeta } from '../domain/files/types.js';
 import { Problem } from '../errors.js';
 import { isPlainObject, isUuid } from '../values.js';
@@ -112,6 +115,79 @@ function checkLimits(file: string, id: string, data: Record<string, unknown>, wh
   }
 }
 
+/** What an element file holds besides data and internal properties: type, ids, times, file metadata, hashes. */
+const OUTSIDE_DATA_BYTES = 64 * 1024;
+
+/**
+ * The most bytes an element file within `limits` takes: its data and its internal properties, each at most
+ * maxDataSizeInBytes as stored, written with every non-ASCII character escaped (at most three times its bytes,
+ * doubled here for spaces and long forms of numbers) and indented, a line for each key, item and closing bracket,
+ * two spaces per level below the element's own two. A larger file is refused from its size, before it is read: a
+ * file of hundreds of megabytes would otherwise be held in memory several times over to find that out.
+ */
+export function maxElementFileBytes(limits: DataLimits): number {
+  const { maxDataSizeInBytes, maxValues, maxNestingDepth } = limits;
+  return 8 * maxDataSizeInBytes + 4 * maxValues * (2 * maxNestingDepth + 8) + OUTSIDE_DATA_BYTES;
+}
+
+/** The refusal of an element file of `size` bytes (readText's refuseSize), or null. */
+export const elementFileSizeRefusal = (max: number) => (size: number) =>
+  size > max ? `is ${size} bytes; an element file within the element.* settings is at most ${max} bytes` : null;
+
+/**
+ * The API's rules for property names, exactly as POST / and PATCH apply them (checkProperties). What the backup
+ * format carries in data beyond a client's properties is the service's own and taken out of data by the load
+ * (created, updated, file metadata, a node's User identifier and Token record), so only those of the reserved
+ * names are let through. Internal properties, which no client sets, follow the rule for every name.
+ */
+function checkNames(
+  file: string,
+  id: string,
+  type: string,
+  isRelation: boolean,
+  identifierKey: string,
+  data: Record<string, unknown>,
+  internal: Record<string, unknown>,
+) {
+  const carried = new Set(['created', 'updated', 'file', 'hasFile']);
+  if (!isRelation && type === 'User') carried.add(identifierKey);
+  if (!isRelation && type === 'Token') for (const key of ['token', 'hash', 'state', 'expirationDate']) carried.add(key);
+  const reserved = new Set([...reservedProperties(type, identifierKey)].filter((key) => !carried.has(key)));
+  try {
+    checkProperties(data, reserved);
+    for (const key of Object.keys(internal)) checkPropertyName(key);
+  } catch (error) {
+    if (!(error instanceof Problem)) throw error;
+    // The message is one line: a name's control characters are shown escaped.
+    const why = error.detail
+      .replace(/^The /, 'the ')
+      .replace(/\.$/, '')
+      .replace(/[\u0000-\u001f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    throw new BackupError(file, `element ${id}: ${why} (the API's rules for property names)`);
+  }
+}
+
+// Only a text with one of these can hold such a key (a key's letters may be \u escapes).
+const SUSPECT_PROTOTYPE = /__proto__|constructor|\\u/;
+
+/**
+ * The API's body parser (Fastify's, with secure-json-parse) refuses a '__proto__' key, and a 'constructor' holding a
+ * 'prototype', anywhere in a body; a backup's element may hold them no more. Copied into data, '__proto__' would
+ * become the object's prototype: its properties would be read as the element's without being stored.
+ */
+function checkPrototypeKeys(file: string, id: string, text: string, json: Record<string, unknown>) {
+  if (!SUSPECT_PROTOTYPE.test(text)) return;
+  try {
+    sjson.scan(json, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    throw new BackupError(
+      file,
+      `element ${id}: holds a '__proto__' key or a 'constructor' with a 'prototype', which the API refuses (the API's rules for property names)`,
+    );
+  }
+}
+
 export function parseElement(
   file: string,
   text: string,
@@ -135,6 +211,7 @@ export function parseElement(
     throw new BackupError(file, "a node has no 'start'/'end' (relations belong below relation/)");
   }
   if (!isPlainObject(json.data)) throw new BackupError(file, "'data' is missing or not an object");
+  checkPrototypeKeys(file, id.toLowerCase(), text, json);
 
   const data: Record<string, unknown> = {};
   const internal: Record<string, unknown> = {};
@@ -148,6 +225,7 @@ export function parseElement(
       } else internal[key] = value;
     } else data[key] = value;
   }
+  checkNames(file, id.toLowerCase(), type, isRelation, identifierKey, data, internal);
   const created = data.created === undefined ? null : isoTimeOf(file, 'created', data.created);
   const updated = data.updated === undefined ? null : isoTimeOf(file, 'updated', data.updated);
   const fileMeta = data.file === undefined || data.file === null ? undefined : parseFileMeta(file, data.file);

@@ -3,7 +3,7 @@
 // lead out of it (a secret becoming an element's file), and a named pipe or a device would block the reader, and with
 // it a server that runs the load for the CLI, until something writes to it.
 import { constants as bufferConstants } from 'node:buffer';
-import { closeSync, constants, type Dirent, fstatSync, lstatSync, openSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, constants, type Dirent, fstatSync, lstatSync, openSync, readlinkSync, readSync } from 'node:fs';
 import { lstat, readdir, realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { BackupError, parseJsonObject, preview, SUMMARY_FILE } from './format.js';
@@ -32,6 +32,21 @@ const refusal = (path: string, kind: string) =>
   new BackupError(path, `is ${kind}; a backup is read only from regular files and folders inside it`);
 const notRegular = (path: string, entry: Entry) =>
   entry.isDirectory() ? new BackupError(path, 'is a folder, not a file') : refusal(path, kindOf(entry));
+
+/**
+ * The first `size` bytes of `fd` (fewer if it ends sooner). readFileSync would take the size anew and read a file
+ * that grew since it was checked in full; this reads no more than the size that passed the check.
+ */
+function readUpTo(fd: number, size: number): Buffer {
+  const bytes = Buffer.allocUnsafe(size);
+  let filled = 0;
+  while (filled < size) {
+    const read = readSync(fd, bytes, filled, size - filled, null);
+    if (read === 0) break;
+    filled += read;
+  }
+  return bytes.subarray(0, filled);
+}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -105,14 +120,19 @@ export class BackupFolder {
     }
   }
 
-  /** The text of the regular file `rel`, which must be valid UTF-8 (no silent U+FFFD for broken bytes). */
-  readText(rel: string): string {
+  /**
+   * The text of the regular file `rel`, which must be valid UTF-8 (no silent U+FFFD for broken bytes). `refuseSize`
+   * may refuse the file from its size (the refusal's message, or null): then not a byte of it is read.
+   */
+  readText(rel: string, refuseSize?: (size: number) => string | null): string {
     const { fd, size } = this.open(rel);
     let bytes: Buffer;
     try {
-      // More bytes than a string can hold are no element (whose data the settings bound far lower): refused unread.
-      if (size > MAX_STRING_LENGTH) throw new BackupError(rel, `is too large to be read as text (${size} bytes)`);
-      bytes = readFileSync(fd);
+      // More bytes than a string can hold are refused unread whoever reads them.
+      const refused =
+        refuseSize?.(size) ?? (size > MAX_STRING_LENGTH ? `is too large to be read as text (${size} bytes)` : null);
+      if (refused !== null) throw new BackupError(rel, refused);
+      bytes = readUpTo(fd, size);
     } finally {
       closeSync(fd);
     }

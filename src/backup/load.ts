@@ -23,7 +23,7 @@ import {
   takenTokenHashes,
 } from '../storage/queries/backup.js';
 import { copyIntoBlobStore, settlePlaced } from './blob-copy.js';
-import { type ParsedElement, parseElement } from './element-file.js';
+import { elementFileSizeRefusal, maxElementFileBytes, type ParsedElement, parseElement } from './element-file.js';
 import { BackupFolder, checkCount, chunks, listElementFiles, readSummary } from './folder.js';
 import { BackupError, FILE_DIR, fileOwnerId, NODE_DIR, RELATION_DIR } from './format.js';
 import { type Index, KIND_RELATION, KIND_USER, newIndex, PassIndex } from './load-index.js';
@@ -157,6 +157,8 @@ async function readFolder(at: BackupFolder, warn: (line: string) => void): Promi
 class Load {
   private readonly index: Index;
   private readonly nowIso: string;
+  /** An element file larger than any element within the element.* settings is refused before it is read. */
+  private readonly refuseSize: (size: number) => string | null;
   /** The INSERT being executed while the next batch is read (at most one: the files are read no faster than that). */
   private inFlight: Promise<void> = Promise.resolve();
 
@@ -173,6 +175,7 @@ class Load {
   ) {
     const total = folder.paths.length;
     this.nowIso = ctx.now.toISOString();
+    this.refuseSize = elementFileSizeRefusal(maxElementFileBytes(ctx.limits));
     this.index = newIndex(total);
   }
 
@@ -207,7 +210,7 @@ class Load {
     const path = this.folder.paths[at]!;
     return parseElement(
       path,
-      this.folder.at.readText(path),
+      this.folder.at.readText(path, this.refuseSize),
       at >= this.folder.nodeCount,
       this.ctx.identifierKey,
       this.ctx.limits,

@@ -29,6 +29,15 @@ export function checkNewType(type: unknown): string {
   return type;
 }
 
+/** Refuses (400 bad-content) a property name that is empty, too long or holds a control character. */
+export function checkPropertyName(key: string): void {
+  if (key.length === 0 || key.length > MAX_PROPERTY_NAME || /[\u0000-\u001f]/.test(key))
+    throw new Problem(
+      'bad-content',
+      `The property name '${key.slice(0, 64)}' is not valid (1 to ${MAX_PROPERTY_NAME} printable characters).`,
+    );
+}
+
 /**
  * Validates the properties a client sends. `nullRemoves` (PATCH) allows null as "remove". Values are any JSON.
  * Returns the properties as given.
@@ -41,11 +50,7 @@ export function checkProperties(properties: unknown, reserved: Set<string>, what
       throw new Problem('forbidden-property', `The property '${key}' is internal and cannot be set.`);
     if (reserved.has(key))
       throw new Problem('forbidden-property', `The property '${key}' is reserved and cannot be set.`);
-    if (key.length === 0 || key.length > MAX_PROPERTY_NAME || /[\u0000-\u001f]/.test(key))
-      throw new Problem(
-        'bad-content',
-        `The property name '${key.slice(0, 64)}' is not valid (1 to ${MAX_PROPERTY_NAME} printable characters).`,
-      );
+    checkPropertyName(key);
   }
   // The one property with a type of its own (spec "Properties inside data": a string, used for the download's file
   // name). null is no name (PATCH: remove it).
