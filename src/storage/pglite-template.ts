@@ -5,14 +5,14 @@
 // node_modules/.cache), named by PGlite's version, so a PGlite upgrade never opens a template another version made.
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, mkdir, rename, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createPglite } from './pglite.js';
 
 /** The installed PGlite's package folder (node_modules/@electric-sql/pglite). */
 function pglitePackage(): string {
   // The package's entry point is in its dist/ folder.
-  return dirname(dirname(fileURLToPath(import.meta.resolve('@electric-sql/pglite'))));
+  return dirname(dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')));
 }
 
 /** Where the template for the installed PGlite is (whether or not it has been made). */
