@@ -33,6 +33,8 @@ export async function makeTemplate(dir = templateDir()): Promise<boolean> {
   await mkdir(dirname(dir), { recursive: true });
   try {
     await (await createPglite(making)).close();
+    // Another build made one meanwhile: it is as good, and a start may be copying it.
+    if (existsSync(join(dir, 'PG_VERSION'))) return false;
     await rm(dir, { recursive: true, force: true });
     await rename(making, dir);
   } finally {
