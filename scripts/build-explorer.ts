@@ -1,45 +1,17 @@
-// Builds Trellis Explorer (explorer/ -> explorer/dist) with Vite, when the build is missing or older than its
-// sources; `--force` builds anyway. Run by `npm run build`, by `npm start` and by the browser tests, so a fresh
-// clone serves a working /explorer without a separate step.
+// Builds Trellis Explorer (explorer/ -> explorer/dist) with Vite, when the build is missing or was made from other
+// sources (scripts/freshness.js); `--force` builds anyway. Run by scripts/build.js (`npm ci`, `npm run build`,
+// `npm start`) and by the browser tests, so a fresh clone serves a working /explorer without a separate step.
 
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import type { Log } from './debian-packages.js';
+import { digestOf, markBuilt, ROOT, staleDigest, TARGETS } from './freshness.js';
 import { isMain } from './process-tools.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const explorer = join(root, 'explorer');
-const built = join(explorer, 'dist', 'index.html');
+const explorer = join(ROOT, 'explorer');
 
-/** The newest modification time among the files that make the build (sources, this script, the lock file). */
-function newestSource(): number {
-  let newest = Math.max(
-    statSync(fileURLToPath(import.meta.url)).mtimeMs,
-    statSync(join(root, 'package-lock.json')).mtimeMs,
-  );
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name === 'dist' || entry.name === 'node_modules') continue;
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else newest = Math.max(newest, statSync(path).mtimeMs);
-    }
-  };
-  walk(explorer);
-  return newest;
-}
-
-function builtAt(): number | null {
-  try {
-    return statSync(built).mtimeMs;
-  } catch {
-    return null;
-  }
-}
-
-/** Builds unless the build is newer than every source; true when it built. */
+/** Builds unless the build was made from the sources as they are; true when it built. */
 export async function buildExplorer({
   force = false,
   log = (m) => process.stderr.write(`[explorer] ${m}\n`),
@@ -47,8 +19,8 @@ export async function buildExplorer({
   force?: boolean;
   log?: Log;
 } = {}): Promise<boolean> {
-  const at = builtAt();
-  if (!force && at !== null && at >= newestSource()) return false;
+  const digest = force ? digestOf(TARGETS.explorer) : staleDigest(TARGETS.explorer);
+  if (digest === null) return false;
   const { build } = await import('vite');
   const started = Date.now();
   await build({
@@ -66,6 +38,7 @@ export async function buildExplorer({
     },
   });
   precompress(join(explorer, 'dist'));
+  markBuilt(TARGETS.explorer, digest);
   log(`built explorer/dist in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   return true;
 }

@@ -4,6 +4,7 @@ import type { Runtime, Settings } from '../config/schema.js';
 import type { Db } from './db.js';
 import { migrate } from './migrate.js';
 import { openPglite } from './pglite.js';
+import { seedFromTemplate } from './pglite-template.js';
 import type { EmbeddedDatabaseAborted } from './pglite-wire.js';
 import { defaultPoolSize, openPostgres } from './postgres.js';
 
@@ -31,6 +32,7 @@ export async function openDatabase(
     connectMs: Math.round(connectTimeoutInSeconds * 1000),
     statementMs: use === 'service' ? Math.round(statementTimeoutInSeconds * 1000) : 0,
   };
+  if (!runtime.databaseUrl) await seedFromTemplate(embeddedDatabaseDir(runtime.dataDir));
   const db = runtime.databaseUrl
     ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize, undefined, bounds)
     : await openPglite(embeddedDatabaseDir(runtime.dataDir), embeddedCacheSizeInMiB, onEmbeddedAbort);
