@@ -19,6 +19,7 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
 import { type ObjectStore, type PgCluster, startCluster, startObjectStore } from '../bench/lib/cluster.js';
+import { build } from '../scripts/build.js';
 import { makePgliteImages, type PgliteImages } from './helpers/pglite-images.js';
 
 /** Where the "s3" blob store's tests keep their objects: one bucket, a prefix per suite. */
@@ -58,6 +59,10 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const unknownStores = blobStores.filter((b) => b !== 'disk' && b !== 's3');
   if (unknownStores.length > 0)
     throw new Error(`TRELLIS_TEST_BLOBS: unknown blob store(s) ${unknownStores.join(', ')} (expected disk and/or s3)`);
+
+  // Suites spawn the CLI as installed (bin/trellis.js runs dist/): what changed in src/ since the last build is
+  // compiled first, and the template of a new embedded database made when missing.
+  await build();
 
   const stops: Array<() => Promise<void>> = [];
   let pgUrl: string | null = null;

@@ -41,10 +41,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../bench/lib/cluster.js';
 import { scratchPostgresDatabase } from '../helpers/harness.js';
@@ -274,7 +273,7 @@ npm() {
   else command npm "$@"; fi
 }
 npx() {
-  if [ "$1" = trellis ]; then shift; node --import "$GUIDE_TSX" "$GUIDE_CLI" "$@"; else command npx "$@"; fi
+  if [ "$1" = trellis ]; then shift; node "$GUIDE_CLI" "$@"; else command npx "$@"; fi
 }
 `;
 
@@ -456,8 +455,7 @@ describe('docs/guide.md', () => {
       HOME: process.env.HOME ?? work,
       LANG: 'C.UTF-8',
       GUIDE_CTL: ctl,
-      GUIDE_TSX: pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href,
-      GUIDE_CLI: join(ROOT, 'test', 'helpers', 'cli-entry.ts'),
+      GUIDE_CLI: join(ROOT, 'bin', 'trellis.js'),
       LOG_LEVEL: 'warn',
     });
     await shell.run(PRELUDE);

@@ -1,14 +1,13 @@
 // Spawning the real CLI as a child process.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
-const ENTRY = fileURLToPath(new URL('./cli-entry.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** The CLI as installed: dist/, which the global setup brings up to date with src/ (scripts/build.js). */
+const ENTRY = join(ROOT, 'bin', 'trellis.js');
 
 export interface Finished {
   code: number | null;
@@ -22,8 +21,7 @@ export function spawnCli(
   input?: string,
   cwd = ROOT,
 ): ChildProcess & { done: Promise<Finished> } {
-  // tsx is resolved from the repository, whatever the working directory.
-  const child = spawn(process.execPath, ['--import', TSX, ENTRY, ...args], {
+  const child = spawn(process.execPath, [ENTRY, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
