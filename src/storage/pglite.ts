@@ -1,4 +1,5 @@
 // The embedded backend: PGlite (PostgreSQL compiled to WASM, in-process), persisted in DATA_DIR/db.
+import { existsSync } from 'node:fs';
 import { readdir, stat, statfs } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import pg from 'pg';
 import { EMBEDDED_CACHE_MIB, MiB } from '../config/schema.js';
 import { ACCESS_EPOCH_CHANNEL, SessionAccessEpoch } from './access-decisions.js';
 import { type Db, poolDb, SESSION_SETTINGS, type StatementBudget } from './db.js';
+import { DurableNodeFS, embeddedStartParams, syncTree } from './pglite-durable.js';
 import { PgliteSocket, type PgliteWire } from './pglite-socket.js';
 import {
   EMBEDDED_BUDGET_SETTINGS,
@@ -24,13 +26,17 @@ const pgliteExtensions = { pg_trgm, auto_explain };
 
 /**
  * Opens (creating when absent) a PGlite database in `dataDir`, or in memory when `dataDir` is undefined, with a page
- * cache (shared_buffers) of `cacheMiB` (PGlite's default, 128 MiB, when undefined).
+ * cache (shared_buffers) of `cacheMiB` (PGlite's default, 128 MiB, when undefined). In `dataDir` and `durable`, a
+ * commit returns once its WAL is on stable storage (pglite-durable.ts); a database in memory has no disk to sync.
  */
-export async function createPglite(dataDir?: string, cacheMiB?: number): Promise<PGlite> {
-  const startParams =
-    cacheMiB === undefined ? {} : { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${cacheMiB}MB`] };
+export async function createPglite(dataDir?: string, cacheMiB?: number, durable = true): Promise<PGlite> {
+  const onDisk = dataDir !== undefined && durable;
+  const startParams = embeddedStartParams(PGlite.defaultStartParams, onDisk);
+  if (cacheMiB !== undefined) startParams.push('-c', `shared_buffers=${cacheMiB}MB`);
+  const created = onDisk && !existsSync(join(dataDir, 'PG_VERSION'));
   const log = new PostgresLog();
-  const instance = new PGlite({ dataDir, extensions: pgliteExtensions, onStderr: log.write, ...startParams });
+  const fs = onDisk ? { fs: new DurableNodeFS(dataDir) } : {};
+  const instance = new PGlite({ dataDir, ...fs, extensions: pgliteExtensions, onStderr: log.write, startParams });
   try {
     await instance.waitReady;
   } catch (error) {
@@ -46,6 +52,7 @@ export async function createPglite(dataDir?: string, cacheMiB?: number): Promise
     throw error;
   }
   keepPostgresLog(instance, log);
+  if (created) syncTree(dataDir);
   return instance;
 }
 
@@ -262,11 +269,13 @@ const embeddedBudget = (budget: EmbeddedBudget): StatementBudget => ({
   disarm: () => budget.disarm(),
 });
 
-/** Opens (creating when absent) the embedded database in `dataDir`. */
+/** Opens (creating when absent) the embedded database in `dataDir`; `durable`: database.embeddedDurable. */
 export async function openPglite(
   dataDir: string,
   cache: number | 'auto' = 'auto',
   onAbort?: (error: EmbeddedDatabaseAborted) => void,
+  durable = true,
 ): Promise<Db> {
-  return await pgliteDb(await createPglite(dataDir, await resolveEmbeddedCacheMiB(dataDir, cache)), true, onAbort);
+  const instance = await createPglite(dataDir, await resolveEmbeddedCacheMiB(dataDir, cache), durable);
+  return await pgliteDb(instance, true, onAbort);
 }

@@ -1,0 +1,69 @@
+// Durable commits on the embedded database (database.embeddedDurable). PGlite starts PostgreSQL with fsync off (-F),
+// and even with it on, PostgreSQL's fsync never reached the disk: Emscripten's NODEFS, the file system that maps the
+// data directory onto host files, has no fsync operation (the call succeeds and does nothing) and its fdatasync is a
+// no-op. A durable database turns fsync on, gives NODEFS a real fsync, and has PostgreSQL sync its WAL with fsync.
+import { closeSync, fsyncSync, openSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { NodeFS } from '@electric-sql/pglite/nodefs';
+
+type EmscriptenOptions = Parameters<NodeFS['init']>[1];
+
+/** What a durable NodeFS needs of Emscripten's NODEFS: its file operations, and how it maps host errors. */
+interface Nodefs {
+  stream_ops: { fsync?: (stream: { nfd: number }) => number };
+  tryFSOperation<T>(operation: () => T): T;
+}
+
+/**
+ * The data directory on host files, where PostgreSQL's fsync is the host's fsync(2) of the same file. With it
+ * PostgreSQL's own rules apply unchanged: a commit returns once its WAL is on stable storage, a checkpoint syncs the
+ * data files, pg_control and the folders before it lets go of older WAL, and a failed fsync is reported as one
+ * (PostgreSQL then stops rather than carry on with lost writes, data_sync_retry).
+ */
+export class DurableNodeFS extends NodeFS {
+  override async init(...[pg, options]: Parameters<NodeFS['init']>): Promise<{ emscriptenOpts: EmscriptenOptions }> {
+    const { emscriptenOpts } = await super.init(pg, options);
+    const giveFsync = (mod: { NODEFS: unknown }) => {
+      const nodefs = mod.NODEFS as Nodefs;
+      // tryFSOperation turns a host error (EIO, ENOSPC) into the errno PostgreSQL sees from fsync.
+      nodefs.stream_ops.fsync = (stream) => {
+        nodefs.tryFSOperation(() => fsyncSync(stream.nfd));
+        return 0;
+      };
+    };
+    return { emscriptenOpts: { ...emscriptenOpts, preRun: [...(emscriptenOpts.preRun ?? []), giveFsync] } };
+  }
+}
+
+/**
+ * PostgreSQL's start parameters for the embedded database: PGlite's own, without fsync off when `durable`. The WAL
+ * is synced with fsync(): the fdatasync() PostgreSQL would otherwise use is Emscripten's no-op, and fsync is the one
+ * call that reaches the host (DurableNodeFS).
+ */
+export function embeddedStartParams(defaults: readonly string[], durable: boolean): string[] {
+  return durable
+    ? [...defaults.filter((parameter) => parameter !== '-F'), '-c', 'wal_sync_method=fsync']
+    : [...defaults];
+}
+
+/**
+ * Syncs every file and folder under `dir` to stable storage, as initdb does at its end: PGlite writes a new database
+ * (its initdb's output) without a sync, and PostgreSQL syncs only what it writes itself from then on.
+ */
+export function syncTree(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) syncTree(path);
+    else if (entry.isFile()) syncPath(path);
+  }
+  syncPath(dir);
+}
+
+function syncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
