@@ -2,7 +2,8 @@
 // and even with it on, PostgreSQL's fsync never reached the disk: Emscripten's NODEFS, the file system that maps the
 // data directory onto host files, has no fsync operation (the call succeeds and does nothing) and its fdatasync is a
 // no-op. A durable database turns fsync on, gives NODEFS a real fsync, and has PostgreSQL sync its WAL with fsync.
-import { closeSync, fsyncSync, openSync, readdirSync } from 'node:fs';
+import { fsyncSync } from 'node:fs';
+import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NodeFS } from '@electric-sql/pglite/nodefs';
 
@@ -48,22 +49,25 @@ export function embeddedStartParams(defaults: readonly string[], durable: boolea
 
 /**
  * Syncs every file and folder under `dir` to stable storage, as initdb does at its end: PGlite writes a new database
- * (its initdb's output) without a sync, and PostgreSQL syncs only what it writes itself from then on.
+ * (its initdb's output) without a sync, and PostgreSQL syncs only what it writes itself from then on. Several fsyncs
+ * at once share the file system's journal commits, which makes this a fraction of the time of one after another.
  */
-export function syncTree(dir: string): void {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) syncTree(path);
-    else if (entry.isFile()) syncPath(path);
-  }
-  syncPath(dir);
+export async function syncTree(dir: string): Promise<void> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const paths = [dir, ...entries.filter((e) => e.isFile() || e.isDirectory()).map((e) => join(e.parentPath, e.name))];
+  const next = paths.values();
+  const worker = async () => {
+    for (const path of next) {
+      const handle = await open(path, 'r');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: SYNCS_AT_ONCE }, worker));
 }
 
-function syncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
+/** Bounds the files open at once for syncTree (each worker holds one). */
+const SYNCS_AT_ONCE = 16;

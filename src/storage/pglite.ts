@@ -52,7 +52,7 @@ export async function createPglite(dataDir?: string, cacheMiB?: number, durable 
     throw error;
   }
   keepPostgresLog(instance, log);
-  if (created) syncTree(dataDir);
+  if (created) await syncTree(dataDir);
   return instance;
 }
 
