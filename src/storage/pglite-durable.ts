@@ -48,9 +48,10 @@ export function embeddedStartParams(defaults: readonly string[], durable: boolea
 }
 
 /**
- * Syncs every file and folder under `dir` to stable storage, as initdb does at its end: PGlite writes a new database
- * (its initdb's output) without a sync, and PostgreSQL syncs only what it writes itself from then on. Several fsyncs
- * at once share the file system's journal commits, which makes this a fraction of the time of one after another.
+ * Syncs every file and folder under `dir` to stable storage, as initdb does at its end, before the database takes
+ * writes: PGlite writes a new database (its initdb's output) without a sync, a run with embeddedDurable false left
+ * its writes unsynced, and PostgreSQL syncs only what it writes itself from then on. Files already on disk take
+ * little. Several fsyncs at once share the file system's journal commits.
  */
 export async function syncTree(dir: string): Promise<void> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });

@@ -1,5 +1,4 @@
 // The embedded backend: PGlite (PostgreSQL compiled to WASM, in-process), persisted in DATA_DIR/db.
-import { existsSync } from 'node:fs';
 import { readdir, stat, statfs } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +32,6 @@ export async function createPglite(dataDir?: string, cacheMiB?: number, durable 
   const onDisk = dataDir !== undefined && durable;
   const startParams = embeddedStartParams(PGlite.defaultStartParams, onDisk);
   if (cacheMiB !== undefined) startParams.push('-c', `shared_buffers=${cacheMiB}MB`);
-  const created = onDisk && !existsSync(join(dataDir, 'PG_VERSION'));
   const log = new PostgresLog();
   const fs = onDisk ? { fs: new DurableNodeFS(dataDir) } : {};
   const instance = new PGlite({ dataDir, ...fs, extensions: pgliteExtensions, onStderr: log.write, startParams });
@@ -52,7 +50,7 @@ export async function createPglite(dataDir?: string, cacheMiB?: number, durable 
     throw error;
   }
   keepPostgresLog(instance, log);
-  if (created) await syncTree(dataDir);
+  if (onDisk) await syncTree(dataDir);
   return instance;
 }
 
