@@ -166,6 +166,9 @@ export const SettingsSchema = Type.Object(
         [Type.Integer({ minimum: EMBEDDED_CACHE_MIB.min, maximum: EMBEDDED_CACHE_MIB.max }), Type.Literal('auto')],
         { default: 'auto' },
       ),
+      // Whether the embedded database's commits are durable: answered once their WAL is on stable storage, so that
+      // a power cut or a kernel crash loses none (storage/pglite-durable.ts). false: for data that may be lost.
+      embeddedDurable: Type.Boolean({ default: true }),
       // PostgreSQL server only (storage/open.ts): the longest wait for a connection, and the longest a statement may
       // run (searches have their own, search.statementTimeoutInSeconds); past either the request gets 503 with
       // Retry-After. 0: no bound.

@@ -25,17 +25,17 @@ export interface OpenOptions {
 
 export async function openDatabase(
   runtime: Pick<Runtime, 'databaseUrl' | 'dataDir'>,
-  { poolSize, embeddedCacheSizeInMiB, connectTimeoutInSeconds, statementTimeoutInSeconds }: Settings['database'],
+  { poolSize, embeddedCacheSizeInMiB, embeddedDurable, ...timeouts }: Settings['database'],
   { use = 'service', onEmbeddedAbort }: OpenOptions = {},
 ): Promise<Db> {
   const bounds = {
-    connectMs: Math.round(connectTimeoutInSeconds * 1000),
-    statementMs: use === 'service' ? Math.round(statementTimeoutInSeconds * 1000) : 0,
+    connectMs: Math.round(timeouts.connectTimeoutInSeconds * 1000),
+    statementMs: use === 'service' ? Math.round(timeouts.statementTimeoutInSeconds * 1000) : 0,
   };
   if (!runtime.databaseUrl) await seedFromTemplate(embeddedDatabaseDir(runtime.dataDir));
   const db = runtime.databaseUrl
     ? await openPostgres(runtime.databaseUrl, poolSize === 'auto' ? defaultPoolSize() : poolSize, undefined, bounds)
-    : await openPglite(embeddedDatabaseDir(runtime.dataDir), embeddedCacheSizeInMiB, onEmbeddedAbort);
+    : await openPglite(embeddedDatabaseDir(runtime.dataDir), embeddedCacheSizeInMiB, onEmbeddedAbort, embeddedDurable);
   try {
     await migrate(db);
   } catch (error) {

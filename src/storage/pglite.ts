@@ -9,6 +9,7 @@ import pg from 'pg';
 import { EMBEDDED_CACHE_MIB, MiB } from '../config/schema.js';
 import { ACCESS_EPOCH_CHANNEL, SessionAccessEpoch } from './access-decisions.js';
 import { type Db, poolDb, SESSION_SETTINGS, type StatementBudget } from './db.js';
+import { DurableNodeFS, embeddedStartParams, syncTree } from './pglite-durable.js';
 import { PgliteSocket, type PgliteWire } from './pglite-socket.js';
 import {
   EMBEDDED_BUDGET_SETTINGS,
@@ -24,19 +25,27 @@ const pgliteExtensions = { pg_trgm, auto_explain };
 
 /**
  * Opens (creating when absent) a PGlite database in `dataDir`, or in memory when `dataDir` is undefined, with a page
- * cache (shared_buffers) of `cacheMiB` (PGlite's default, 128 MiB, when undefined). `image`, a data directory
- * dumped by `dumpDataDir`, is the new database's content instead of a fresh initdb (seconds saved per database).
+ * cache (shared_buffers) of `cacheMiB` (PGlite's default, 128 MiB, when undefined). In `dataDir` and `durable`, a
+ * commit returns once its WAL is on stable storage (pglite-durable.ts); a database in memory has no disk to sync.
+ * `image`, a data directory dumped by `dumpDataDir`, is a new database's content instead of a fresh initdb.
  */
-export async function createPglite(dataDir?: string, cacheMiB?: number, image?: Blob): Promise<PGlite> {
-  const startParams =
-    cacheMiB === undefined ? {} : { startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${cacheMiB}MB`] };
+export async function createPglite(
+  dataDir?: string,
+  cacheMiB?: number,
+  { durable = true, image }: { durable?: boolean; image?: Blob } = {},
+): Promise<PGlite> {
+  const onDisk = dataDir !== undefined && durable;
+  const startParams = embeddedStartParams(PGlite.defaultStartParams, onDisk);
+  if (cacheMiB !== undefined) startParams.push('-c', `shared_buffers=${cacheMiB}MB`);
   const log = new PostgresLog();
+  const fs = onDisk ? { fs: new DurableNodeFS(dataDir) } : {};
   const loaded = image === undefined ? {} : { loadDataDir: image };
   const instance = new PGlite({
     dataDir,
+    ...fs,
     extensions: pgliteExtensions,
     onStderr: log.write,
-    ...startParams,
+    startParams,
     ...loaded,
   });
   try {
@@ -54,6 +63,7 @@ export async function createPglite(dataDir?: string, cacheMiB?: number, image?: 
     throw error;
   }
   keepPostgresLog(instance, log);
+  if (onDisk) await syncTree(dataDir);
   return instance;
 }
 
@@ -270,11 +280,13 @@ const embeddedBudget = (budget: EmbeddedBudget): StatementBudget => ({
   disarm: () => budget.disarm(),
 });
 
-/** Opens (creating when absent) the embedded database in `dataDir`. */
+/** Opens (creating when absent) the embedded database in `dataDir`; `durable`: database.embeddedDurable. */
 export async function openPglite(
   dataDir: string,
   cache: number | 'auto' = 'auto',
   onAbort?: (error: EmbeddedDatabaseAborted) => void,
+  durable = true,
 ): Promise<Db> {
-  return await pgliteDb(await createPglite(dataDir, await resolveEmbeddedCacheMiB(dataDir, cache)), true, onAbort);
+  const instance = await createPglite(dataDir, await resolveEmbeddedCacheMiB(dataDir, cache), { durable });
+  return await pgliteDb(instance, true, onAbort);
 }

@@ -23,7 +23,7 @@ function image(kind: keyof PgliteImages): Promise<Blob> | null {
 /** A new in-memory PGlite: `migrated` with the schema, else as initdb leaves it. */
 export async function newPglite(kind: keyof PgliteImages): Promise<PGlite> {
   const blob = image(kind);
-  if (blob) return createPglite(undefined, undefined, await blob);
+  if (blob) return createPglite(undefined, undefined, { image: await blob });
   const instance = await createPglite();
   if (kind === 'migrated') await migrate(await pgliteDb(instance, false));
   return instance;

@@ -73,6 +73,7 @@ describe('configuration', () => {
     expect(s.database).toEqual({
       poolSize: 'auto',
       embeddedCacheSizeInMiB: 'auto',
+      embeddedDurable: true,
       connectTimeoutInSeconds: 5,
       statementTimeoutInSeconds: 30,
     });
@@ -127,6 +128,7 @@ describe('configuration', () => {
     expect(keyOf({ database: { embeddedCacheSizeInMiB: 8 } })).toBe('database.embeddedCacheSizeInMiB');
     expect(keyOf({ database: { embeddedCacheSizeInMiB: 2048 } })).toBe('database.embeddedCacheSizeInMiB');
     expect(keyOf({ database: { embeddedCacheSizeInMiB: '512MB' } })).toBe('database.embeddedCacheSizeInMiB');
+    expect(keyOf({ database: { embeddedDurable: 'no' } })).toBe('database.embeddedDurable');
     expect(keyOf({ database: { connectTimeoutInSeconds: 0.01 } })).toBe('database.connectTimeoutInSeconds');
     expect(keyOf({ database: { statementTimeoutInSeconds: -1 } })).toBe('database.statementTimeoutInSeconds');
     // Durations end up in stored timestamps: longer than 100 years would make dates no backup can hold.
