@@ -176,7 +176,7 @@ export class ConnectionGuard {
     // Reading the body here keeps it flowing whether the handler read part of it (and left it paused) or none of it
     // (Node would discard it unbounded, and without a chunk event to count it by).
     request.on('data', () => {
-      if (answered >= 0 && socket.bytesRead - answered > LINGER_MAX_BYTES) socket.destroy();
+      if (answered >= 0 && socket.bytesRead - answered > lingerMaxBytes(request)) socket.destroy();
     });
     request.resume();
     // Node's HTTP server calls destroySoon after an answer with `Connection: close`: it would end and destroy the
@@ -281,6 +281,16 @@ export class ConnectionGuard {
     // Destroying the request closes the connection: whoever reads the body sees it break off.
     request.destroy();
   }
+}
+
+/**
+ * The bytes read and discarded after an early answer before the connection is cut: LINGER_MAX_BYTES for a body of a
+ * declared length, none but the time bound for a chunked one. A client that streams its body (Node's fetch of a
+ * stream) writes it whole before it reads the answer; cut off while it writes, it sees EPIPE instead of the answer,
+ * and a chunked body has no length that would tell it to stop. LINGER_MAX_MS still ends the reading.
+ */
+function lingerMaxBytes(request: IncomingMessage): number {
+  return request.headers['content-length'] === undefined ? Number.POSITIVE_INFINITY : LINGER_MAX_BYTES;
 }
 
 function hasBody(request: IncomingMessage): boolean {
