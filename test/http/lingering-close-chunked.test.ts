@@ -40,7 +40,11 @@ function chunkedPut(h: Harness, path: string, headers: Record<string, string>): 
   });
   socket.once('connect', () => {
     const fields = { host: 'x', 'transfer-encoding': 'chunked', ...headers };
-    socket.write(`PUT ${path} HTTP/1.1\r\n${Object.entries(fields).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+    socket.write(
+      `PUT ${path} HTTP/1.1\r\n${Object.entries(fields)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}\r\n`,
+    );
     const block = Buffer.alloc(64 * 1024, 0x61);
     const frame = Buffer.concat([Buffer.from(`${block.length.toString(16)}\r\n`), block, Buffer.from('\r\n')]);
     const pump = () => {

@@ -8,12 +8,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PgCluster, startCluster } from '../../bench/lib/cluster.js';
+import { validateSettings } from '../../src/config/load.js';
 import { PROBLEMS, type Problem } from '../../src/errors.js';
 import { ANSWER_GRACE_MS } from '../../src/storage/answer-grace.js';
 import type { Db } from '../../src/storage/db.js';
 import { migrate } from '../../src/storage/migrate.js';
 import { openPostgres } from '../../src/storage/postgres.js';
-import { validateSettings } from '../../src/config/load.js';
 import { freezePostgres } from '../helpers/freeze.js';
 import {
   backendsUnderTest,

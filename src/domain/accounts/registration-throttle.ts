@@ -53,11 +53,7 @@ export class RegistrationThrottle {
     const until = this.refusedUntil.get(key);
     if (until !== undefined && until > now.getTime()) throw tooMany(until, now);
     this.refusedUntil.delete(key);
-    const { registrations, windowStart } = await this.counts.count(
-      key,
-      now,
-      new Date(now.getTime() - this.windowMs),
-    );
+    const { registrations, windowStart } = await this.counts.count(key, now, new Date(now.getTime() - this.windowMs));
     if (registrations <= this.settings.registrationsPerAddress) return;
     const end = windowStart.getTime() + this.windowMs;
     this.refusedUntil.set(key, end);

@@ -131,7 +131,7 @@ describe('search admission', () => {
     expect(a.load).toEqual({ running: 0, waiting: 0 });
   });
 
-  it('counts the wait from the request\'s arrival', async () => {
+  it("counts the wait from the request's arrival", async () => {
     const a = new SearchAdmission({ ...limits, maxConcurrent: 1, queueTimeoutMs: 1_000 });
     const done = await a.admit('u1');
     // Arrived longer ago than the queue timeout: refused at once rather than queued.
