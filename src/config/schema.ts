@@ -169,11 +169,13 @@ export const SettingsSchema = Type.Object(
       // Whether the embedded database's commits are durable: answered once their WAL is on stable storage, so that
       // a power cut or a kernel crash loses none (storage/pglite-durable.ts). false: for data that may be lost.
       embeddedDurable: Type.Boolean({ default: true }),
-      // PostgreSQL server only (storage/open.ts): the longest wait for a connection, and the longest a statement may
-      // run (searches have their own, search.statementTimeoutInSeconds); past either the request gets 503 with
-      // Retry-After. 0: no bound.
+      // PostgreSQL server only (storage/open.ts): the longest wait for a connection, and the longest a statement of a
+      // request may run (searches have their own, search.statementTimeoutInSeconds; migrations and the CLI's
+      // commands none); past either the request gets 503 with Retry-After. 0: no bound. A request's statements read
+      // or change a bounded number of rows by index and take milliseconds, and a server that stops answering is
+      // noticed only at the bound, so it is a few seconds (docs/decisions/032-statement-bounds.md).
       connectTimeoutInSeconds: timeoutSeconds(5),
-      statementTimeoutInSeconds: timeoutSeconds(30),
+      statementTimeoutInSeconds: timeoutSeconds(5),
     }),
     // Free disk space kept (domain/capacity.ts): below it on the embedded database's folder or the disk file store's,
     // requests that change state answer 507 and reads go on. The default leaves the embedded database room for its

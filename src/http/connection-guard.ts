@@ -19,7 +19,7 @@ import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Settings } from '../config/schema.js';
 import { COMMON_HEADERS } from './headers.js';
-import type { LingeringClose } from './lingering-close.js';
+import { LINGER_MAX_BYTES, type LingeringClose } from './lingering-close.js';
 import { PROBLEM_CONTENT_TYPE } from './problems.js';
 import type { App } from './types.js';
 
@@ -165,7 +165,7 @@ export class ConnectionGuard {
     socket.destroySoon = () => {
       socket.destroySoon = destroySoon;
       if (request.complete) destroySoon.call(socket);
-      else this.lingering.close(socket);
+      else this.lingering.close(socket, lingerMaxBytes(request));
     };
   }
 
@@ -246,6 +246,16 @@ export class ConnectionGuard {
     this.lingering.close(socket);
     request.destroy();
   }
+}
+
+/**
+ * The bytes read and discarded after an early answer before the connection is cut: LINGER_MAX_BYTES for a body of a
+ * declared length, none but the time bound for a chunked one. A client that streams its body (Node's fetch of a
+ * stream) writes it whole before it reads the answer; cut off while it writes, it sees EPIPE instead of the answer,
+ * and a chunked body has no length that would tell it to stop. LINGER_MAX_MS still ends the reading.
+ */
+function lingerMaxBytes(request: IncomingMessage): number {
+  return request.headers['content-length'] === undefined ? Number.POSITIVE_INFINITY : LINGER_MAX_BYTES;
 }
 
 function hasBody(request: IncomingMessage): boolean {

@@ -24,9 +24,9 @@ export class LingeringClose {
    * The answer on `socket` is written or queued: closes the connection gracefully after it. From now on Node's HTTP
    * parser sees nothing more of the connection, and a destroy of the socket (the request's, the server's after a
    * parse error, a handler's) waits for the lingering close, which alone ends the connection; an error of the
-   * socket itself (a reset, a broken pipe) still ends it at once.
+   * socket itself (a reset, a broken pipe) still ends it at once. `maxBytes` bounds what is read and discarded.
    */
-  close(socket: Socket): void {
+  close(socket: Socket, maxBytes = LINGER_MAX_BYTES): void {
     if (this.sockets.has(socket) || socket.destroyed) return;
     const destroy = socket.destroy;
     let timer: NodeJS.Timeout | undefined;
@@ -47,7 +47,7 @@ export class LingeringClose {
     // parsing them natively.
     socket.removeAllListeners('data');
     socket.on('data', () => {
-      if (socket.bytesRead - answered > LINGER_MAX_BYTES) finish();
+      if (socket.bytesRead - answered > maxBytes) finish();
     });
     // The client closed its side: nothing more will arrive.
     socket.once('end', finish);

@@ -8,9 +8,12 @@ import { ANSWER_GRACE_MS } from './answer-grace.js';
 /**
  * How long a short read may run before PostgreSQL cancels it (the lanes' `statement_timeout`; the pool has none). A
  * short read takes well under a millisecond; one that runs for seconds (waiting on a table lock a migration or a
- * restore holds, say) would hold up every read written behind it on its connection, so it fails instead.
+ * restore holds, say) would hold up every read written behind it on its connection, so it fails instead. With the
+ * answer's grace it stays within the default connect bound (database.connectTimeoutInSeconds): a read written
+ * behind one a frozen server never answers waits no longer than a request that waits for a connection
+ * (docs/decisions/032-statement-bounds.md).
  */
-export const SHORT_READ_TIMEOUT_MS = 10_000;
+export const SHORT_READ_TIMEOUT_MS = 3_000;
 
 /** Pipelined connections for `cores` cores: one per two (docs/decisions/003-read-lanes.md). */
 export const defaultReadLanes = (cores: number): number => Math.max(1, Math.floor(cores / 2));

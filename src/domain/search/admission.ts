@@ -4,6 +4,10 @@
 // `maxConcurrent` searches; the others wait, at most `maxQueued` of them and for at most `queueTimeoutMs` (then 503
 // with Retry-After). A user has at most `maxPerUser` searches running or waiting (then 429), and a freed slot goes to
 // the waiting search whose user runs the fewest, so that one user's backlog does not hold up everyone else's.
+//
+// A wait counts from the request's arrival, and a freed slot never goes to a search whose wait is over: on the
+// embedded database a search computes on this thread, so the queue's timers cannot fire while one runs, and the
+// slot it frees would otherwise go to a search that should have had its 503 long ago.
 import { Problem, serviceUnavailable } from '../../errors.js';
 
 export interface AdmissionLimits {
@@ -15,7 +19,11 @@ export interface AdmissionLimits {
 
 interface Waiter {
   userId: string;
+  /** When its wait is over (performance.now()). */
+  deadline: number;
   admit: () => void;
+  /** Ends the wait with the queue timeout's 503. */
+  expire: () => void;
 }
 
 /** Seconds a user over its own limit is asked to wait: searches take milliseconds to a few seconds. */
@@ -33,9 +41,10 @@ export class SearchAdmission {
   /**
    * Resolves when the search may run, to the function that ends it (once; later calls do nothing). Throws 429 when
    * the user has its maximum running or waiting, 503 when the queue is full or the turn does not come in time, and
-   * the signal's reason when the client went away while waiting.
+   * the signal's reason when the client went away while waiting. `arrivedAt` (performance.now()) is when the
+   * request arrived, from which its wait counts; by default now.
    */
-  async admit(userId: string, signal?: AbortSignal): Promise<() => void> {
+  async admit(userId: string, signal?: AbortSignal, arrivedAt = performance.now()): Promise<() => void> {
     if ((this.heldPerUser.get(userId) ?? 0) >= this.limits.maxPerUser)
       throw new Problem(
         'too-many-requests',
@@ -53,6 +62,8 @@ export class SearchAdmission {
       throw serviceUnavailable(
         `This instance has ${this.limits.maxQueued} searches waiting already (search.maxQueued); retry shortly.`,
       );
+    const deadline = arrivedAt + this.limits.queueTimeoutMs;
+    if (performance.now() >= deadline) throw this.timedOut();
     bump(this.heldPerUser, userId, 1);
     await new Promise<void>((resolve, reject) => {
       const leave = (error: unknown) => {
@@ -65,6 +76,8 @@ export class SearchAdmission {
       };
       const waiter: Waiter = {
         userId,
+        deadline,
+        expire: () => leave(this.timedOut()),
         admit: () => {
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
@@ -72,19 +85,17 @@ export class SearchAdmission {
         },
       };
       const onAbort = () => leave(signal!.reason);
-      const timer = setTimeout(
-        () =>
-          leave(
-            serviceUnavailable(
-              `No search slot of this instance came free within ${this.limits.queueTimeoutMs / 1000} s (search.queueTimeoutInSeconds); retry shortly.`,
-            ),
-          ),
-        this.limits.queueTimeoutMs,
-      );
+      const timer = setTimeout(waiter.expire, deadline - performance.now());
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiting.push(waiter);
     });
     return this.finisher(userId);
+  }
+
+  private timedOut(): Problem {
+    return serviceUnavailable(
+      `No search slot of this instance came free within ${this.limits.queueTimeoutMs / 1000} s (search.queueTimeoutInSeconds); retry shortly.`,
+    );
   }
 
   /** Searches running now and waiting now. */
@@ -109,8 +120,13 @@ export class SearchAdmission {
     };
   }
 
-  /** Gives free slots to the waiting searches whose users run the fewest, the longest waiting first among equals. */
+  /**
+   * Gives free slots to the waiting searches whose users run the fewest, the longest waiting first among equals;
+   * those whose wait is over get their 503 instead (their timers may not have had the thread yet).
+   */
   private next() {
+    const now = performance.now();
+    for (const waiter of this.waiting.filter((w) => w.deadline <= now)) waiter.expire();
     while (this.running < this.limits.maxConcurrent && this.waiting.length > 0) {
       let pick = 0;
       for (let i = 1; i < this.waiting.length; i++)

@@ -118,12 +118,17 @@ export class Search {
 
   /**
    * Runs the pipeline for an authenticated user and returns the serialised `_SearchResultResponse`, once the
-   * admission gives it a turn (admission.ts); `signal` ends a wait whose client went away.
+   * admission gives it a turn (admission.ts); `signal` ends a wait whose client went away, and the wait counts from
+   * `arrivedAt` (performance.now(), by default now).
    */
-  async run(userId: string, body: unknown, signal?: AbortSignal): Promise<string> {
+  async run(userId: string, body: unknown, signal?: AbortSignal, arrivedAt?: number): Promise<string> {
     const request = parseRequest(body);
-    const done = await this.admission.admit(userId, signal);
+    const done = await this.admission.admit(userId, signal, arrivedAt);
     try {
+      // The embedded database runs a whole search on this thread without giving the event loop a turn, so the
+      // requests that arrived meanwhile would be read only after it, one search each, and never queue or time out:
+      // they get their turn first, and queue behind this search (or are refused) while it runs.
+      if (this.transactions.embedded) await new Promise((resolve) => setImmediate(resolve));
       return await this.runAdmitted(userId, request);
     } finally {
       done();

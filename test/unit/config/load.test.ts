@@ -75,7 +75,7 @@ describe('configuration', () => {
       embeddedCacheSizeInMiB: 'auto',
       embeddedDurable: true,
       connectTimeoutInSeconds: 5,
-      statementTimeoutInSeconds: 30,
+      statementTimeoutInSeconds: 5,
     });
     expect(validateSettings({ database: { poolSize: 3 } }).database.poolSize).toBe(3);
     expect(validateSettings({ database: { embeddedCacheSizeInMiB: 512 } }).database).toMatchObject({

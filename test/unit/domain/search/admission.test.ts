@@ -116,4 +116,34 @@ describe('search admission', () => {
     // u2's limit of one was given back when it left.
     (await a.admit('u2'))();
   });
+
+  it('refuses a waiter whose time ran out while the thread was busy, instead of giving it the freed slot', async () => {
+    const a = new SearchAdmission({ ...limits, maxConcurrent: 1, queueTimeoutMs: 50 });
+    const done = await a.admit('u1');
+    const waiting = refusal(a.admit('u2'));
+    // A search computing on this thread (the embedded database): no timer fires until it gives the thread back.
+    const until = performance.now() + 100;
+    while (performance.now() < until);
+    done();
+    const late = await waiting;
+    expect(late.status).toBe(503);
+    expect(late.detail).toMatch(/queueTimeoutInSeconds/);
+    expect(a.load).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it("counts the wait from the request's arrival", async () => {
+    const a = new SearchAdmission({ ...limits, maxConcurrent: 1, queueTimeoutMs: 1_000 });
+    const done = await a.admit('u1');
+    // Arrived longer ago than the queue timeout: refused at once rather than queued.
+    const late = await refusal(a.admit('u2', undefined, performance.now() - 1_000));
+    expect(late.status).toBe(503);
+    expect(late.detail).toMatch(/queueTimeoutInSeconds/);
+    // Arrived 900 ms ago: it waits the 100 ms that remain, not the whole second.
+    const started = performance.now();
+    const rest = await refusal(a.admit('u2', undefined, started - 900));
+    expect(rest.status).toBe(503);
+    expect(performance.now() - started).toBeLessThan(900);
+    expect(a.load).toEqual({ running: 1, waiting: 0 });
+    done();
+  });
 });
