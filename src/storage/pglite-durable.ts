@@ -1,7 +1,8 @@
 // Durable commits on the embedded database (database.embeddedDurable). PGlite starts PostgreSQL with fsync off (-F),
 // and even with it on, PostgreSQL's fsync never reached the disk: Emscripten's NODEFS, the file system that maps the
 // data directory onto host files, has no fsync operation (the call succeeds and does nothing) and its fdatasync is a
-// no-op. A durable database turns fsync on, gives NODEFS a real fsync, and has PostgreSQL sync its WAL with fsync.
+// no-op. A durable database turns fsync on, gives NODEFS a real fsync, and has PostgreSQL sync its WAL with fsync
+// (docs/decisions/033-embedded-durable-commits.md).
 import { fsyncSync } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
