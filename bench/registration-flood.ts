@@ -7,10 +7,10 @@ import { execFile } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startCluster } from './lib/cluster.js';
-import { removeTree, startServer } from './lib/procs.js';
+import { startCluster } from './lib/cluster.js';
+import { removeTree } from './lib/procs.js';
+import { startStandaloneTrellis } from './lib/servers.js';
 
-const ROOT = join(import.meta.dirname, '..');
 const FLOOD = 1000;
 const MiB = 1024 * 1024;
 const log = (msg: string) => process.stderr.write(`[flood] ${msg}\n`);
@@ -88,21 +88,7 @@ function flood(base: string): Promise<Record<string, number>> {
 
 const work = await mkdtemp(join(tmpdir(), 'trellis-flood-'));
 const cluster = await startCluster(log);
-const port = await freePort();
-const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: join(work, 'data') };
-for (const key of ['TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
-env.DATABASE_URL = cluster.url;
-env.LOG_LEVEL = 'warn';
-const server = await startServer({
-  name: 'trellis',
-  command: process.execPath,
-  args: [join(ROOT, 'bin/trellis.js'), 'serve'],
-  env,
-  cwd: ROOT,
-  port,
-  readyPath: '/instance-configuration',
-  logFile: join(work, 'trellis.log'),
-});
+const server = await startStandaloneTrellis(work, cluster.url);
 try {
   const base = server.baseUrl;
   const password = 'probe password';

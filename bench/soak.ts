@@ -14,8 +14,9 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, type PgCluster, startCluster } from './lib/cluster.js';
-import { removeTree, rssOf, type ServerProcess, startServer, tailOf } from './lib/procs.js';
+import { type PgCluster, startCluster } from './lib/cluster.js';
+import { removeTree, rssOf, type ServerProcess, tailOf } from './lib/procs.js';
+import { startStandaloneTrellis } from './lib/servers.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const { values: argv } = parseArgs({
@@ -222,28 +223,7 @@ const percentile = (list: number[], q: number) =>
   [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))] ?? NaN;
 
 /** Trellis on `backend` (its PostgreSQL server in `cluster`), its data in `work`. */
-async function startTrellis(work: string, cluster: PgCluster | null): Promise<ServerProcess> {
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATA_DIR: join(work, 'data'),
-    LOG_LEVEL: 'warn',
-  };
-  for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
-  if (cluster) env.DATABASE_URL = cluster.url;
-  return startServer({
-    name: 'trellis',
-    command: process.execPath,
-    args: [join(ROOT, 'bin/trellis.js'), 'serve'],
-    env,
-    cwd: ROOT,
-    port,
-    readyPath: '/instance-configuration',
-    logFile: join(work, 'trellis.log'),
-  });
-}
+const startTrellis = (work: string, cluster: PgCluster | null) => startStandaloneTrellis(work, cluster?.url ?? null);
 
 interface Sample {
   at: number;

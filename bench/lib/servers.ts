@@ -79,3 +79,30 @@ export async function startTrellis(
     logFile: join(bench.work, `trellis-${backend}.log`),
   });
 }
+
+/**
+ * `trellis serve` as installed (bin/trellis.js), on its own and outside a run's phases (the soak, the registration
+ * flood): data in `work`, on the PostgreSQL server at `databaseUrl` or the embedded database when null.
+ */
+export async function startStandaloneTrellis(work: string, databaseUrl: string | null): Promise<ServerProcess> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: join(work, 'data'),
+    LOG_LEVEL: 'warn',
+  };
+  for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  return startServer({
+    name: 'trellis',
+    command: process.execPath,
+    args: [join(ROOT, 'bin/trellis.js'), 'serve'],
+    env,
+    cwd: ROOT,
+    port,
+    readyPath: '/instance-configuration',
+    logFile: join(work, 'trellis.log'),
+  });
+}

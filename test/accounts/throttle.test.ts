@@ -1,47 +1,11 @@
 // Failed credential checks back off per identifier and per client address (domain/accounts/throttle.ts): 429 with
 // Retry-After, on the harness's clock. The client address is chosen by binding the client socket to another
 // loopback address (Linux routes all of 127/8 to the loopback interface).
-import { request as httpRequest } from 'node:http';
 import { expect, it } from 'vitest';
 import { describeBackends, type Harness, userWithToken } from '../helpers/harness.js';
+import { type FromAnswer as Answer, postFrom as postFromAddress } from '../helpers/post-from.js';
 
-interface Answer {
-  status: number;
-  retryAfter: string | undefined;
-  json: any;
-}
-
-/** POSTs a JSON body from the given local address. */
-function postFrom(h: Harness, from: string, path: string, body: unknown): Promise<Answer> {
-  const { hostname, port } = new URL(h.url);
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: hostname,
-        port,
-        path,
-        method: 'POST',
-        localAddress: from,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode!,
-            retryAfter: res.headers['retry-after'] as string | undefined,
-            json: text ? JSON.parse(text) : undefined,
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const postFrom = (h: Harness, from: string, path: string, body: unknown) => postFromAddress(h.url, path, from, body);
 
 const login = (h: Harness, from: string, identifier: string, password: string) =>
   postFrom(h, from, '/token', { type: 'Token', uniqueUserIdentifier: identifier, password });

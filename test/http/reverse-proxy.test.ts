@@ -6,7 +6,6 @@
 // nothing: it is counted, logged and linked as itself. Both header families are tested, one suite each.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -14,6 +13,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { installDebianPackages } from '../../scripts/debian-packages.js';
 import { describeBackends, type Harness } from '../helpers/harness.js';
+import { postFrom } from '../helpers/post-from.js';
 import { freePort } from '../helpers/process.js';
 
 const PROXY_SOURCE = '127.0.0.5';
@@ -84,11 +84,6 @@ async function startNginx(upstream: string, forwarding: string[], extraHttp: str
   };
 }
 
-interface Answer {
-  status: number;
-  json: any;
-}
-
 /** POST /register to `url` from the local address `from`, with extra headers. */
 const registerFrom = (url: string, from: string, identifier: string, headers: Record<string, string> = {}) =>
   postFrom(
@@ -102,31 +97,6 @@ const registerFrom = (url: string, from: string, identifier: string, headers: Re
 /** A log-in to `url` from `from` with a wrong password. */
 const failedLogin = (url: string, from: string, identifier: string, headers: Record<string, string> = {}) =>
   postFrom(url, '/token', from, { type: 'Token', uniqueUserIdentifier: identifier, password: 'wrong-secret' }, headers);
-
-function postFrom(url: string, path: string, from: string, body: unknown, headers: Record<string, string> = {}) {
-  const { hostname, port } = new URL(url);
-  const payload = JSON.stringify(body);
-  return new Promise<Answer>((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: hostname,
-        port,
-        path,
-        method: 'POST',
-        localAddress: from,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode!, json: text ? JSON.parse(text) : undefined }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
 
 /** The service's log lines, kept for the test to read. */
 function capturedLog() {

@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_SETTINGS } from '../../../src/storage/db.js';
 import { createPglite, openPglite, pgliteDb, pglitePool, prepareSession } from '../../../src/storage/pglite.js';
 import type { PgliteWire } from '../../../src/storage/pglite-socket.js';
+import { seedFromTemplate } from '../../../src/storage/pglite-template.js';
 import { localWire } from '../../../src/storage/pglite-wire.js';
+import { newPglite } from '../../helpers/pglite-template.js';
 
 /** The real wire, counting the batches that reach PGlite. */
 function countingWire(pglite: PGlite): PgliteWire & { batches: number; startups: number } {
@@ -30,7 +32,7 @@ function countingWire(pglite: PGlite): PgliteWire & { batches: number; startups:
 describe('PGlite socket', () => {
   let pglite: PGlite;
   beforeAll(async () => {
-    pglite = await createPglite();
+    pglite = await newPglite('empty');
     await prepareSession(pglite);
   });
   afterAll(() => pglite.close());
@@ -172,7 +174,7 @@ describe('PGlite socket', () => {
   });
 
   it('fails a query instead of hanging when PGlite fails', async () => {
-    const own = await createPglite();
+    const own = await newPglite('empty');
     const db = await pgliteDb(own, false);
     expect((await db.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     await own.close();
@@ -187,6 +189,7 @@ describe('PGlite socket', () => {
     const dir = await mkdtemp(join(tmpdir(), 'trellis-socket-'));
     try {
       const dataDir = join(dir, 'db');
+      await seedFromTemplate(dataDir); // a copy of initdb's output, as a new DATA_DIR gets at start
       const first = await createPglite(dataDir);
       const fsOf = (instance: PGlite) => (instance as unknown as { fs: object }).fs;
       for (const instance of [first, pglite]) {
