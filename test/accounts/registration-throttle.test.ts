@@ -2,49 +2,13 @@
 // window 429 with Retry-After until the window ends, without the password being hashed or anything stored; other
 // addresses are not affected. Time is the harness's clock. The client address is chosen by binding the client socket
 // to another loopback address (Linux routes all of 127/8 to the loopback interface).
-import { request as httpRequest } from 'node:http';
 import { expect, it } from 'vitest';
 import { describeBackends, type Harness } from '../helpers/harness.js';
-
-interface Answer {
-  status: number;
-  retryAfter: string | undefined;
-  location: string | undefined;
-  json: any;
-}
+import { type FromAnswer as Answer, postFrom } from '../helpers/post-from.js';
 
 /** POST /register from the given local address. */
-function registerFrom(h: Harness, from: string, identifier: string, password = 'register-secret'): Promise<Answer> {
-  const { hostname, port } = new URL(h.url);
-  const payload = JSON.stringify({ type: 'User', uniqueUserIdentifier: identifier, password });
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: hostname,
-        port,
-        path: '/register',
-        method: 'POST',
-        localAddress: from,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode!,
-            retryAfter: res.headers['retry-after'] as string | undefined,
-            location: res.headers.location,
-            json: text ? JSON.parse(text) : undefined,
-          }),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const registerFrom = (h: Harness, from: string, identifier: string, password = 'register-secret') =>
+  postFrom(h.url, '/register', from, { type: 'User', uniqueUserIdentifier: identifier, password });
 
 const usersNamed = async (h: Harness, pattern: string) =>
   (await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM users WHERE identifier LIKE $1', [pattern])).rows[0]!

@@ -4,6 +4,7 @@ import { request as httpRequest } from 'node:http';
 export interface FromAnswer {
   status: number;
   retryAfter: string | undefined;
+  location: string | undefined;
   json: any;
 }
 
@@ -35,6 +36,7 @@ export function postFrom(
           resolve({
             status: res.statusCode!,
             retryAfter: res.headers['retry-after'] as string | undefined,
+            location: res.headers.location,
             json: text ? JSON.parse(text) : undefined,
           }),
         );
