@@ -2,12 +2,14 @@
 // module (query-dsl/search-engine, cypher, hydration); the pipeline only passes these values along, so a step can
 // be changed without touching the others.
 import type { ElementId } from '../values.js';
+import type { Sort } from './language/sort.js';
 
 /** One hit of the search-engine step, as the spec shows it. */
 interface SearchEngineHit {
   id: ElementId;
   type: string;
-  metadata: { score: number };
+  /** `sort`: the hit's sort values (with a `sort`), which `search_after` takes to continue after it. */
+  metadata: { score: number; sort?: unknown[] };
 }
 
 /**
@@ -25,6 +27,8 @@ export interface SearchEngineOutput {
   totalHitsRelation: 'eq' | 'gte';
   /** Highest score over all hits (after `minScore`); null without hits. */
   maxScore: number | null;
+  /** With a sort and a full page: the last hit's sort values, the `search_after` of the next page. */
+  searchAfter?: unknown[];
 }
 
 /** Window and filters of a search-engine step, already validated. */
@@ -36,6 +40,8 @@ export interface SearchEngineOptions {
   /** Limit hits to nodes of these types / relations of these types; both absent = all elements. */
   nodeTypes: string[] | null;
   relationTypes: string[] | null;
+  /** `sort` and `search_after`; null or absent: by score, then id. */
+  sort?: Sort | null;
 }
 
 /** One path found by a `cypher-path-subset` step: its nodes and relations in path order. */

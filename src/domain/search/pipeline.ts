@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { Settings } from '../../config/schema.js';
 import { badContent } from '../../errors.js';
 import { type ExpressionOptions, resolveExpressions } from '../../search/language/expressions.js';
+import { parseSort } from '../../search/language/sort.js';
 import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
 import { type ElementId, isPlainObject as isObject, parseElementId } from '../../values.js';
 import type { ElementJson } from '../elements/representation.js';
@@ -163,6 +164,7 @@ export class Search {
     const outputs: StepOutput[] = [];
     const debug: DebugEntry[] = [];
     let results: Hydrated = new Hydrated([], []);
+    let listed: SearchEngineOutput | null = null;
 
     const steps = [...request.steps];
     // When the last step is not a hydration its output is hydrated implicitly, so `results` always holds elements.
@@ -182,6 +184,7 @@ export class Search {
       this.metrics.searchStep(step.kind, end - start);
       outputs.push(output);
       if (output.kind === 'hydration') results = output.value;
+      if (output.kind === 'search-engine') listed = output.value;
       if (request.debug)
         debug.push({
           input: { type: step.type, query: step.query ?? null, parameters },
@@ -193,7 +196,7 @@ export class Search {
           duration: Math.round((end - start) * 1e6) / 1e6,
         });
     }
-    const response = `{"type":"_SearchResultResponse","results":[${results.bodies.join(',')}]`;
+    const response = `{"type":"_SearchResultResponse","results":[${results.bodies.join(',')}]${listing(listed)}`;
     return request.debug ? `${response},"debug":${debugJson(debug)}}` : `${response}}`;
   }
 
@@ -329,13 +332,28 @@ function engineOptions(step: Step, p: JsonObject): SearchEngineOptions {
   const minScore = p.minScore ?? null;
   if (minScore !== null && (typeof minScore !== 'number' || !Number.isFinite(minScore)))
     throw badContent(`${where}.minScore must be a number or null.`);
+  const page = int('page', 1, 1, 1_000_000);
+  const sort = parseSort(p.sort, p.search_after, where);
+  if (sort?.after && page !== 1)
+    throw badContent(`${where}.page must be 1 with search_after, which says where the page starts.`);
   return {
-    page: int('page', 1, 1, 1_000_000),
+    page,
     pageSize: int('pageSize', PAGE_SIZE.default, PAGE_SIZE.min, PAGE_SIZE.max),
     minScore,
     nodeTypes: types('nodeTypes'),
     relationTypes: types('relationTypes'),
+    sort,
   };
+}
+
+/**
+ * What the response says of the last search-engine step's hits beyond the elements: how many there are, and where a
+ * sorted list continues (the last hit's sort values, when the page is full).
+ */
+function listing(output: SearchEngineOutput | null): string {
+  if (output === null) return '';
+  const { totalHits, totalHitsRelation, searchAfter } = output;
+  return `,"totalHits":${totalHits},"totalHitsRelation":"${totalHitsRelation}"${searchAfter ? `,"searchAfter":${JSON.stringify(searchAfter)}` : ''}`;
 }
 
 /** What later steps see of a step's output in `stepResults`. */

@@ -4,6 +4,7 @@
 import { parseCypher } from '../../search/language/cypher-parse.js';
 import type { CypherLimits } from '../../search/language/limits.js';
 import { parseQueryDsl } from '../../search/language/query-dsl.js';
+import type { SortKey } from '../../search/language/sort.js';
 import type { PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
 import type { Tx } from '../transactions.js';
 import type { SearchEngine } from './ports.js';
@@ -21,6 +22,9 @@ export async function runSearchEngine(
 ): Promise<{ output: SearchEngineOutput; combinedQuery: unknown }> {
   const combinedQuery = combined(userId, query, options);
   const output = await engine.searchIndex(tx, userId, parseQueryDsl(query), options);
+  const last = output.elements.at(-1);
+  if (options.sort && output.elements.length === options.pageSize && last?.metadata.sort)
+    output.searchAfter = last.metadata.sort;
   return { output, combinedQuery };
 }
 
@@ -45,8 +49,25 @@ function combined(userId: string, query: unknown, options: SearchEngineOptions):
     from: (options.page - 1) * options.pageSize,
     size: options.pageSize,
     ...(options.minScore === null ? {} : { min_score: options.minScore }),
+    ...(options.sort ? { sort: options.sort.keys.map(sortClause) } : {}),
+    ...(options.sort?.after ? { search_after: options.sort.after } : {}),
     query: { bool: { must: [query, accessFilter, ...types] } },
   };
+}
+
+/** One key of a sort as Elasticsearch writes it. */
+function sortClause(key: SortKey): Record<string, unknown> {
+  const order = key.desc ? 'desc' : 'asc';
+  switch (key.k) {
+    case 'score':
+      return { _score: { order } };
+    case 'id':
+      return { _id: { order } };
+    case 'time':
+      return { [key.column]: { order } };
+    case 'field':
+      return { [key.name]: { order, missing: key.missingFirst ? '_first' : '_last' } };
+  }
 }
 
 /**

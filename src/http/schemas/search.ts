@@ -21,7 +21,9 @@ const Step = Type.Object(
       }),
     ),
     parameters: Type.Optional(
-      FreeFormObject('page, pageSize, minScore, nodeTypes, relationTypes, and values for expressions and $names.'),
+      FreeFormObject(
+        'page, pageSize, minScore, nodeTypes, relationTypes, sort (Elasticsearch syntax: [{"created": "desc"}, {"priority": {"order": "asc", "missing": "_last"}}, "_score"]), search_after (the searchAfter of the previous page), and values for expressions and $names.',
+      ),
     ),
   },
   { additionalProperties: false },
@@ -31,6 +33,20 @@ const SearchResult = Type.Object(
   {
     type: Type.Literal('_SearchResultResponse'),
     results: Type.Array(Element, { description: 'The elements found that the caller may read.' }),
+    totalHits: Type.Optional(
+      Type.Integer({ description: "The last search-engine step's hits over all pages (exact up to 10,000)." }),
+    ),
+    totalHitsRelation: Type.Optional(
+      Type.Union([Type.Literal('eq'), Type.Literal('gte')], {
+        description: '`eq`: totalHits is exact; `gte`: there are more (a lower bound).',
+      }),
+    ),
+    searchAfter: Type.Optional(
+      Type.Array(Type.Unknown(), {
+        description:
+          "With a `sort` and a full page: the last hit's sort values; send them as `search_after` for the next page.",
+      }),
+    ),
     debug: Type.Optional(Type.Array(FreeFormObject('One entry per step run.'), { description: 'With debug: true.' })),
   },
   { additionalProperties: false },

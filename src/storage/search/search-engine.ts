@@ -16,6 +16,7 @@ import {
 import { Binder } from '../../search/sql/binder.js';
 import { compileCypher, type PathRow, pathsOf } from '../../search/sql/cypher-statement.js';
 import { compileQuery } from '../../search/sql/query-dsl-compile.js';
+import { checkSortKinds, compileSort } from '../../search/sql/sort-compile.js';
 import { storedElementId } from '../../values.js';
 import type { Queryable } from '../db.js';
 import { ACCESS_SET_CAPS, accessSetsCtes, inlineCheck, searchableIndexed } from '../queries/access.js';
@@ -43,6 +44,9 @@ interface HitRow {
   id: string | null;
   type: string | null;
   score: number | null;
+  sort: unknown[] | null;
+  /** The kinds of each data property sorted on (k0, k1, ...: sort-compile.ts). */
+  [kinds: `k${number}`]: unknown;
 }
 
 /** Restriction to node types and relation types; null when both are absent (every element). */
@@ -81,29 +85,40 @@ async function searchIndex(
   if (compiled.matchesNothing) return { elements: [], totalHits: 0, totalHitsRelation: 'eq', maxScore: null };
   const types = typeFilter(options, params);
   const where = [...compiled.where, ...(types === null ? [] : [types]), searchable];
+  const sort = compileSort(options.sort ?? null, params);
   const minScore = options.minScore === null ? '' : `WHERE score >= ${params.bind(options.minScore, 'float8')}`;
   // Scores are rounded so that two hits whose scores differ only by floating-point noise are ordered by id. The
   // access sets come first: the query's own WITH entries (fuzzy expansions) read them too. The count stops one past
-  // the bound, which tells an exact total from a lower bound.
+  // the bound, which tells an exact total from a lower bound; search_after narrows the page, not the count.
   const sql = `WITH ${[accessSetsCtes('SEARCH', caps), ...compiled.ctes].join(',\n  ')},
   hits AS MATERIALIZED (
-    SELECT e.id, e.type, round((${compiled.score})::numeric, 6)::float8 AS score
+    SELECT ${['e.id', 'e.type', `round((${compiled.score})::numeric, 6)::float8 AS score`, ...sort.columns].join(', ')}
     FROM elements e
     WHERE ${where.map((w) => `(${w})`).join('\n      AND ')}
   ),
-  kept AS (SELECT id, type, score FROM hits ${minScore})
-  SELECT agg.total, agg.max_score, w.id, w.type, w.score
+  kept AS (SELECT * FROM hits ${minScore})
+  SELECT agg.*, w.id, w.type, w.score, w.sort
   FROM (SELECT (SELECT count(*) FROM (SELECT 1 FROM kept LIMIT ${TOTAL_HITS_EXACT_UP_TO + 1}) counted) AS total,
-               (SELECT max(score) FROM kept) AS max_score) agg
+               (SELECT max(score) FROM kept) AS max_score${sort.kinds.map((k) => `, ${k.sql} AS ${k.alias}`).join('')}) agg
   LEFT JOIN LATERAL (
-    SELECT id, type, score FROM kept ORDER BY score DESC, id
+    SELECT id, type, score, ${sort.values ?? 'NULL::jsonb'} AS sort FROM kept ${sort.after === null ? '' : `WHERE ${sort.after}`}
+    ORDER BY ${sort.orderBy}
     LIMIT ${params.bind(options.pageSize, 'int')} OFFSET ${params.bind((options.page - 1) * options.pageSize, 'bigint')}
   ) w ON true`;
   const { rows } = await q.query<HitRow>(sql, params.values, preparedName('search', sql));
   const first = rows[0];
+  if (options.sort && first !== undefined)
+    checkSortKinds(
+      options.sort,
+      new Map(sort.kinds.map((k) => [k.key, first[k.alias as `k${number}`] as string[] | null])),
+    );
   const elements = rows
     .filter((r) => r.id !== null)
-    .map((r) => ({ id: storedElementId(r.id!), type: r.type!, metadata: { score: r.score! } }));
+    .map((r) => ({
+      id: storedElementId(r.id!),
+      type: r.type!,
+      metadata: r.sort === null ? { score: r.score! } : { score: r.score!, sort: r.sort },
+    }));
   const counted = Number(first?.total ?? 0);
   return {
     elements,
