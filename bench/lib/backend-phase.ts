@@ -15,6 +15,7 @@ import {
 } from '../scenarios/elements.js';
 import { EXPLORER_FAST_3G, explorerScenario } from '../scenarios/explorer.js';
 import { fileScenarioNames, fileScenarios } from '../scenarios/files.js';
+import { LIST_SCENARIOS, listScenarios } from '../scenarios/lists.js';
 import { SEARCH_CYPHER, SEARCH_TEXT, searchScenarios } from '../scenarios/search.js';
 import { startCluster } from './cluster.js';
 import type { Backend, Bench } from './context.js';
@@ -30,6 +31,7 @@ export const phaseScenarioNames = (bench: Bench) => [
   ...COLLECTION_SCENARIOS,
   SEARCH_TEXT,
   SEARCH_CYPHER,
+  ...LIST_SCENARIOS,
   ...fileScenarioNames(bench.settings),
   EXPLORER_FAST_3G,
 ];
@@ -67,6 +69,7 @@ async function runFamilies(bench: Bench, servers: Servers) {
   await childrenPage(bench, servers);
   await elementWrites(bench, servers);
   if (bench.wanted(SEARCH_TEXT, SEARCH_CYPHER)) await searchScenarios(bench, servers);
+  if (bench.wanted(...LIST_SCENARIOS)) await listScenarios(bench, servers);
   if (bench.wanted(WORST_ELEMENT)) await worstElementScenario(bench, servers);
   if (bench.wanted(...fileScenarioNames(bench.settings))) await fileScenarios(bench, servers);
   // The page's bytes do not depend on the database: measured once, on the run's first backend.

@@ -34,6 +34,18 @@ interface Probes {
 export const PROBE_CHILDREN = 10_000;
 export const PROBE_GRANTS = 5_000;
 
+/**
+ * The callers of the list rows (issue 51), eight of each kind (a user may run only four searches at once): each of
+ * `few` owns one tree directly and is in no group (its tree, its token and their relations: about 770 elements);
+ * each of `many` is in a group that is a member of half the g2 groups, whose trees, tags and relations are about
+ * half the graph.
+ */
+interface ListCallers {
+  fewTokens: string[];
+  manyTokens: string[];
+}
+const LIST_CALLERS = 8;
+
 /** An element and the token of a user who reaches it through 2 IS_IN_GROUP hops and 4 OWNS hops. */
 interface Target {
   id: string;
@@ -47,6 +59,10 @@ export interface Dataset {
   password: string;
   users: { id: string; identifier: string; token: string }[];
   probes: Probes | null;
+  /** The two callers of the list rows (lists.ts); absent in a data set kept by an older run. */
+  lists?: ListCallers;
+  /** The span the elements' `created` times are drawn from (uniformly, independently of their order). */
+  createdSpan?: { first: string; last: string };
   /** Level-4 tree nodes: user -IS_IN_GROUP-> g1 -IS_IN_GROUP-> g2 -OWNS-> a -OWNS-> b -OWNS-> c -OWNS-> target. Each has 30 children. */
   targets: Target[];
   counts: {
@@ -76,6 +92,8 @@ interface Row {
   start_id: string | null;
   end_id: string | null;
   data: Record<string, unknown>;
+  /** Seconds after the start of the data set's span (createdBase): a list by `created` has an order to follow. */
+  at: number;
 }
 
 /** mulberry32: a tiny seeded PRNG so the shape (who owns what) is the same in every run. */
@@ -131,6 +149,8 @@ class Shape {
   membersOfG3: string[][] = [];
   hasTag = 0;
   serial = 0;
+  /** Draws the `created` times, apart from `random` so that the shape stays what it was before they were drawn. */
+  readonly times: () => number;
   trees = 0;
 
   constructor(
@@ -138,6 +158,12 @@ class Shape {
     readonly passwordHash: string,
   ) {
     this.random = rng(spec.seed ?? 8);
+    this.times = rng((spec.seed ?? 8) + 1);
+  }
+
+  /** A `created` time in the span: one second per node the data set has, so every time is about as likely. */
+  createdAt(): number {
+    return Math.floor(this.times() * this.spec.nodes);
   }
 
   pick<T>(list: readonly T[]): T {
@@ -150,12 +176,12 @@ class Shape {
 
   node(type: string, data: Record<string, unknown>): string {
     const id = randomUUID();
-    this.nodes.push({ id, type, start_id: null, end_id: null, data });
+    this.nodes.push({ id, type, start_id: null, end_id: null, data, at: this.createdAt() });
     return id;
   }
 
   relation(type: string, start: string, end: string): void {
-    this.relations.push({ id: randomUUID(), type, start_id: start, end_id: end, data: {} });
+    this.relations.push({ id: randomUUID(), type, start_id: start, end_id: end, data: {}, at: this.createdAt() });
   }
 
   /** Groups, nested 3 deep. */
@@ -316,6 +342,29 @@ class Shape {
     return { anchor, anchorToken: owner.token, granteeToken: grantee.token, granted: [...granted] };
   }
 
+  /** Where the span of the `created` times starts: it ends now. */
+  createdBase(): Date {
+    return new Date(this.now.getTime() - this.spec.nodes * 1000);
+  }
+
+  /** The callers of the list rows, drawn after everything else so that the rest of the shape stays as it was. */
+  addListCallers(): ListCallers {
+    const first = this.spec.users + 2;
+    const fewTokens = Array.from({ length: LIST_CALLERS }, (_, i) => {
+      const few = this.addUser(first + i, null);
+      this.tree(few.id, [few.id], false);
+      return few.token;
+    });
+    const half = this.node('Group', { name: 'Half of the departments' });
+    for (const g2 of this.g2.slice(0, this.g2.length / 2)) this.relation('IS_IN_GROUP', half, g2);
+    const manyTokens = Array.from({ length: LIST_CALLERS }, (_, i) => {
+      const many = this.addUser(first + LIST_CALLERS + i, null);
+      this.relation('IS_IN_GROUP', many.id, half);
+      return many.token;
+    });
+    return { fewTokens, manyTokens };
+  }
+
   /** Targets in a shuffled order so consecutive requests hit different trees and users. */
   shuffleTargets(): void {
     const { targets } = this;
@@ -336,6 +385,7 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
   shape.addTrees();
   const probes = spec.probes ? shape.addProbes() : null;
   shape.shuffleTargets();
+  const lists = shape.addListCallers();
   const { nodes, relations } = shape;
   log(
     `data set: ${nodes.length} nodes, ${relations.length} relations built in memory (${Date.now() - started} ms), inserting...`,
@@ -347,6 +397,8 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
     password,
     users: shape.users,
     probes,
+    lists,
+    createdSpan: { first: isoTime(shape.createdBase()), last: isoTime(shape.now) },
     targets: shape.targets,
     counts: {
       nodes: nodes.length,
@@ -362,7 +414,7 @@ export async function generateDataset(db: Db, spec: DatasetSpec, log: (msg: stri
 }
 
 async function insertShape(db: Db, shape: Shape, log: (msg: string) => void): Promise<void> {
-  const { nodes, relations, userRows, tokenRows, now } = shape;
+  const { nodes, relations, userRows, tokenRows } = shape;
   await db.transaction(async (tx) => {
     // The throw-away cluster runs with synchronous_commit = off. VACUUM cannot mark a page all-visible while the
     // commit of its rows is not yet flushed to the WAL (it may not set their hint bits), so right after an
@@ -373,7 +425,7 @@ async function insertShape(db: Db, shape: Shape, log: (msg: string) => void): Pr
     await deferAccessIndex(tx);
     const all = [...nodes, ...relations]; // nodes first: relations reference them
     for (let i = 0; i < all.length; i += BATCH) {
-      await insertElements(tx, all.slice(i, i + BATCH), now);
+      await insertElements(tx, all.slice(i, i + BATCH), shape.createdBase());
       if ((i / BATCH) % 10 === 9) log(`  ${i + BATCH} / ${all.length} elements`);
     }
     for (let i = 0; i < userRows.length; i += BATCH)
@@ -422,8 +474,8 @@ async function vacuum(db: Db, log: (msg: string) => void): Promise<void> {
 async function insertElements(q: Queryable, rows: Row[], at: Date) {
   await q.query(
     `INSERT INTO elements (id, type, start_id, end_id, data, created, updated)
-     SELECT id, type, start_id, end_id, data, $2, $2
-     FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, type text, start_id uuid, end_id uuid, data jsonb)`,
+     SELECT id, type, start_id, end_id, data, $2::timestamptz + make_interval(secs => x.at), $2::timestamptz + make_interval(secs => x.at)
+     FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, type text, start_id uuid, end_id uuid, data jsonb, at int)`,
     [JSON.stringify(rows), at],
   );
 }

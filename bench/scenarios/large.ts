@@ -21,6 +21,7 @@ import { auth, check, failedRow, latencyTarget, type Measured, measure, requestR
 import type { Row } from '../lib/report.js';
 import { startTrellis } from '../lib/servers.js';
 import { prewarm, type StatementStats, statementStats, warmCycle } from './large-warmup.js';
+import { LIST_ROWS, listTarget } from './lists.js';
 import { cypherPathBody, largeSearchBodies, searchRequest, textMatchBody } from './search.js';
 
 const largeLabel = (nodes: number) => (nodes >= 1_000_000 ? `${nodes / 1_000_000}M` : `${Math.round(nodes / 1000)}k`);
@@ -28,7 +29,7 @@ const largeLabel = (nodes: number) => (nodes >= 1_000_000 ? `${nodes / 1_000_000
 interface LargeRequest {
   name: string;
   connections: number;
-  requests: (ds: Dataset) => HttpRequest[];
+  requests: (ds: Dataset, baseUrl: string) => HttpRequest[] | Promise<HttpRequest[]>;
   /** A latency target of its own (p50 ms, and p99 ms when given) instead of the growth target. */
   p50Limit?: number;
   p99Limit?: number;
@@ -67,6 +68,17 @@ const LARGE_REQUESTS: LargeRequest[] = [
   ...searchRows('prefix', largeSearchBodies.prefix),
   ...searchRows('query_string phrase', largeSearchBodies.phrase),
   ...searchRows('range on created by score', largeSearchBodies.rangeCreated),
+  ...LIST_ROWS.map((row) => {
+    const target = listTarget(row, 'postgres');
+    return {
+      name: row.name,
+      connections: row.connections,
+      p50Limit: target.p50,
+      p99Limit: target.p99 ?? undefined,
+      warmMs: row.connections === 1 ? 0 : 5_000,
+      requests: row.requests,
+    };
+  }),
   {
     name: 'POST /search cypher depth-3 path',
     connections: 1,
@@ -206,7 +218,13 @@ async function largeRow(
   warm: boolean,
   stats: StatementStats | null,
 ): Promise<Row | null> {
-  const requests = scenario.requests(ds);
+  let requests: HttpRequest[];
+  try {
+    requests = await scenario.requests(ds, baseUrl);
+  } catch (error) {
+    bench.rows.push(failedRow(bench, name, 'postgres', (error as Error).message));
+    return null;
+  }
   const problem = await check(
     `${baseUrl}${requests[0]!.path}`,
     { method: requests[0]!.method, headers: requests[0]!.headers, body: requests[0]!.body },
