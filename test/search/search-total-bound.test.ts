@@ -12,11 +12,11 @@ type User = Awaited<ReturnType<typeof userWithToken>>;
 
 const BULK = 10_001;
 
-/** `count` nodes of `type` with `data` (its `k` from 1), each owned by `owner`. */
-async function insertOwned(h: Harness, owner: string, type: string, count: number, title: string) {
+/** For each [type, count, title]: `count` nodes of `type` with `data` (its `k` from 1), each owned by `owner`. */
+async function insertOwned(h: Harness, owner: string, sets: [string, number, string][]) {
   await h.db.transaction(async (tx) => {
     await deferAccessIndex(tx);
-    await insertNodes(tx, owner, type, count, title);
+    for (const [type, count, title] of sets) await insertNodes(tx, owner, type, count, title);
     await rebuildAccessIndex(tx);
   });
 }
@@ -43,8 +43,10 @@ describeBackends('search totalHits bound', (h) => {
   beforeAll(async () => {
     alice = await userWithToken(h(), 'alice@bound.dev');
     bob = await userWithToken(h(), 'bob@bound.dev');
-    await insertOwned(h(), alice.id, 'Bulk', BULK, 'bulk');
-    await insertOwned(h(), alice.id, 'Rare', 3, 'bulk extra');
+    await insertOwned(h(), alice.id, [
+      ['Bulk', BULK, 'bulk'],
+      ['Rare', 3, 'bulk extra'],
+    ]);
   }, 60_000);
 
   /** One search-engine step (and its implicit hydration) with debug: its step output and its debug entry. */

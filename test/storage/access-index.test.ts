@@ -156,11 +156,13 @@ describeBackends('access index', (h) => {
     expect(await keys(theirs)).toEqual([owner.id, other.id, group, shelf, top].sort());
     expect((await h().request('DELETE', `/${second}`, { token: owner.token })).status).toBe(204);
     expect(await keys(doc)).toEqual([owner.id, top].sort());
-    // Relations carry no keys of their own (the index files them all under one key).
-    expect(
-      (await h().db.query("SELECT count(*)::int AS n FROM elements WHERE start_id IS NOT NULL AND access_keys <> '{}'"))
-        .rows,
-    ).toEqual([{ n: 0 }]);
+    // A relation is filed under its end's keys, its end and its start (schema change 7): the OWNS from the shelf
+    // is gone, the one from the owner to the folder remains.
+    const { rows: ownsKeys } = await h().db.query<{ keys: string[] }>(
+      `SELECT access_keys::text[] AS keys FROM elements WHERE type = 'OWNS' AND start_id = $1 AND end_id = $2`,
+      [owner.id, top],
+    );
+    expect(ownsKeys.map((r) => [...r.keys].sort())).toEqual([[owner.id, top].sort()]);
     expect(await drift()).toEqual([]);
 
     await h().db.query(`UPDATE elements SET access_keys = ARRAY[$2::uuid] WHERE id = $1`, [doc, member.id]);

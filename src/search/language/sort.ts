@@ -1,7 +1,9 @@
 // `sort` and `search_after` of the query DSL step's parameters, in Elasticsearch's syntax, validated into SortKeys
 // for search/sql/sort-compile.ts. Fields are named as in queries: `_score`, `_id`, `created`, `updated`, or a data
 // property (dotted for nested ones), `name.keyword` for the whole string. The element id breaks every tie, so a
-// sort is a total order and `search_after` continues exactly after the hit whose `metadata.sort` it repeats.
+// sort is a total order and `search_after` continues exactly after the hit whose `metadata.sort` it repeats. Times
+// sort as stored (to the microsecond, as metadata.sort shows them), not as the element shows them (in seconds), so
+// that the newest first is the order of creation and an index of the column can serve it.
 import { isUuid } from '../../values.js';
 import { dateValue, describe, fail, fieldOf, isObject, type Json, onlyKeys } from './query-dsl-validation.js';
 
@@ -24,8 +26,11 @@ export interface Sort {
   where: string;
 }
 
+/** A time as metadata.sort writes it (microseconds, an offset). */
+const EXACT_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)$/;
+
 /** Up to how many keys a sort may have (Elasticsearch has no limit; each key is a column of the statement). */
-export const MAX_SORT_KEYS = 16;
+const MAX_SORT_KEYS = 16;
 
 /**
  * The `sort` and `search_after` parameters of a step (`where` names them in errors), or null without `sort`.
@@ -41,7 +46,10 @@ export function parseSort(sort: unknown, searchAfter: unknown, where: string): S
   if (items.length === 0) fail(`${where}.sort`, 'must name at least one field');
   if (items.length > MAX_SORT_KEYS) fail(`${where}.sort`, `may have at most ${MAX_SORT_KEYS} fields`);
   const keys = items.map((item, i) => sortKey(item, `${where}.sort[${i}]`));
-  if (keys.at(-1)!.k !== 'id') keys.push({ k: 'id', desc: false });
+  // The id breaks ties in the direction of the last key (after `_score`, ascending, as without a sort), so that a
+  // list by `created` descending is the index of (created, id) read backwards.
+  const last = keys.at(-1)!;
+  if (last.k !== 'id') keys.push({ k: 'id', desc: last.k !== 'score' && last.desc });
   const after =
     searchAfter === undefined || searchAfter === null ? null : afterValues(searchAfter, keys, `${where}.search_after`);
   return { keys, after, where };
@@ -96,9 +104,12 @@ function afterValue(value: unknown, key: SortKey, path: string): SortValue {
     case 'id':
       if (!isUuid(value)) return fail(path, 'must be an element id');
       return value.toLowerCase();
-    case 'time':
+    case 'time': {
       if (typeof value !== 'string' && typeof value !== 'number') return fail(path, `must be a ${key.column} time`);
-      return dateValue(value, path);
+      const bound = dateValue(value, path);
+      // The hits' own values are exact to the microsecond, finer than a date's milliseconds: kept as written.
+      return typeof value === 'string' && EXACT_TIME.test(value) ? value : bound;
+    }
     case 'field':
       if (value !== null && !['string', 'number', 'boolean'].includes(typeof value))
         return fail(path, `must be a string, a number, a boolean or null, not ${describe(value)}`);

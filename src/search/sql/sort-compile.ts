@@ -7,7 +7,6 @@
 import { badContent } from '../../errors.js';
 import type { Sort, SortKey, SortValue } from '../language/sort.js';
 import type { Binder } from './binder.js';
-import { shownTimeSql } from './shown.js';
 
 export interface CompiledSort {
   /** Columns of the hits, computed from the row `e`: `<expr> AS <alias>`. */
@@ -51,9 +50,9 @@ export function compileSort(sort: Sort | null, params: Binder): CompiledSort {
         values.push('to_jsonb(id::text)');
         break;
       case 'time':
-        columns.push(`${shownTimeSql(`e.${key.column}`)} AS ${alias}`);
+        columns.push(`e.${key.column} AS ${alias}`);
         atoms.push({ sql: alias, desc: key.desc, after: bound(after, 'timestamptz') });
-        values.push(`to_jsonb(to_char(${alias} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"'))`);
+        values.push(`to_jsonb(to_char(${alias} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'))`);
         break;
       case 'field':
         columns.push(`NULLIF(e.data #> ${params.bind(key.path, 'text[]')}, 'null'::jsonb) AS ${alias}`);

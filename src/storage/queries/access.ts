@@ -1,7 +1,7 @@
 // The one access module: every capability asks "which of these ids may user U do P on" here, in one statement.
 import type { Permission } from '../../domain/elements/types.js';
 import type { Queryable } from '../db.js';
-import { RELATION_SEARCH_KEY, searchKeysSql } from '../schema/access-keys.js';
+import { searchKeysSql } from '../schema/access-keys.js';
 
 /** SQL boolean expression: may user `$user` (with principals `principals`) do `perm` on the row alias `e`. */
 export const allowsSql = (user: string, principals: string, perm: string, e = 'e') =>
@@ -159,7 +159,7 @@ const callerKeysCte = (permission: 'READ' | 'SEARCH') => `caller_keys AS MATERIA
       cardinality(k.keys) <= ${DIRECT_KEYS_CAP} AND NOT EXISTS (
         SELECT 1 FROM elements c WHERE c.start_id = ANY(array_remove(k.keys, $1::uuid)) AND c.type = 'CREATED') AS direct
     FROM (
-      SELECT '{${RELATION_SEARCH_KEY}}'::uuid[] || p.ids || g.ends AS keys, g.ends AS grant_ends
+      SELECT p.ids || g.ends AS keys, g.ends AS grant_ends
       FROM (SELECT ${principalsSql('$1::uuid')} AS ids OFFSET 0) p,
       LATERAL (SELECT ARRAY(
         SELECT g.end_id FROM unnest(p.ids) q(id), LATERAL (
@@ -218,6 +218,27 @@ export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_
   setwise AS MATERIALIZED (
     SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok),
   ${callerKeysCte(permission)}`;
+
+/**
+ * Whether the caller may search at least one element in `ratio` of the graph, as far as its keys own them
+ * (element_owners, read up to the bound) against the planner's estimate of the elements: a list in the order of an
+ * index then fills a page by reading about `ratio` rows per hit (storage/search/list-walk.ts). An estimate only
+ * chooses a plan; the rows are decided by the rule either way.
+ */
+export async function readsMuch(q: Queryable, userId: string, ratio: number): Promise<boolean> {
+  const { rows } = await q.query<{ owned: number; elements: number }>(
+    `WITH ${callerKeysCte('SEARCH')},
+     size AS (SELECT greatest(reltuples, 0)::bigint AS elements FROM pg_class WHERE oid = 'elements'::regclass)
+     SELECT (SELECT count(*) FROM (
+               SELECT 1 FROM element_owners o WHERE o.owner_id = ANY((SELECT keys FROM caller_keys)::uuid[])
+               LIMIT (SELECT elements FROM size) / $2::int + 1) c)::int AS owned,
+            (SELECT elements FROM size)::int AS elements`,
+    [userId, ratio],
+    'reads_much',
+  );
+  const { owned, elements } = rows[0]!;
+  return owned * ratio >= elements;
+}
 
 /**
  * SQL boolean: does a relation granting `permission` (GRANT_TYPES) lead from one of `principals` (a uuid[]

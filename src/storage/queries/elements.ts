@@ -291,11 +291,11 @@ export async function insertNodeAs(
               ARRAY[owner.owner_id, owner.creator] || ARRAY(SELECT o.owner_id FROM element_owners o WHERE o.element_id = owner.owner_id)
        FROM owner
        ON CONFLICT (id) DO NOTHING
-       RETURNING id
+       RETURNING id, access_keys
      ),
      rels AS (
-       INSERT INTO elements (id, type, start_id, end_id, data, created, updated)
-       SELECT r.id, r.type, r.start_id, node.id, '{}'::jsonb, $2::timestamptz, $2::timestamptz
+       INSERT INTO elements (id, type, start_id, end_id, data, created, updated, access_keys)
+       SELECT r.id, r.type, r.start_id, node.id, '{}'::jsonb, $2::timestamptz, $2::timestamptz, node.access_keys || node.id
        FROM node, owner, LATERAL (VALUES ($8::uuid, 'OWNS', owner.owner_id), ($9::uuid, 'CREATED', owner.creator)) r(id, type, start_id)
        RETURNING id
      )

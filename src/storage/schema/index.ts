@@ -5,6 +5,7 @@ import { ACCESS_EPOCH, ACCESS_INDEX, ACCESS_KEYS, ACCESS_RULES } from './access.
 import { NORMALISED_IDENTIFIERS, REGISTRATION_COUNTS } from './accounts.js';
 import { EVENTS } from './events.js';
 import { PRINCIPAL_NAMES } from './principals.js';
+import { RELATION_SEARCH_KEYS } from './relation-search-keys.js';
 import { SEARCH_FUNCTIONS, SEARCH_INDEX } from './search.js';
 import { DATA_LIMITS, EXTENSIONS, TABLES } from './tables.js';
 import { UPLOAD_GENERATIONS } from './upload-generations.js';
@@ -35,4 +36,5 @@ export const migrations: Migration[] = [
   { version: 4, name: 'registration-counts', sql: REGISTRATION_COUNTS },
   { version: 5, name: 'events', sql: EVENTS },
   { version: 6, name: 'principal-names', sql: PRINCIPAL_NAMES },
+  { version: 7, name: 'relation-search-keys', sql: RELATION_SEARCH_KEYS },
 ];

@@ -12,7 +12,7 @@
 // The value comes first and the field last so that "this token in any field" is a GIN prefix lookup `'t<token>S':*`.
 
 import { CASE_TABLES, LENGTH_BUCKETS, pgClass, SEARCH_LIMITS, SEP } from '../../search/index/analysis-tables.js';
-import { searchKeysSql } from './access-keys.js';
+import { BASELINE_SEARCH_KEYS } from './access-keys.js';
 
 const foldSteps = CASE_TABLES.map(
   (t) => `  IF x ~ '${pgClass(t.ranges)}' THEN x := translate(x, '${t.from}', '${t.to}'); END IF;`,
@@ -377,5 +377,5 @@ $fn$;
  * (docs/decisions/006-search-index-in-the-write.md).
  */
 export const SEARCH_INDEX = /* sql */ `
-CREATE INDEX elements_search ON elements USING gin (search, ${searchKeysSql()}) WITH (gin_pending_list_limit = 256);
+CREATE INDEX elements_search ON elements USING gin (search, ${BASELINE_SEARCH_KEYS}) WITH (gin_pending_list_limit = 256);
 `;

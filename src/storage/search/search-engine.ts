@@ -7,6 +7,7 @@ import { badContent } from '../../errors.js';
 import type { CypherQuery } from '../../search/language/cypher-ast.js';
 import { CYPHER_LIMITS, type CypherLimits } from '../../search/language/limits.js';
 import type { DslQuery } from '../../search/language/query-dsl-types.js';
+import type { Sort } from '../../search/language/sort.js';
 import {
   type PathsOutput,
   type SearchEngineOptions,
@@ -16,13 +17,14 @@ import {
 import { Binder } from '../../search/sql/binder.js';
 import { compileCypher, type PathRow, pathsOf } from '../../search/sql/cypher-statement.js';
 import { compileQuery } from '../../search/sql/query-dsl-compile.js';
-import { checkSortKinds, compileSort } from '../../search/sql/sort-compile.js';
+import { type CompiledSort, checkSortKinds, compileSort } from '../../search/sql/sort-compile.js';
 import { storedElementId } from '../../values.js';
 import type { Queryable } from '../db.js';
-import { ACCESS_SET_CAPS, accessSetsCtes, inlineCheck, searchableIndexed } from '../queries/access.js';
+import { ACCESS_SET_CAPS, accessSetsCtes, inlineCheck, readsMuch, searchableIndexed } from '../queries/access.js';
 import { preparedName } from '../queries/statement-names.js';
 import { queryable } from '../transactions.js';
 import { readableElements } from './hydration.js';
+import { WALK_ROWS_PER_HIT, type WalkOrder, walkedRows, walkOrder, walkRows } from './list-walk.js';
 
 /** The SearchEngine port on the database. `caps`: access.ts ACCESS_SET_CAPS, for tests. */
 export function sqlSearchEngine(caps = ACCESS_SET_CAPS): SearchEngine {
@@ -67,10 +69,47 @@ function typeFilter(options: SearchEngineOptions, params: Binder): string | null
 const unstorable = () =>
   badContent('query: a string holds U+0000 or an unpaired surrogate, which no stored text holds');
 
+/** What both plans of a search share: the query compiled for one statement's parameters. */
+interface SearchParts {
+  params: Binder;
+  ctes: string;
+  /** The conditions of a hit on the row `e`, the caller's access among them. */
+  where: string;
+  score: string;
+  minScore: string | null;
+  sort: CompiledSort;
+}
+
+function searchParts(
+  userId: string,
+  query: DslQuery,
+  options: SearchEngineOptions,
+  caps: typeof ACCESS_SET_CAPS,
+): SearchParts | null {
+  const params = new Binder([userId], { unstorable });
+  const searchable = searchableIndexed('$1::uuid');
+  const compiled = compileQuery(query, params, searchable);
+  if (compiled.matchesNothing) return null;
+  const types = typeFilter(options, params);
+  const where = [...compiled.where, ...(types === null ? [] : [types]), searchable];
+  // Scores are rounded so that two hits whose scores differ only by floating-point noise are ordered by id. The
+  // access sets come first: the query's own WITH entries (fuzzy expansions) read them too.
+  return {
+    params,
+    ctes: [accessSetsCtes('SEARCH', caps), ...compiled.ctes].join(',\n  '),
+    where: where.map((w) => `(${w})`).join('\n      AND '),
+    score: `round((${compiled.score})::numeric, 6)::float8`,
+    minScore: options.minScore === null ? null : params.bind(options.minScore, 'float8'),
+    sort: compileSort(options.sort ?? null, params),
+  };
+}
+
 /**
- * The `searchengine-query-dsl-mixin` step's statement: a validated query DSL run against the search index,
- * restricted to what the caller may SEARCH, in one statement that returns the page of hits, the number of all hits
- * and the highest score.
+ * The `searchengine-query-dsl-mixin` step: a validated query DSL run against the search index, restricted to what
+ * the caller may SEARCH: the page of hits, the number of all hits (up to one past the bound, which tells an exact
+ * total from a lower bound; search_after narrows the page, not the count) and the highest score (none when a sort
+ * leaves out `_score`, as Elasticsearch). A list in the order of an index, by a caller who may see much, is read
+ * along that index first (list-walk.ts).
  */
 async function searchIndex(
   q: Queryable,
@@ -79,33 +118,75 @@ async function searchIndex(
   options: SearchEngineOptions,
   caps: typeof ACCESS_SET_CAPS,
 ): Promise<SearchEngineOutput> {
-  const params = new Binder([userId], { unstorable });
-  const searchable = searchableIndexed('$1::uuid');
-  const compiled = compileQuery(query, params, searchable);
-  if (compiled.matchesNothing) return { elements: [], totalHits: 0, totalHitsRelation: 'eq', maxScore: null };
-  const types = typeFilter(options, params);
-  const where = [...compiled.where, ...(types === null ? [] : [types]), searchable];
-  const sort = compileSort(options.sort ?? null, params);
-  const minScore = options.minScore === null ? '' : `WHERE score >= ${params.bind(options.minScore, 'float8')}`;
-  // Scores are rounded so that two hits whose scores differ only by floating-point noise are ordered by id. The
-  // access sets come first: the query's own WITH entries (fuzzy expansions) read them too. The count stops one past
-  // the bound, which tells an exact total from a lower bound; search_after narrows the page, not the count.
-  const sql = `WITH ${[accessSetsCtes('SEARCH', caps), ...compiled.ctes].join(',\n  ')},
+  const sort = options.sort ?? null;
+  const order = walkOrder(query, sort);
+  if (order !== null && (await readsMuch(q, userId, WALK_ROWS_PER_HIT))) {
+    const parts = searchParts(userId, query, options, caps);
+    if (parts === null) return NOTHING;
+    const walked = await runStatement(q, walkStatement(parts, order, sort, options), options, parts);
+    if (walked.elements.length === options.pageSize) return walked;
+  }
+  const parts = searchParts(userId, query, options, caps);
+  if (parts === null) return NOTHING;
+  return runStatement(q, keyedStatement(parts, options), options, parts);
+}
+
+const NOTHING: SearchEngineOutput = { elements: [], totalHits: 0, totalHitsRelation: 'eq', maxScore: null };
+const COUNT_TO = TOTAL_HITS_EXACT_UP_TO + 1;
+
+/** Whether the highest score is told: without a sort, or with one that names `_score`. */
+const scored = (options: SearchEngineOptions) => !options.sort || options.sort.keys.some((k) => k.k === 'score');
+
+/** Every element filed under the caller's keys that the query finds, decided, then sorted and counted. */
+function keyedStatement(parts: SearchParts, options: SearchEngineOptions): string {
+  const { params, sort } = parts;
+  return `WITH ${parts.ctes},
   hits AS MATERIALIZED (
-    SELECT ${['e.id', 'e.type', `round((${compiled.score})::numeric, 6)::float8 AS score`, ...sort.columns].join(', ')}
+    SELECT ${['e.id', 'e.type', `${parts.score} AS score`, ...sort.columns].join(', ')}
     FROM elements e
-    WHERE ${where.map((w) => `(${w})`).join('\n      AND ')}
+    WHERE ${parts.where}
   ),
-  kept AS (SELECT * FROM hits ${minScore})
+  kept AS (SELECT * FROM hits ${parts.minScore === null ? '' : `WHERE score >= ${parts.minScore}`})
   SELECT agg.*, w.id, w.type, w.score, w.sort
-  FROM (SELECT (SELECT count(*) FROM (SELECT 1 FROM kept LIMIT ${TOTAL_HITS_EXACT_UP_TO + 1}) counted) AS total,
-               (SELECT max(score) FROM kept) AS max_score${sort.kinds.map((k) => `, ${k.sql} AS ${k.alias}`).join('')}) agg
+  FROM (SELECT (SELECT count(*) FROM (SELECT 1 FROM kept LIMIT ${COUNT_TO}) counted) AS total,
+               ${scored(options) ? '(SELECT max(score) FROM kept)' : 'NULL::float8'} AS max_score${sort.kinds.map((k) => `, ${k.sql} AS ${k.alias}`).join('')}) agg
   LEFT JOIN LATERAL (
     SELECT id, type, score, ${sort.values ?? 'NULL::jsonb'} AS sort FROM kept ${sort.after === null ? '' : `WHERE ${sort.after}`}
     ORDER BY ${sort.orderBy}
     LIMIT ${params.bind(options.pageSize, 'int')} OFFSET ${params.bind((options.page - 1) * options.pageSize, 'bigint')}
   ) w ON true`;
-  const { rows } = await q.query<HitRow>(sql, params.values, preparedName('search', sql));
+}
+
+/**
+ * The page read along the index of its order (the rows come out of the walk in that order, which the filters keep,
+ * so nothing sorts them and reading stops when the page is full), and the count from the search index as above.
+ * Every hit of a walked order scores the same when there is no sort, so the first hit's score is the highest.
+ */
+function walkStatement(parts: SearchParts, order: WalkOrder, sort: Sort | null, options: SearchEngineOptions): string {
+  const { params } = parts;
+  const minScore = parts.minScore === null ? '' : `AND ${parts.score} >= ${parts.minScore}`;
+  return `WITH ${parts.ctes}
+  SELECT (SELECT count(*) FROM (SELECT 1 FROM elements e WHERE ${parts.where} ${minScore} LIMIT ${COUNT_TO}) counted) AS total,
+         ${scored(options) ? 'first_value(w.score) OVER ()' : 'NULL::float8'} AS max_score, w.id, w.type, w.score, w.sort
+  FROM (
+    SELECT h.id, h.type, h.score, ${parts.sort.values ?? 'NULL::jsonb'} AS sort FROM (
+      SELECT ${['e.id', 'e.type', `${parts.score} AS score`, ...parts.sort.columns].join(', ')}
+      FROM (${walkedRows(order, sort, walkRows(options), params)}) e
+      WHERE ${parts.where} ${minScore}
+    ) h
+    LIMIT ${params.bind(options.pageSize, 'int')} OFFSET ${params.bind((options.page - 1) * options.pageSize, 'bigint')}
+  ) w`;
+}
+
+async function runStatement(
+  q: Queryable,
+  sql: string,
+  options: SearchEngineOptions,
+  { params, sort }: SearchParts,
+): Promise<SearchEngineOutput> {
+  // A walk leaves out search_after's values as the sort bound them (the walk starts at its own position).
+  const { text, values } = params.finish(sql);
+  const { rows } = await q.query<HitRow>(text, values, preparedName('search', text));
   const first = rows[0];
   if (options.sort && first !== undefined)
     checkSortKinds(
