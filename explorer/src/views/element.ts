@@ -135,7 +135,7 @@ function goLive(main: HTMLElement, id: string, relation: boolean, view: Diagram)
     (event) => {
       if (event.event === 'deleted' && event.data.id) view.remove(event.data.id);
       if (event.event === 'deleted' && event.data.id === id) return gone();
-      if (dirtyElement() === id) return changedElsewhere(main, id);
+      if (dirtyElement() === id) return changedElsewhere(main, id, event.data.id === id);
       clearTimeout(timer);
       timer = setTimeout(() => refresh(main, id), 150);
     },
@@ -143,16 +143,23 @@ function goLive(main: HTMLElement, id: string, relation: boolean, view: Diagram)
   );
 }
 
-/** Someone else changed the element while this person edits it: say so, and let them choose when to look. */
-function changedElsewhere(main: HTMLElement, id: string): void {
-  if (main.querySelector('.changed-elsewhere')) return;
+/**
+ * The element (or what is under it) changed elsewhere while this person edits it: say so, and let them choose when
+ * to look. The feed does not say who changed it, so the words fit another tab of the same person too.
+ */
+function changedElsewhere(main: HTMLElement, id: string, itself: boolean): void {
+  const shown = main.querySelector('.changed-elsewhere');
+  if (shown && (!itself || shown.hasAttribute('data-itself'))) return;
+  shown?.remove();
   main
     .querySelector('h1')
     ?.after(
       h(
         'p',
-        { class: 'banner changed-elsewhere', role: 'status' },
-        'Someone else changed this element. Your unsaved edit is kept. ',
+        { class: 'banner changed-elsewhere', role: 'status', 'data-itself': itself },
+        itself
+          ? 'This element was changed elsewhere (in another tab, or by someone else). Your unsaved edit is kept. '
+          : 'Something under this element was changed elsewhere. Your unsaved edit is kept. ',
         h('button', { type: 'button', class: 'small', onclick: () => refresh(main, id) }, 'Show the new version'),
       ),
     );

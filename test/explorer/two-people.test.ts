@@ -1,0 +1,114 @@
+// Issue 57, as two people (Ada and Ben) and two tabs use the explorer in Debian's Chromium, on both databases: a
+// change made in another tab is shown and merged, never saved over; a save keeps the properties it did not change,
+// nulls included.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { launchBrowser } from '../helpers/browser.js';
+import { describeBackends } from '../helpers/harness.js';
+import { buildExplorer, create, eventually, namedUser, openElement, signedInPage } from './helpers.js';
+
+let browser: Browser;
+beforeAll(async () => {
+  buildExplorer();
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** The JSON box of the properties form, parsed. */
+const shownProperties = async (page: Page) =>
+  JSON.parse(await page.getByRole('form', { name: 'Properties' }).getByLabel('Properties (JSON object)').inputValue());
+
+describeBackends('Explorer with two people and two tabs', (service) => {
+  let n = 0;
+  /** A fresh user with a unique e-mail (the suites share one service). */
+  const user = (name: string) => {
+    n += 1;
+    return namedUser(service(), `${name.toLowerCase()}${n}@two.test`, `${name} ${n}`);
+  };
+
+  it('shows a change made in another tab, merges it with the unsaved edit, and never saves over it', async () => {
+    const h = service();
+    const ada = await user('Ada');
+    const budget = await create(h, ada.token, {
+      type: 'Note',
+      data: { name: 'Budget', amount: 12000, note: 'first quarter', reviewer: null },
+    });
+    const tab1 = await signedInPage(browser, h.url, ada.token);
+    await openElement(tab1.page, h.url, budget, 'Budget');
+    // The other tab is a second window of the same browser (the same sign-in), as a person opens it.
+    const tab2 = await tab1.context.newPage();
+    await openElement(tab2, h.url, budget, 'Budget');
+
+    await tab1.page.getByLabel('Value of amount').fill('12500.5');
+    await tab1.page.getByLabel('Value of note').fill('second quarter');
+    await tab2.getByLabel('Value of amount').fill('13000');
+    await tab2.getByRole('button', { name: 'Add property' }).click();
+    await tab2.locator('.property-row').last().getByLabel('Property name').fill('status');
+    await tab2.locator('.property-row').last().getByLabel('Value of the new property').fill('approved');
+    await tab2.getByRole('button', { name: 'Save properties' }).click();
+    await eventually(async () => (await h.request('GET', `/${budget}`, { token: ada.token })).json.data.amount).toBe(
+      13000,
+    );
+
+    // Tab 1 is told, in words that fit another tab of the same person; a save now is refused, plainly.
+    const banner = tab1.page.locator('.changed-elsewhere');
+    await eventually(() => banner.textContent()).toContain('changed elsewhere (in another tab, or by someone else)');
+    await tab1.page.getByRole('button', { name: 'Save properties' }).click();
+    const refusal = tab1.page.getByRole('form', { name: 'Properties' }).getByRole('alert');
+    await eventually(() => refusal.textContent()).toContain('Not saved: this element was changed elsewhere');
+    expect(await refusal.textContent()).not.toMatch(/If-Match|ETag/);
+    expect((await h.request('GET', `/${budget}`, { token: ada.token })).json.data).toMatchObject({
+      amount: 13000,
+      note: 'first quarter',
+      status: 'approved',
+    });
+
+    // "Show the new version" shows it: theirs where only they changed, mine where only I did, a choice for both.
+    await banner.getByRole('button', { name: 'Show the new version' }).click();
+    await tab1.page.locator('fieldset.conflict').waitFor();
+    expect(await shownProperties(tab1.page)).toEqual({
+      name: 'Budget',
+      amount: 13000,
+      note: 'second quarter',
+      reviewer: null,
+      status: 'approved',
+    });
+    const choice = tab1.page.getByRole('group', { name: '“amount”' });
+    expect(await choice.getByLabel('New version: 13000').isChecked()).toBe(true);
+    await choice.getByLabel('Yours: 12500.5').check();
+    expect((await shownProperties(tab1.page)).amount).toBe(12500.5);
+    await tab1.page.getByRole('button', { name: 'Save properties' }).click();
+    await eventually(async () => (await h.request('GET', `/${budget}`, { token: ada.token })).json.data).toMatchObject({
+      amount: 12500.5,
+      note: 'second quarter',
+      status: 'approved',
+      reviewer: null,
+    });
+    await eventually(() => tab1.page.locator('fieldset.conflict').count()).toBe(0);
+    expect(tab1.errors).toEqual([]);
+    await tab1.context.close();
+  });
+
+  it('a save keeps every property it did not change, nulls included', async () => {
+    const h = service();
+    const ada = await user('Ada');
+    const note = await create(h, ada.token, {
+      type: 'Note',
+      data: { name: 'Launch checklist', reviewer: null, priority: 1, tags: ['a', null] },
+    });
+    const { page, context } = await signedInPage(browser, h.url, ada.token);
+    await openElement(page, h.url, note, 'Launch checklist');
+    expect(await page.getByLabel('Type of reviewer').inputValue()).toBe('null');
+    await page.getByLabel('Value of priority').fill('2');
+    await page.getByRole('button', { name: 'Save properties' }).click();
+    await eventually(async () => (await h.request('GET', `/${note}`, { token: ada.token })).json.data.priority).toBe(2);
+    const { created, updated, ...data } = (await h.request('GET', `/${note}`, { token: ada.token })).json.data;
+    expect(data).toEqual({ name: 'Launch checklist', reviewer: null, priority: 2, tags: ['a', null] });
+    // Drawn again after the save, the form and the JSON still hold it.
+    await eventually(() => shownProperties(page)).toMatchObject({ reviewer: null, priority: 2 });
+    expect(await page.getByLabel('Type of reviewer').inputValue()).toBe('null');
+    await context.close();
+  });
+});
