@@ -1,6 +1,7 @@
 // Issue 57, as two people (Ada and Ben) and two tabs use the explorer in Debian's Chromium, on both databases: a
 // change made in another tab is shown and merged, never saved over; a save keeps the properties it did not change,
-// nulls included.
+// nulls included; "Only what others shared with me" finds what is inside a shared folder; and every relation reads
+// as a sentence in its direction, with the name at its other end.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchBrowser } from '../helpers/browser.js';
@@ -110,5 +111,66 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     await eventually(() => shownProperties(page)).toMatchObject({ reviewer: null, priority: 2 });
     expect(await page.getByLabel('Type of reviewer').inputValue()).toBe('null');
     await context.close();
+  });
+
+  it('finds what is inside a folder shared with Ben, and says every relation with names, in its direction', async () => {
+    const h = service();
+    const ada = await user('Ada');
+    const ben = await user('Ben');
+    const folder = await create(h, ada.token, { type: 'Folder', data: { name: 'Projects' } });
+    const inside = await create(h, ada.token, { type: 'Note', data: { name: 'Flux plan', text: 'flux' } }, folder);
+    const deeper = await create(h, ada.token, { type: 'Note', data: { name: 'Flux detail' } }, inside);
+    const budget = await create(h, ada.token, { type: 'Note', data: { name: 'Budget' } }, folder);
+    await create(h, ada.token, { type: 'Note', data: { name: 'Flux private' } });
+    const own = await create(h, ben.token, { type: 'Note', data: { name: 'Flux of my own' } });
+    await create(h, ada.token, { type: 'DEPENDS_ON', start: inside, end: budget, data: {} });
+
+    // Ada shares the folder with Ben through the explorer.
+    const adaPage = await signedInPage(browser, h.url, ada.token);
+    await openElement(adaPage.page, h.url, folder, 'Projects');
+    const share = adaPage.page.getByRole('form', { name: 'Share' });
+    await share.getByLabel('E-mail or name').fill(ben.email);
+    await share.getByRole('button', { name: 'Add person' }).click();
+    await share.getByRole('list', { name: 'People to share with' }).getByRole('listitem').waitFor();
+    await share.getByRole('button', { name: 'Share', exact: true }).click();
+    const parents = adaPage.page.locator('[data-collection="parents"]');
+    await eventually(() => parents.textContent()).toContain(`${ben.name} HAS_READ_ACCESS this`);
+    expect(await parents.textContent()).toContain(`${ada.name} OWNS this`);
+    const children = adaPage.page.locator('[data-collection="children"]');
+    await eventually(() => children.textContent()).toContain('this OWNS Flux plan');
+    expect(await children.textContent()).not.toContain('OWNS this');
+
+    // A child: its parents say who owns it, Related reads in the relation's direction, and "Shared with" names no
+    // folder as a person.
+    await openElement(adaPage.page, h.url, inside, 'Flux plan');
+    await eventually(() => adaPage.page.locator('[data-collection="parents"]').textContent()).toContain(
+      'Projects Folder OWNS this',
+    );
+    const related = adaPage.page.locator('[data-collection="related"]');
+    await eventually(() => related.textContent()).toContain('this DEPENDS_ON Budget');
+    expect(await related.textContent()).not.toContain('DEPENDS_ON this');
+    expect(await related.textContent()).toContain('this OWNS Flux detail');
+    const sharedWith = adaPage.page.locator('.shared-with');
+    await eventually(() => sharedWith.textContent()).toContain('Inside Projects');
+    expect(await sharedWith.textContent()).not.toContain('someone (');
+    expect(await sharedWith.textContent()).not.toContain(folder.slice(0, 8));
+    await adaPage.context.close();
+
+    // Ben: "flux" finds his own note and the two inside the shared folder; ticked, only those two; an empty query
+    // ticked lists everything shared with him, the folder included.
+    const benPage = await signedInPage(browser, h.url, ben.token);
+    await benPage.page.goto(`${h.url}/explorer/#/search`);
+    const results = benPage.page.locator('.results');
+    const found = () => results.locator('li').evaluateAll((items) => items.map((li: any) => li.dataset.id).sort());
+    await benPage.page.getByLabel('Words to find').fill('flux');
+    await benPage.page.getByRole('button', { name: 'Search', exact: true }).click();
+    await eventually(found).toEqual([inside, deeper, own].sort());
+    await benPage.page.getByLabel('Only what others shared with me').check();
+    await eventually(found).toEqual([inside, deeper].sort());
+    await benPage.page.getByLabel('Words to find').fill('');
+    await benPage.page.getByRole('button', { name: 'Search', exact: true }).click();
+    await eventually(found).toEqual([folder, inside, deeper, budget].sort());
+    expect(benPage.errors).toEqual([]);
+    await benPage.context.close();
   });
 });

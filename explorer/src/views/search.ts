@@ -1,6 +1,6 @@
 // Plain search: one box over every property (simple_query_string), the matching words highlighted, a type filter
 // and "shared with me", Token nodes and relations hidden unless asked for. The query pipeline is under Advanced.
-import { type GraphElement, labelOf, request, type SearchResponse } from '../api.js';
+import { type Collection, type GraphElement, labelOf, request, type SearchResponse } from '../api.js';
 import { field, h, replace } from '../dom.js';
 import { count } from '../format.js';
 import { currentUser } from '../header.js';
@@ -36,22 +36,72 @@ function matchingProperty(element: GraphElement, words: string[]): [string, stri
   return null;
 }
 
-/** Ids of what others shared with the caller: the ends of grants to them that they did not create. */
+const GRANT = /^(HAS_[A-Z]+_ACCESS|OWNS)$/;
+
+/** Every page of a collection's relations and nodes (bounded). */
+async function allOf(path: string): Promise<{ nodes: GraphElement[]; relations: GraphElement[] }> {
+  const nodes: GraphElement[] = [];
+  const relations: GraphElement[] = [];
+  let next: string | null = path;
+  for (let pages = 0; next !== null && pages < 20; pages += 1) {
+    const page: Collection = (await request<Collection>('GET', next)).body;
+    nodes.push(...page.nodes);
+    relations.push(...page.relations);
+    next = page.links.next;
+  }
+  return { nodes, relations };
+}
+
+/** At most this many elements are gathered as shared: enough for a person's view, bounded for a huge graph. */
+const MAX_SHARED = 5000;
+
+/**
+ * Ids of what others shared with the caller: the ends of grants to them (or to their groups) on what they did not
+ * create, and everything those own below them (a shared folder's contents), as the service's access rules read them.
+ */
 async function sharedWithMe(): Promise<Set<string>> {
   const me = await currentUser();
   if (!me) return new Set();
-  const relations: GraphElement[] = [];
-  let path: string | null = `/${me.id}/related`;
-  for (let pages = 0; path !== null && pages < 20; pages += 1) {
-    const page: { relations: GraphElement[]; links: { next: string | null } } = (await request<never>('GET', path))
-      .body;
-    relations.push(...page.relations.filter((r) => r.start === me.id));
-    path = page.links.next;
+  const mine = (await allOf(`/${me.id}/related`)).relations.filter((r) => r.start === me.id);
+  const created = new Set(mine.filter((r) => r.type === 'CREATED').map((r) => r.end));
+  const groups = mine.filter((r) => r.type === 'IS_IN_GROUP').map((r) => r.end!);
+  const grants = [...mine];
+  for (const group of groups) {
+    const related = await allOf(`/${group}/related`).catch(() => ({ relations: [] as GraphElement[] }));
+    grants.push(...related.relations.filter((r) => r.start === group));
   }
-  const created = new Set(relations.filter((r) => r.type === 'CREATED').map((r) => r.end));
-  return new Set(
-    relations.filter((r) => r.type !== 'CREATED' && r.type !== 'IS_IN_GROUP' && !created.has(r.end)).map((r) => r.end!),
-  );
+  const shared = new Set<string>();
+  const queue = grants.filter((r) => GRANT.test(r.type) && !created.has(r.end)).map((r) => r.end!);
+  while (queue.length > 0 && shared.size < MAX_SHARED) {
+    const id = queue.shift()!;
+    if (shared.has(id)) continue;
+    shared.add(id);
+    const children = await allOf(`/${id}/children`).catch(() => ({ nodes: [] as GraphElement[] }));
+    queue.push(...children.nodes.map((node) => node.id).filter((child) => !shared.has(child)));
+  }
+  return shared;
+}
+
+/** One search for the words (everything when there are none), limited to `ids` when given. */
+async function searchFor(words: string, ids: string[] | null): Promise<GraphElement[]> {
+  const text =
+    words.trim() === '' ? { match_all: {} } : { simple_query_string: { query: words, default_operator: 'and' } };
+  const query = ids === null ? text : { bool: { must: [text], filter: [{ ids: { values: ids } }] } };
+  const steps = [{ type: 'searchengine-query-dsl-mixin', query, parameters: { pageSize: 100 } }];
+  return (await request<SearchResponse>('POST', '/search', { steps })).body.results;
+}
+
+/** Ids per search when limited to what was shared: well under the service's clause limit with the words. */
+const IDS_PER_SEARCH = 800;
+
+/** The search, over what others shared with the caller when `shared`, at most 100 results. */
+async function find(words: string, shared: Set<string> | null): Promise<GraphElement[]> {
+  if (shared === null) return searchFor(words, null);
+  const ids = [...shared];
+  const found: GraphElement[] = [];
+  for (let i = 0; i < ids.length && found.length < 100; i += IDS_PER_SEARCH)
+    found.push(...(await searchFor(words, ids.slice(i, i + IDS_PER_SEARCH))));
+  return found.slice(0, 100);
 }
 
 function resultItem(element: GraphElement, words: string[]): HTMLElement {
@@ -76,12 +126,8 @@ export async function renderSearch(main: HTMLElement): Promise<void> {
   let sharedIds: Set<string> | null = null;
   const show = async () => {
     const words = wordsOf(box.value);
-    if (shared.checked) sharedIds ??= await sharedWithMe();
     const shown = found.filter(
-      (e) =>
-        (everything.checked || (!e.start && e.type !== 'Token')) &&
-        (type.value === '' || e.type === type.value) &&
-        (!shared.checked || sharedIds!.has(e.id)),
+      (e) => (everything.checked || (!e.start && e.type !== 'Token')) && (type.value === '' || e.type === type.value),
     );
     replace(
       results,
@@ -115,9 +161,8 @@ export async function renderSearch(main: HTMLElement): Promise<void> {
     found = [];
     replace(results);
     void attempt(results, async () => {
-      const query = { simple_query_string: { query: box.value, default_operator: 'and' } };
-      const steps = [{ type: 'searchengine-query-dsl-mixin', query, parameters: { pageSize: 100 } }];
-      found = (await request<SearchResponse>('POST', '/search', { steps })).body.results;
+      if (shared.checked) sharedIds ??= await sharedWithMe();
+      found = await find(box.value, shared.checked ? sharedIds : null);
       const types = [...new Set(found.map((e) => e.type))].sort();
       const chosen = type.value;
       replace(
@@ -129,8 +174,9 @@ export async function renderSearch(main: HTMLElement): Promise<void> {
       await show();
     });
   });
-  for (const control of [type, shared, everything])
-    control.addEventListener('change', () => void attempt(results, show));
+  for (const control of [type, everything]) control.addEventListener('change', () => void attempt(results, show));
+  // What was shared is asked of the service, so that a result beyond the first page is not missed.
+  shared.addEventListener('change', () => form.requestSubmit());
   const advanced = h('details', { class: 'advanced' }, h('summary', null, 'Advanced: the query pipeline (JSON)'));
   advanced.addEventListener('toggle', () => {
     if (advanced.open && advanced.childElementCount === 1) void advancedSearch().then((view) => advanced.append(view));
