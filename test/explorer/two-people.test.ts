@@ -41,9 +41,11 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     // The other tab is a second window of the same browser (the same sign-in), as a person opens it.
     const tab2 = await tab1.context.newPage();
     await openElement(tab2, h.url, budget, 'Budget');
+    await tab1.page.bringToFront();
 
     await tab1.page.getByLabel('Value of amount').fill('12500.5');
     await tab1.page.getByLabel('Value of note').fill('second quarter');
+    await tab2.bringToFront();
     await tab2.getByLabel('Value of amount').fill('13000');
     await tab2.getByRole('button', { name: 'Add property' }).click();
     await tab2.locator('.property-row').last().getByLabel('Property name').fill('status');
@@ -53,7 +55,9 @@ describeBackends('Explorer with two people and two tabs', (service) => {
       13000,
     );
 
-    // Tab 1 is told, in words that fit another tab of the same person; a save now is refused, plainly.
+    // Tab 1 is told, in words that fit another tab of the same person; a save now is refused, plainly. (Brought to
+    // the front: a background tab gets few animation frames, which Playwright waits for before a click.)
+    await tab1.page.bringToFront();
     const banner = tab1.page.locator('.changed-elsewhere');
     await eventually(() => banner.textContent()).toContain('changed elsewhere (in another tab, or by someone else)');
     await tab1.page.getByRole('button', { name: 'Save properties' }).click();
@@ -144,7 +148,7 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     // folder as a person.
     await openElement(adaPage.page, h.url, inside, 'Flux plan');
     await eventually(() => adaPage.page.locator('[data-collection="parents"]').textContent()).toContain(
-      'Projects Folder OWNS this',
+      'Projects OWNS this',
     );
     const related = adaPage.page.locator('[data-collection="related"]');
     await eventually(() => related.textContent()).toContain('this DEPENDS_ON Budget');

@@ -67,10 +67,10 @@ function renderPage(
     return `an element you cannot see (${id.slice(0, 8)})`;
   };
   const items = page.nodes.map((node) => {
-    const link = [h('a', { href: `#/${node.id}` }, labelOf(node)), ' ', typeBadge(node.type)];
+    const link = h('a', { href: `#/${node.id}` }, labelOf(node));
     const relations = relationsOf(node.id);
-    if (relations.length === 0) return h('li', { 'data-id': node.id }, link);
-    // The node's link stands in its first sentence; later ones name it in plain text.
+    if (relations.length === 0) return h('li', { 'data-id': node.id }, link, ' ', typeBadge(node.type));
+    // The node's link stands in its first sentence, later ones name it in plain text; its type closes the item.
     const sentences = relations.map((relation, index) =>
       relationSentence(relation, options, (id) => (id === node.id ? (index === 0 ? link : labelOf(node)) : nameOf(id))),
     );
@@ -78,6 +78,8 @@ function renderPage(
       'li',
       { 'data-id': node.id },
       sentences.flatMap((sentence, index) => (index ? ['; ', sentence] : sentence)),
+      ' ',
+      typeBadge(node.type),
     );
   });
   // Relations whose far end the caller cannot read (a grant to another user, say): listed so they can be revoked.
@@ -109,7 +111,7 @@ function renderPage(
 function relationSentence(
   relation: GraphElement,
   options: CollectionOptions,
-  name: (id: string) => string | (HTMLElement | string)[],
+  name: (id: string) => string | HTMLElement,
 ): HTMLElement {
   const end = (id: string) => (id === options.anchor ? 'this' : name(id));
   return h(
