@@ -106,7 +106,12 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     const { page, context } = await signedInPage(browser, h.url, ada.token);
     await openElement(page, h.url, note, 'Launch checklist');
     expect(await page.getByLabel('Type of reviewer').inputValue()).toBe('null');
+    // A value that does not fit its type is said at once, beside the form.
+    await page.getByLabel('Value of priority').fill('abc');
+    expect(await page.getByLabel('Value of priority').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('.form-error').textContent()).toContain('“priority” is not a number.');
     await page.getByLabel('Value of priority').fill('2');
+    expect(await page.locator('.form-error').textContent()).toBe('');
     await page.getByRole('button', { name: 'Save properties' }).click();
     await eventually(async () => (await h.request('GET', `/${note}`, { token: ada.token })).json.data.priority).toBe(2);
     const { created, updated, ...data } = (await h.request('GET', `/${note}`, { token: ada.token })).json.data;

@@ -4,6 +4,7 @@ import { createElement, type GraphElement, getElement, labelOf, request, type Se
 import { announce, field, h, replace, uid } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
 import { attempt } from '../problem.js';
+import { saveOrder } from '../property-form.js';
 import { navigate } from '../router.js';
 import { typeBadge } from '../types.js';
 
@@ -37,6 +38,7 @@ export function createChildSection(parent: string): HTMLElement {
     if (type.check() === null || value === undefined) return type.input.reportValidity();
     await attempt(status, async () => {
       const id = await createElement({ type: type.input.value, data: value }, parent);
+      saveOrder(id, value as Record<string, unknown>);
       announce('Child created.');
       if (!another) return navigate(`#/${id}`);
       data.setValue({});

@@ -3,6 +3,7 @@ import { createElement } from '../api.js';
 import { announce, h, replace } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
 import { attempt } from '../problem.js';
+import { saveOrder } from '../property-form.js';
 import { navigate } from '../router.js';
 import { collectionSection } from './collection.js';
 import { typeField } from './create.js';
@@ -30,6 +31,7 @@ export async function renderIndex(main: HTMLElement): Promise<void> {
     if (value === undefined) return;
     void attempt(status, async () => {
       const id = await createElement({ type: type.input.value, data: value });
+      saveOrder(id, value as Record<string, unknown>);
       announce('Node created.');
       navigate(`#/${id}`);
     });
