@@ -3,6 +3,7 @@
 import { createElement, type GraphElement, getElement, labelOf, request, type SearchResponse } from '../api.js';
 import { announce, field, h, replace, uid } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
+import { tell } from '../notice.js';
 import { attempt } from '../problem.js';
 import { saveOrder } from '../property-form.js';
 import { navigate } from '../router.js';
@@ -39,8 +40,11 @@ export function createChildSection(parent: string): HTMLElement {
     await attempt(status, async () => {
       const id = await createElement({ type: type.input.value, data: value }, parent);
       saveOrder(id, value as Record<string, unknown>);
+      if (!another) {
+        tell('Child created.');
+        return navigate(`#/${id}`);
+      }
       announce('Child created.');
-      if (!another) return navigate(`#/${id}`);
       data.setValue({});
       replace(
         status,
@@ -152,7 +156,11 @@ export function createRelationSection(self: string): HTMLElement {
       if (!target) throw new Error('Search for the other element by name and choose it from the list.');
       const [start, end] = direction.value === 'out' ? [self, target.id] : [target.id, self];
       await createElement({ type: type.input.value, start, end, data: {} });
-      announce('Relation created.');
+      tell(
+        direction.value === 'out'
+          ? `Relation created: this ${type.input.value} ${labelOf(target)}.`
+          : `Relation created: ${labelOf(target)} ${type.input.value} this.`,
+      );
       navigate(`#/${self}`);
     });
   });

@@ -7,6 +7,7 @@ import { h, replace } from '../dom.js';
 import { dirtyElement } from '../drafts.js';
 import { formatDate } from '../format.js';
 import { follow } from '../live.js';
+import { takeNotice } from '../notice.js';
 import { problemView } from '../problem.js';
 import { navigate } from '../router.js';
 import { typeBadge } from '../types.js';
@@ -110,6 +111,9 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
       h('div', { class: 'element-side' }, diagramSection(element, view), sideForms(element, may)),
     ),
   );
+  // An outcome of this page's own action (an upload, a relation) drawn again with the element.
+  const notice = takeNotice();
+  if (notice) main.querySelector('h1')?.after(notice);
   view.focus(id);
   goLive(main, id, element.start !== undefined, view);
 }

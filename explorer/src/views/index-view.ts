@@ -1,7 +1,8 @@
 // The index (GET /): the top-level nodes the user may read, paged, and a form to create a node.
 import { createElement } from '../api.js';
-import { announce, h, replace } from '../dom.js';
+import { h, replace } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
+import { tell } from '../notice.js';
 import { attempt } from '../problem.js';
 import { saveOrder } from '../property-form.js';
 import { navigate } from '../router.js';
@@ -32,7 +33,7 @@ export async function renderIndex(main: HTMLElement): Promise<void> {
     void attempt(status, async () => {
       const id = await createElement({ type: type.input.value, data: value });
       saveOrder(id, value as Record<string, unknown>);
-      announce('Node created.');
+      tell('Node created.');
       navigate(`#/${id}`);
     });
   });

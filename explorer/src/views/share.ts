@@ -14,8 +14,9 @@ import {
   principalsById,
   request,
 } from '../api.js';
-import { announce, field, h, replace } from '../dom.js';
+import { field, h, replace } from '../dom.js';
 import { currentUser } from '../header.js';
+import { tell } from '../notice.js';
 import { attempt, plainMessage } from '../problem.js';
 import { navigate } from '../router.js';
 import { confirmDialog } from './dialog.js';
@@ -106,7 +107,7 @@ export function shareSection(id: string): HTMLElement {
         await createElement({ type: level.value, start: person.id, end: id, data: {} });
         people.shift();
       }
-      announce(`Shared: ${levelOf(level.value)}.`);
+      tell(`Shared: ${levelOf(level.value)}.`);
       navigate(`#/${id}`);
     });
   });
@@ -192,7 +193,7 @@ function revokeButton(relation: GraphElement, person: Principal | null | undefin
     if (!(await confirmDialog(question, own ? 'Give up ownership' : 'Revoke', warning))) return;
     try {
       await request('DELETE', `/${relation.id}`);
-      announce(`Access of ${name} revoked.`);
+      tell(`Access of ${name} revoked.`);
       navigate(`#/${relation.end}`);
     } catch (error) {
       status.textContent = plainMessage(error);
