@@ -132,7 +132,6 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     const budget = await create(h, ada.token, { type: 'Note', data: { name: 'Budget' } }, folder);
     await create(h, ada.token, { type: 'Note', data: { name: 'Flux private' } });
     const own = await create(h, ben.token, { type: 'Note', data: { name: 'Flux of my own' } });
-    await create(h, ada.token, { type: 'DEPENDS_ON', start: inside, end: budget, data: {} });
 
     // Ada shares the folder with Ben through the explorer.
     const adaPage = await signedInPage(browser, h.url, ada.token);
@@ -152,6 +151,15 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     // A child: its parents say who owns it, Related reads in the relation's direction, and "Shared with" names no
     // folder as a person.
     await openElement(adaPage.page, h.url, inside, 'Flux plan');
+    // The relation is made here, its other end found by the start of its name, and the outcome is shown.
+    const relation = adaPage.page.getByRole('form', { name: 'New relation' });
+    await relation.getByLabel('Relation type').fill('DEPENDS_ON');
+    await relation.getByLabel('Other element (search by name)').fill('Budg');
+    await relation.getByRole('button', { name: 'Budget' }).click();
+    await relation.getByRole('button', { name: 'Create relation' }).click();
+    await eventually(() => adaPage.page.locator('main .notice').first().textContent()).toBe(
+      'Relation created: this DEPENDS_ON Budget.',
+    );
     await eventually(() => adaPage.page.locator('[data-collection="parents"]').textContent()).toContain(
       'Projects OWNS this',
     );
@@ -168,7 +176,15 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     // Ben: "flux" finds his own note and the two inside the shared folder; ticked, only those two; an empty query
     // ticked lists everything shared with him, the folder included.
     const benPage = await signedInPage(browser, h.url, ben.token);
+    await benPage.page.goto(`${h.url}/explorer/#/`);
+    const index = benPage.page.locator('[data-collection="index"]');
+    await index.getByRole('link', { name: 'Projects' }).waitFor();
+    expect(await index.textContent()).not.toContain('Token');
     await benPage.page.goto(`${h.url}/explorer/#/search`);
+    // The type filter offers the types before any search.
+    await eventually(() =>
+      benPage.page.getByLabel('Type', { exact: true }).locator('option').allTextContents(),
+    ).toContain('Note');
     const results = benPage.page.locator('.results');
     const found = () => results.locator('li').evaluateAll((items) => items.map((li: any) => li.dataset.id).sort());
     await benPage.page.getByLabel('Words to find').fill('flux');
@@ -176,6 +192,11 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     await eventually(found).toEqual([inside, deeper, own].sort());
     await benPage.page.getByLabel('Only what others shared with me').check();
     await eventually(found).toEqual([inside, deeper].sort());
+    // The address holds the search: a reload repeats it.
+    expect(new URL(benPage.page.url()).hash).toBe('#/search?q=flux&shared=1');
+    await benPage.page.reload();
+    await eventually(found).toEqual([inside, deeper].sort());
+    expect(await benPage.page.getByLabel('Only what others shared with me').isChecked()).toBe(true);
     await benPage.page.getByLabel('Words to find').fill('');
     await benPage.page.getByRole('button', { name: 'Search', exact: true }).click();
     await eventually(found).toEqual([folder, inside, deeper, budget].sort());

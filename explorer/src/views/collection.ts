@@ -23,6 +23,8 @@ interface CollectionOptions {
   anchor: string | null;
   /** Extra controls for a relation of the page (a revoke button on a grant, say). */
   relationActions?: (relation: GraphElement) => HTMLElement | null;
+  /** Which nodes to list (all when absent): the index leaves out the person's own sign-in tokens. */
+  shown?: (node: GraphElement) => boolean;
   /** Called with every page loaded (the diagram adds what it holds). */
   onPage?: (page: Collection) => void;
 }
@@ -66,7 +68,7 @@ function renderPage(
     if (person) return principalName(person, id);
     return `an element you cannot see (${id.slice(0, 8)})`;
   };
-  const items = page.nodes.map((node) => {
+  const items = page.nodes.filter(options.shown ?? (() => true)).map((node) => {
     const link = h('a', { href: `#/${node.id}` }, labelOf(node));
     const relations = relationsOf(node.id);
     if (relations.length === 0) return h('li', { 'data-id': node.id }, link, ' ', typeBadge(node.type));

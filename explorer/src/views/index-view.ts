@@ -46,7 +46,14 @@ export async function renderIndex(main: HTMLElement): Promise<void> {
       h(
         'div',
         { class: 'element-main' },
-        collectionSection({ heading: 'Index', path: '/', anchor: null, pageSize: 25 }),
+        collectionSection({
+          heading: 'Index',
+          path: '/',
+          anchor: null,
+          pageSize: 25,
+          // A sign-in token is the service's own record of a session, not something the person made.
+          shown: (node) => node.type !== 'Token',
+        }),
       ),
       h('div', { class: 'element-side' }, form),
     ),

@@ -8,7 +8,41 @@ import { attempt } from '../problem.js';
 import { typeBadge } from '../types.js';
 import { advancedSearch } from './advanced-search.js';
 
-let lastWords = '';
+/** The search shown, as the address keeps it (`#/search?q=…&type=…&shared=1`): a reload or a link repeats it. */
+interface Asked {
+  q: string;
+  type: string;
+  shared: boolean;
+}
+
+function askedOf(hash: string): Asked | null {
+  const query = hash.split('?')[1];
+  if (query === undefined) return null;
+  const params = new URLSearchParams(query);
+  return { q: params.get('q') ?? '', type: params.get('type') ?? '', shared: params.get('shared') === '1' };
+}
+
+function remember(asked: Asked): void {
+  const params = new URLSearchParams({ q: asked.q });
+  if (asked.type) params.set('type', asked.type);
+  if (asked.shared) params.set('shared', '1');
+  // Replaced, not pushed: the address follows the search without a history entry (and a redraw) per search.
+  history.replaceState(null, '', `#/search?${params}`);
+  last = asked;
+}
+
+/** The last search of this tab, for coming back to Search from elsewhere. */
+let last: Asked | null = null;
+
+/** The types to filter by: those the service knows (GET /graph-structure) and those among the results. */
+let knownTypes: Promise<string[]> | null = null;
+function typesInUse(): Promise<string[]> {
+  knownTypes ??= request<{ nodeTypes: string[]; relationTypes: string[] }>('GET', '/graph-structure').then(
+    (answer) => [...answer.body.nodeTypes, ...answer.body.relationTypes],
+    () => [],
+  );
+  return knownTypes;
+}
 
 /** The words to highlight: the query without its operators and quotes. */
 function wordsOf(query: string): string[] {
@@ -117,9 +151,21 @@ function resultItem(element: GraphElement, words: string[]): HTMLElement {
 }
 
 export async function renderSearch(main: HTMLElement): Promise<void> {
-  const box = h('input', { type: 'search', name: 'q', value: lastWords, autocomplete: 'off' });
+  const asked = askedOf(location.hash) ?? last;
+  last = asked;
+  const box = h('input', { type: 'search', name: 'q', value: asked?.q ?? '', autocomplete: 'off' });
   const type = h('select', { name: 'type' }, h('option', { value: '' }, 'All types'));
-  const shared = h('input', { type: 'checkbox', id: 'only-shared' });
+  const shared = h('input', { type: 'checkbox', id: 'only-shared', checked: asked?.shared ?? false });
+  const fillTypes = async (more: string[]) => {
+    const chosen = type.value || (last?.type ?? '');
+    const types = [...new Set([...(await typesInUse()), ...more])].sort();
+    replace(
+      type,
+      h('option', { value: '' }, 'All types'),
+      types.map((t) => h('option', { value: t }, t)),
+    );
+    type.value = types.includes(chosen) ? chosen : '';
+  };
   const everything = h('input', { type: 'checkbox', id: 'show-all' });
   const results = h('div', { class: 'results', 'aria-live': 'polite' });
   let found: GraphElement[] = [];
@@ -156,24 +202,18 @@ export async function renderSearch(main: HTMLElement): Promise<void> {
   );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    lastWords = box.value;
+    remember({ q: box.value, type: type.value, shared: shared.checked });
     // A failed search leaves no earlier results under its error.
     found = [];
     replace(results);
     void attempt(results, async () => {
       if (shared.checked) sharedIds ??= await sharedWithMe();
       found = await find(box.value, shared.checked ? sharedIds : null);
-      const types = [...new Set(found.map((e) => e.type))].sort();
-      const chosen = type.value;
-      replace(
-        type,
-        h('option', { value: '' }, 'All types'),
-        types.map((t) => h('option', { value: t }, t)),
-      );
-      type.value = types.includes(chosen) ? chosen : '';
+      await fillTypes(found.map((e) => e.type));
       await show();
     });
   });
+  type.addEventListener('change', () => remember({ q: box.value, type: type.value, shared: shared.checked }));
   for (const control of [type, everything]) control.addEventListener('change', () => void attempt(results, show));
   // What was shared is asked of the service, so that a result beyond the first page is not missed.
   shared.addEventListener('change', () => form.requestSubmit());
@@ -188,5 +228,6 @@ export async function renderSearch(main: HTMLElement): Promise<void> {
     h('section', { 'aria-labelledby': 'results-heading' }, h('h2', { id: 'results-heading' }, 'Results'), results),
     advanced,
   );
-  if (lastWords !== '') form.requestSubmit();
+  await fillTypes([]);
+  if (asked) form.requestSubmit();
 }
