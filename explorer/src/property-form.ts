@@ -57,6 +57,19 @@ function rowValue(row: Row): unknown {
   }
 }
 
+/** Marks the rows whose value does not fit their type, and says the first beside the form. */
+function markInvalid(rows: Row[], problem: HTMLElement): void {
+  let first: Error | null = null;
+  for (const row of rows) {
+    const v = row.key.value.trim() === '' ? null : rowValue(row);
+    if (v instanceof Error) row.value.setAttribute('aria-invalid', 'true');
+    else row.value.removeAttribute('aria-invalid');
+    if (v instanceof Error) first ??= v;
+  }
+  // The JSON box is left at the last valid value: said, so that the two are not taken to agree.
+  problem.textContent = first ? `${first.message} The JSON box keeps the last valid value.` : '';
+}
+
 export interface PropertyForm {
   element: HTMLElement;
   /** The object the rows make, or an Error naming the first row that is not valid. */
@@ -67,18 +80,8 @@ export interface PropertyForm {
 export function propertyForm(initial: Record<string, unknown>, onChange: () => void): PropertyForm {
   const rows: Row[] = [];
   const body = h('div', { class: 'property-rows' });
-  // The first row whose value does not fit its type, said beside the form (the JSON box keeps the last valid value).
   const problem = h('p', { class: 'form-error', 'aria-live': 'polite' });
-  const check = () => {
-    let first: Error | null = null;
-    for (const row of rows) {
-      const v = row.key.value.trim() === '' ? null : rowValue(row);
-      if (v instanceof Error) row.value.setAttribute('aria-invalid', 'true');
-      else row.value.removeAttribute('aria-invalid');
-      if (v instanceof Error) first ??= v;
-    }
-    problem.textContent = first ? `${first.message} The JSON box keeps the last valid value.` : '';
-  };
+  const check = () => markInvalid(rows, problem);
   const changed = () => {
     check();
     onChange();

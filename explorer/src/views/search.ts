@@ -34,6 +34,18 @@ function remember(asked: Asked): void {
 /** The last search of this tab, for coming back to Search from elsewhere. */
 let last: Asked | null = null;
 
+/** Fills the type filter, keeping the type chosen (or the one the address asked for) when it is still offered. */
+async function fillTypeFilter(type: HTMLSelectElement, more: string[]): Promise<void> {
+  const chosen = type.value || (last?.type ?? '');
+  const types = [...new Set([...(await typesInUse()), ...more])].sort();
+  replace(
+    type,
+    h('option', { value: '' }, 'All types'),
+    types.map((t) => h('option', { value: t }, t)),
+  );
+  type.value = types.includes(chosen) ? chosen : '';
+}
+
 /** The types to filter by: those the service knows (GET /graph-structure) and those among the results. */
 let knownTypes: Promise<string[]> | null = null;
 function typesInUse(): Promise<string[]> {
@@ -156,16 +168,7 @@ export async function renderSearch(main: HTMLElement): Promise<void> {
   const box = h('input', { type: 'search', name: 'q', value: asked?.q ?? '', autocomplete: 'off' });
   const type = h('select', { name: 'type' }, h('option', { value: '' }, 'All types'));
   const shared = h('input', { type: 'checkbox', id: 'only-shared', checked: asked?.shared ?? false });
-  const fillTypes = async (more: string[]) => {
-    const chosen = type.value || (last?.type ?? '');
-    const types = [...new Set([...(await typesInUse()), ...more])].sort();
-    replace(
-      type,
-      h('option', { value: '' }, 'All types'),
-      types.map((t) => h('option', { value: t }, t)),
-    );
-    type.value = types.includes(chosen) ? chosen : '';
-  };
+  const fillTypes = (more: string[]) => fillTypeFilter(type, more);
   const everything = h('input', { type: 'checkbox', id: 'show-all' });
   const results = h('div', { class: 'results', 'aria-live': 'polite' });
   let found: GraphElement[] = [];
