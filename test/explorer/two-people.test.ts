@@ -147,6 +147,10 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     const children = adaPage.page.locator('[data-collection="children"]');
     await eventually(() => children.textContent()).toContain('this OWNS Flux plan');
     expect(await children.textContent()).not.toContain('OWNS this');
+    // The diagram draws who created each child too, though those links are on none of the folder's own pages.
+    const diagram = adaPage.page.locator('.diagram-text');
+    for (const name of ['Projects', 'Flux plan', 'Budget'])
+      await eventually(() => diagram.textContent()).toContain(`${ada.name} —CREATED→ ${name}`);
 
     // A child: its parents say who owns it, Related reads in the relation's direction, and "Shared with" names no
     // folder as a person.

@@ -1,7 +1,15 @@
 // One element: its properties, parents, children and related elements, the neighbourhood on the diagram, and, when
 // the service says the caller may write (`Allow`), the forms to create children and relations, to share it, its
 // file's controls, and deletion. A read-only element says so in a banner and offers no write control.
-import { type Abilities, abilitiesOf, type Collection, type GraphElement, getElement, labelOf } from '../api.js';
+import {
+  type Abilities,
+  abilitiesOf,
+  type Collection,
+  type GraphElement,
+  getCollection,
+  getElement,
+  labelOf,
+} from '../api.js';
 import type { Diagram } from '../diagram.js';
 import { h, replace } from '../dom.js';
 import { dirtyElement } from '../drafts.js';
@@ -107,7 +115,13 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
     h(
       'div',
       { class: 'element-layout' },
-      h('div', { class: 'element-main' }, properties, fileSection(element, may, onChanged), collections(id, addPage)),
+      h(
+        'div',
+        { class: 'element-main' },
+        properties,
+        fileSection(element, may, onChanged),
+        collections(id, addPage, (page) => linksOfChildren(page, view)),
+      ),
       h('div', { class: 'element-side' }, diagramSection(element, view), sideForms(element, may)),
     ),
   );
@@ -210,12 +224,20 @@ function factsList(element: GraphElement): HTMLElement {
 }
 
 /** Parents (grants included; they are revoked from Share), children and related elements, each page drawn. */
-function collections(id: string, addPage: (page: Collection) => void) {
+function collections(id: string, addPage: (page: Collection) => void, addChildren: (page: Collection) => void) {
   return h(
     'div',
     { class: 'collections' },
     collectionSection({ heading: 'Parents', path: `/${id}/parents`, anchor: id, onPage: addPage }),
-    collectionSection({ heading: 'Children', path: `/${id}/children`, anchor: id, onPage: addPage }),
+    collectionSection({
+      heading: 'Children',
+      path: `/${id}/children`,
+      anchor: id,
+      onPage: (page) => {
+        addPage(page);
+        addChildren(page);
+      },
+    }),
     collectionSection({ heading: 'Related', path: `/${id}/related`, anchor: id, onPage: addPage }),
   );
 }
@@ -233,6 +255,19 @@ function diagramSection(element: GraphElement, view: Diagram): HTMLElement {
     view.element,
     h('button', { type: 'button', onclick: reset }, 'Reset diagram'),
   );
+}
+
+/**
+ * The relations of each child on the page to what the diagram shows (who CREATED it, a link between two children):
+ * they are on none of the element's own pages. Only relations are added: the diagram draws those whose two ends it
+ * already holds, so the picture does not grow by the children's neighbours.
+ */
+function linksOfChildren(page: Collection, view: Diagram): void {
+  for (const child of page.nodes)
+    void getCollection(`/${child.id}/related?pageSize=25`).then(
+      (related) => view.add(related.relations),
+      () => {},
+    );
 }
 
 async function loadEnds(relation: GraphElement, view: Diagram): Promise<void> {
