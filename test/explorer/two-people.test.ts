@@ -114,6 +114,7 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     expect(await page.locator('.form-error').textContent()).toBe('');
     await page.getByRole('button', { name: 'Save properties' }).click();
     await eventually(async () => (await h.request('GET', `/${note}`, { token: ada.token })).json.data.priority).toBe(2);
+    await eventually(() => page.locator('main .notice').first().textContent()).toBe('Properties saved.');
     const { created, updated, ...data } = (await h.request('GET', `/${note}`, { token: ada.token })).json.data;
     expect(data).toEqual({ name: 'Launch checklist', reviewer: null, priority: 2, tags: ['a', null] });
     // Drawn again after the save, the form and the JSON still hold it.

@@ -49,10 +49,13 @@ async function sharedDiagram(): Promise<Diagram> {
 function refresh(main: HTMLElement, id: string): void {
   if (location.hash.toLowerCase() !== `#/${id}`) return;
   const kept = [...main.querySelectorAll<HTMLFormElement>(KEPT_FORMS)];
+  // The outcome shown at the top (saved, uploaded) stays through the redraws that the change itself causes.
+  const notice = main.querySelector(':scope > .notice');
   const focused = document.activeElement;
   void renderElement(main, id).then(() => {
     for (const form of kept)
       main.querySelector(`form[aria-labelledby="${form.getAttribute('aria-labelledby')}"]`)?.replaceWith(form);
+    if (notice && !main.querySelector(':scope > .notice')) main.querySelector('h1')?.after(notice);
     if (focused instanceof HTMLElement && main.contains(focused)) focused.focus();
   });
 }

@@ -1,10 +1,11 @@
 // An element's properties: the form and the JSON box side by side for those who may write (with unsaved edits
 // kept as a draft and a warning before they are lost), a plain list for those who may only read.
 import { ApiError, type GraphElement, instanceConfiguration, request } from '../api.js';
-import { announce, h } from '../dom.js';
+import { h } from '../dom.js';
 import { dirtyElement, drafts, markDirty } from '../drafts.js';
 import { jsonEditor } from '../json-editor.js';
 import { type Conflict, changesBetween, mergeEdit, sameValue } from '../merge.js';
+import { tell } from '../notice.js';
 import { problemView } from '../problem.js';
 import { inSavedOrder, propertyForm, saveOrder } from '../property-form.js';
 import { mergeNotice } from './conflict.js';
@@ -152,7 +153,7 @@ async function save(
   saveOrder(id, value);
   // The service keeps no null on a change (a merge patch's null removes the property): said, not hidden.
   const emptied = Object.keys(patch).filter((key) => patch[key] === null && key in value);
-  announce(
+  tell(
     emptied.length === 0
       ? 'Properties saved.'
       : `Properties saved. Set to Empty, ${emptied.map((k) => `“${k}”`).join(', ')} ${emptied.length === 1 ? 'is' : 'are'} removed.`,
