@@ -1,7 +1,15 @@
 // Unsaved edits of an element's properties. They are kept in the tab's session storage, so that an edit survives
-// signing in again after the sign-in ended; leaving the page on purpose (after the warning) drops it.
+// signing in again after the sign-in ended; leaving the page on purpose (after the warning) drops it. Each edit
+// keeps the version it was made on (its properties and ETag): a newer version is merged with it, never overwritten.
 
 const KEY = 'trellis-explorer-drafts';
+
+/** An unsaved edit, the properties it was made on and their ETag (null for an edit kept before these were). */
+export interface Draft {
+  value: Record<string, unknown>;
+  base: Record<string, unknown> | null;
+  etag: string | null;
+}
 
 function all(): Record<string, unknown> {
   try {
@@ -11,12 +19,18 @@ function all(): Record<string, unknown> {
   }
 }
 
+function isDraft(entry: unknown): entry is Draft {
+  return typeof entry === 'object' && entry !== null && 'value' in entry && 'base' in entry && 'etag' in entry;
+}
+
 export const drafts = {
-  get(id: string): unknown {
-    return all()[id];
+  get(id: string): Draft | undefined {
+    const entry = all()[id];
+    if (entry === undefined) return undefined;
+    return isDraft(entry) ? entry : { value: entry as Record<string, unknown>, base: null, etag: null };
   },
-  set(id: string, value: unknown): void {
-    sessionStorage.setItem(KEY, JSON.stringify({ ...all(), [id]: value }));
+  set(id: string, draft: Draft): void {
+    sessionStorage.setItem(KEY, JSON.stringify({ ...all(), [id]: draft }));
   },
   drop(id: string): void {
     const { [id]: _dropped, ...rest } = all();

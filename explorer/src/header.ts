@@ -1,7 +1,8 @@
 // The header's right side: who is signed in and Sign out, or a Sign in link. Updated whenever the session changes
 // (here, in another tab, or when the service ends it).
 import { type GraphElement, instanceConfiguration, request } from './api.js';
-import { announce, h, replace } from './dom.js';
+import { h, replace } from './dom.js';
+import { tell } from './notice.js';
 import { navigate } from './router.js';
 import { session } from './session.js';
 
@@ -27,7 +28,7 @@ export async function signOut(): Promise<void> {
   await request('DELETE', '/token').catch(() => {});
   session.signOut();
   forgetUser();
-  announce('Signed out.');
+  tell('Signed out.');
   navigate('#/account');
 }
 

@@ -1,10 +1,16 @@
 // A message for the next view (what a delete left behind, say): shown once at the top of <main>, then gone.
-import { h } from './dom.js';
+import { announce, h } from './dom.js';
 
 let pending: { text: string; items: string[] } | null = null;
 
 export function setNotice(text: string, items: string[] = []): void {
   pending = { text, items };
+}
+
+/** An outcome said aloud and shown on the view drawn next (signed in, uploaded, created), not only to a screen reader. */
+export function tell(text: string): void {
+  announce(text);
+  setNotice(text);
 }
 
 /** The pending message as an element (null when there is none); taking it clears it. */

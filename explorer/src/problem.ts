@@ -10,7 +10,7 @@ const PLAIN: Record<number, string> = {
   403: 'You are not allowed to do this.',
   404: 'This element does not exist, or it is not shared with you.',
   409: 'This conflicts with the current state of the element.',
-  412: 'Someone changed this element since you opened it. Your edit is kept: reload the page to see their version.',
+  412: 'This element was changed elsewhere (in another tab, or by someone else) since you opened it. Nothing was changed: reload the page to see the new version.',
   413: 'This is larger than the service accepts.',
   415: 'The service does not accept this kind of content.',
   422: 'The service could not accept this.',
@@ -30,7 +30,8 @@ export function plainMessage(error: unknown): string {
 export function problemView(error: unknown): HTMLElement {
   if (!(error instanceof ApiError)) return h('div', { class: 'problem', role: 'alert' }, plainMessage(error));
   const { problem, status } = error;
-  const detail = problem?.detail && problem.detail !== plainMessage(error) ? problem.detail : null;
+  // A failed precondition's detail speaks of headers (If-Match, ETag): the plain sentence says all a person needs.
+  const detail = status !== 412 && problem?.detail && problem.detail !== plainMessage(error) ? problem.detail : null;
   return h(
     'div',
     { class: 'problem', role: 'alert', 'data-status': status },

@@ -41,7 +41,9 @@ function rowValue(row: Row): unknown {
       return text.trim() === '' || Number.isNaN(n) ? new Error(`“${row.key.value}” is not a number.`) : n;
     }
     case 'boolean':
-      return /^(true|yes)$/i.test(text.trim());
+      if (/^(true|yes)$/i.test(text.trim())) return true;
+      if (/^(false|no)$/i.test(text.trim())) return false;
+      return new Error(`“${row.key.value}” is not yes or no.`);
     case 'null':
       return null;
     case 'json':
@@ -55,6 +57,19 @@ function rowValue(row: Row): unknown {
   }
 }
 
+/** Marks the rows whose value does not fit their type, and says the first beside the form. */
+function markInvalid(rows: Row[], problem: HTMLElement): void {
+  let first: Error | null = null;
+  for (const row of rows) {
+    const v = row.key.value.trim() === '' ? null : rowValue(row);
+    if (v instanceof Error) row.value.setAttribute('aria-invalid', 'true');
+    else row.value.removeAttribute('aria-invalid');
+    if (v instanceof Error) first ??= v;
+  }
+  // The JSON box is left at the last valid value: said, so that the two are not taken to agree.
+  problem.textContent = first ? `${first.message} The JSON box keeps the last valid value.` : '';
+}
+
 export interface PropertyForm {
   element: HTMLElement;
   /** The object the rows make, or an Error naming the first row that is not valid. */
@@ -65,6 +80,12 @@ export interface PropertyForm {
 export function propertyForm(initial: Record<string, unknown>, onChange: () => void): PropertyForm {
   const rows: Row[] = [];
   const body = h('div', { class: 'property-rows' });
+  const problem = h('p', { class: 'form-error', 'aria-live': 'polite' });
+  const check = () => markInvalid(rows, problem);
+  const changed = () => {
+    check();
+    onChange();
+  };
   const makeRow = (key: string, value: unknown): Row => {
     const id = uid('prop');
     const kind = kindOf(value);
@@ -87,10 +108,10 @@ export function propertyForm(initial: Record<string, unknown>, onChange: () => v
     remove.addEventListener('click', () => {
       rows.splice(rows.indexOf(row), 1);
       row.element.remove();
-      onChange();
+      changed();
     });
     row.element = h('div', { class: 'property-row' }, keyInput, kindSelect, valueInput, remove);
-    for (const control of [keyInput, kindSelect, valueInput]) control.addEventListener('input', onChange);
+    for (const control of [keyInput, kindSelect, valueInput]) control.addEventListener('input', changed);
     return row;
   };
   const setValue = (value: Record<string, unknown>) => {
@@ -99,6 +120,7 @@ export function propertyForm(initial: Record<string, unknown>, onChange: () => v
       body,
       rows.map((row) => row.element),
     );
+    check();
   };
   setValue(initial);
   const addRow = () => {
@@ -112,6 +134,7 @@ export function propertyForm(initial: Record<string, unknown>, onChange: () => v
     { class: 'property-form' },
     h('legend', null, 'Properties as a form'),
     body,
+    problem,
     h('button', { type: 'button', class: 'small', onclick: addRow }, 'Add property'),
   );
   const value = (): Record<string, unknown> | Error => {

@@ -8,8 +8,9 @@ import {
   instanceConfiguration,
   request,
 } from '../api.js';
-import { announce, field, h, replace } from '../dom.js';
+import { field, h, replace } from '../dom.js';
 import { currentUser, forgetUser, signOut } from '../header.js';
+import { tell } from '../notice.js';
 import { attempt } from '../problem.js';
 import { navigate } from '../router.js';
 import { session } from '../session.js';
@@ -32,7 +33,7 @@ function signedIn(token: string): void {
   const shared = (document.getElementById('shared-computer') as HTMLInputElement | null)?.checked ?? false;
   session.signIn(token, shared);
   forgetUser();
-  announce('Signed in.');
+  tell('Signed in.');
   navigate(session.takeReturn());
 }
 

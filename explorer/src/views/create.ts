@@ -3,13 +3,16 @@
 import { createElement, type GraphElement, getElement, labelOf, request, type SearchResponse } from '../api.js';
 import { announce, field, h, replace, uid } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
+import { tell } from '../notice.js';
 import { attempt } from '../problem.js';
+import { saveOrder } from '../property-form.js';
 import { navigate } from '../router.js';
 import { typeBadge } from '../types.js';
 
 const TYPE_RULE = /^[A-Za-z][A-Za-z0-9_]*$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const TYPE_HINT = 'A letter, then letters, digits or _ (for example Note or HAS_TAG).';
+const TYPE_HINT = 'A letter, then letters, digits or _ (for example Note or Folder).';
+const RELATION_HINT = 'A letter, then letters, digits or _, usually in capitals, such as FOLLOWS or HAS_TAG.';
 
 /** A type field that states its rule and says plainly when the text breaks it. */
 export function typeField(label: string, hint = TYPE_HINT) {
@@ -37,8 +40,12 @@ export function createChildSection(parent: string): HTMLElement {
     if (type.check() === null || value === undefined) return type.input.reportValidity();
     await attempt(status, async () => {
       const id = await createElement({ type: type.input.value, data: value }, parent);
+      saveOrder(id, value as Record<string, unknown>);
+      if (!another) {
+        tell('Child created.');
+        return navigate(`#/${id}`);
+      }
       announce('Child created.');
-      if (!another) return navigate(`#/${id}`);
       data.setValue({});
       replace(
         status,
@@ -67,12 +74,17 @@ export function createChildSection(parent: string): HTMLElement {
   return form;
 }
 
+/** The words as a person types them: the last one may be the start of a word ("Budg" finds "Budget"). */
+function asTyped(words: string): string {
+  return /[\p{L}\p{N}]$/u.test(words) ? `${words}*` : words;
+}
+
 /** Nodes whose properties match the words, for picking the other end of a relation. */
 async function findNodes(words: string): Promise<GraphElement[]> {
   const steps = [
     {
       type: 'searchengine-query-dsl-mixin',
-      query: { simple_query_string: { query: words, default_operator: 'and' } },
+      query: { simple_query_string: { query: asTyped(words), default_operator: 'and' } },
       parameters: { pageSize: 10 },
     },
   ];
@@ -123,7 +135,7 @@ function nodePicker(self: string) {
 }
 
 export function createRelationSection(self: string): HTMLElement {
-  const type = typeField('Relation type', `${TYPE_HINT} Usually in capitals, such as FOLLOWS.`);
+  const type = typeField('Relation type', RELATION_HINT);
   const other = nodePicker(self);
   const direction = h(
     'select',
@@ -145,12 +157,16 @@ export function createRelationSection(self: string): HTMLElement {
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     void attempt(status, async () => {
-      if (type.check() === null) throw new Error(`The relation type is not valid. ${TYPE_HINT}`);
+      if (type.check() === null) throw new Error(`The relation type is not valid. ${RELATION_HINT}`);
       const target = other.picked();
       if (!target) throw new Error('Search for the other element by name and choose it from the list.');
       const [start, end] = direction.value === 'out' ? [self, target.id] : [target.id, self];
       await createElement({ type: type.input.value, start, end, data: {} });
-      announce('Relation created.');
+      tell(
+        direction.value === 'out'
+          ? `Relation created: this ${type.input.value} ${labelOf(target)}.`
+          : `Relation created: ${labelOf(target)} ${type.input.value} this.`,
+      );
       navigate(`#/${self}`);
     });
   });

@@ -63,9 +63,10 @@ async function subtreeOf(
 }
 
 async function describe(element: GraphElement) {
-  const [children, related] = await Promise.all([
+  const [children, related, parents] = await Promise.all([
     everything(`/${element.id}/children`),
     everything(`/${element.id}/related`),
+    everything(`/${element.id}/parents`, 1),
   ]);
   const ends = related.relations.flatMap((r) => [r.start!, r.end!]).filter((id) => id !== element.id);
   const people = await principalsById(ends);
@@ -79,13 +80,15 @@ async function describe(element: GraphElement) {
     element.file ? h('li', null, `its file (${formatSize(element.file.contentLength)})`) : null,
     related.relations.map((r) => h('li', null, `the relation “${relationText(r, element.id, names)}”`)),
   );
-  return { children: children.nodes, goes };
+  // Where to go afterwards: the folder it was in (a person or group owning it is no place to land).
+  const parent = parents.nodes.find((node) => node.type !== 'User' && node.type !== 'Group') ?? null;
+  return { children: children.nodes, goes, parent };
 }
 
 export function deleteSection(element: GraphElement): HTMLElement {
   const status = h('div');
   const run = async () => {
-    const { children, goes } = await describe(element);
+    const { children, goes, parent } = await describe(element);
     const subtree = h('input', { type: 'checkbox', id: 'delete-subtree' });
     const stays =
       children.length === 0
@@ -106,7 +109,7 @@ export function deleteSection(element: GraphElement): HTMLElement {
             ),
           ];
     const question = `Delete ${labelOf(element)}?`;
-    if (!(await confirmDialog(question, 'Delete', h('p', null, 'Deleted:'), goes, ...(stays ?? [])))) return;
+    if (!(await confirmDialog(question, 'Delete', h('p', null, 'To be deleted:'), goes, ...(stays ?? [])))) return;
     const left: string[] = [];
     if (subtree.checked) {
       const { deletable, kept } = await subtreeOf(element.id);
@@ -120,7 +123,7 @@ export function deleteSection(element: GraphElement): HTMLElement {
     const said = left.length === 0 ? 'Deleted.' : `Deleted. ${count(left.length, 'child')} could not be deleted:`;
     announce(said);
     setNotice(said, left);
-    navigate('#/');
+    navigate(parent ? `#/${parent.id}` : '#/');
   };
   return h(
     'section',

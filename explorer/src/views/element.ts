@@ -1,12 +1,21 @@
 // One element: its properties, parents, children and related elements, the neighbourhood on the diagram, and, when
 // the service says the caller may write (`Allow`), the forms to create children and relations, to share it, its
 // file's controls, and deletion. A read-only element says so in a banner and offers no write control.
-import { type Abilities, abilitiesOf, type Collection, type GraphElement, getElement, labelOf } from '../api.js';
+import {
+  type Abilities,
+  abilitiesOf,
+  type Collection,
+  type GraphElement,
+  getCollection,
+  getElement,
+  labelOf,
+} from '../api.js';
 import type { Diagram } from '../diagram.js';
 import { h, replace } from '../dom.js';
 import { dirtyElement } from '../drafts.js';
 import { formatDate } from '../format.js';
 import { follow } from '../live.js';
+import { takeNotice } from '../notice.js';
 import { problemView } from '../problem.js';
 import { navigate } from '../router.js';
 import { typeBadge } from '../types.js';
@@ -40,10 +49,13 @@ async function sharedDiagram(): Promise<Diagram> {
 function refresh(main: HTMLElement, id: string): void {
   if (location.hash.toLowerCase() !== `#/${id}`) return;
   const kept = [...main.querySelectorAll<HTMLFormElement>(KEPT_FORMS)];
+  // The outcome shown at the top (saved, uploaded) stays through the redraws that the change itself causes.
+  const notice = main.querySelector(':scope > .notice');
   const focused = document.activeElement;
   void renderElement(main, id).then(() => {
     for (const form of kept)
       main.querySelector(`form[aria-labelledby="${form.getAttribute('aria-labelledby')}"]`)?.replaceWith(form);
+    if (notice && !main.querySelector(':scope > .notice')) main.querySelector('h1')?.after(notice);
     if (focused instanceof HTMLElement && main.contains(focused)) focused.focus();
   });
 }
@@ -106,10 +118,19 @@ export async function renderElement(main: HTMLElement, id: string): Promise<void
     h(
       'div',
       { class: 'element-layout' },
-      h('div', { class: 'element-main' }, properties, fileSection(element, may, onChanged), collections(id, addPage)),
+      h(
+        'div',
+        { class: 'element-main' },
+        properties,
+        fileSection(element, may, onChanged),
+        collections(id, addPage, (page) => linksOfChildren(page, view)),
+      ),
       h('div', { class: 'element-side' }, diagramSection(element, view), sideForms(element, may)),
     ),
   );
+  // An outcome of this page's own action (an upload, a relation) drawn again with the element.
+  const notice = takeNotice();
+  if (notice) main.querySelector('h1')?.after(notice);
   view.focus(id);
   goLive(main, id, element.start !== undefined, view);
 }
@@ -135,7 +156,7 @@ function goLive(main: HTMLElement, id: string, relation: boolean, view: Diagram)
     (event) => {
       if (event.event === 'deleted' && event.data.id) view.remove(event.data.id);
       if (event.event === 'deleted' && event.data.id === id) return gone();
-      if (dirtyElement() === id) return changedElsewhere(main, id);
+      if (dirtyElement() === id) return changedElsewhere(main, id, event.data.id === id);
       clearTimeout(timer);
       timer = setTimeout(() => refresh(main, id), 150);
     },
@@ -143,16 +164,23 @@ function goLive(main: HTMLElement, id: string, relation: boolean, view: Diagram)
   );
 }
 
-/** Someone else changed the element while this person edits it: say so, and let them choose when to look. */
-function changedElsewhere(main: HTMLElement, id: string): void {
-  if (main.querySelector('.changed-elsewhere')) return;
+/**
+ * The element (or what is under it) changed elsewhere while this person edits it: say so, and let them choose when
+ * to look. The feed does not say who changed it, so the words fit another tab of the same person too.
+ */
+function changedElsewhere(main: HTMLElement, id: string, itself: boolean): void {
+  const shown = main.querySelector('.changed-elsewhere');
+  if (shown && (!itself || shown.hasAttribute('data-itself'))) return;
+  shown?.remove();
   main
     .querySelector('h1')
     ?.after(
       h(
         'p',
-        { class: 'banner changed-elsewhere', role: 'status' },
-        'Someone else changed this element. Your unsaved edit is kept. ',
+        { class: 'banner changed-elsewhere', role: 'status', 'data-itself': itself },
+        itself
+          ? 'This element was changed elsewhere (in another tab, or by someone else). Your unsaved edit is kept. '
+          : 'Something under this element was changed elsewhere. Your unsaved edit is kept. ',
         h('button', { type: 'button', class: 'small', onclick: () => refresh(main, id) }, 'Show the new version'),
       ),
     );
@@ -199,12 +227,20 @@ function factsList(element: GraphElement): HTMLElement {
 }
 
 /** Parents (grants included; they are revoked from Share), children and related elements, each page drawn. */
-function collections(id: string, addPage: (page: Collection) => void) {
+function collections(id: string, addPage: (page: Collection) => void, addChildren: (page: Collection) => void) {
   return h(
     'div',
     { class: 'collections' },
     collectionSection({ heading: 'Parents', path: `/${id}/parents`, anchor: id, onPage: addPage }),
-    collectionSection({ heading: 'Children', path: `/${id}/children`, anchor: id, onPage: addPage }),
+    collectionSection({
+      heading: 'Children',
+      path: `/${id}/children`,
+      anchor: id,
+      onPage: (page) => {
+        addPage(page);
+        addChildren(page);
+      },
+    }),
     collectionSection({ heading: 'Related', path: `/${id}/related`, anchor: id, onPage: addPage }),
   );
 }
@@ -222,6 +258,19 @@ function diagramSection(element: GraphElement, view: Diagram): HTMLElement {
     view.element,
     h('button', { type: 'button', onclick: reset }, 'Reset diagram'),
   );
+}
+
+/**
+ * The relations of each child on the page to what the diagram shows (who CREATED it, a link between two children):
+ * they are on none of the element's own pages. Only relations are added: the diagram draws those whose two ends it
+ * already holds, so the picture does not grow by the children's neighbours.
+ */
+function linksOfChildren(page: Collection, view: Diagram): void {
+  for (const child of page.nodes)
+    void getCollection(`/${child.id}/related?pageSize=25`).then(
+      (related) => view.add(related.relations),
+      () => {},
+    );
 }
 
 async function loadEnds(relation: GraphElement, view: Diagram): Promise<void> {

@@ -2,8 +2,9 @@
 // file chooser) over the resumable protocol, with a progress bar, pause, resume and cancel.
 import type * as tus from 'tus-js-client';
 import { type Abilities, authHeaders, type GraphElement, instanceConfiguration, request } from '../api.js';
-import { announce, h, replace, uid } from '../dom.js';
+import { h, replace, uid } from '../dom.js';
 import { formatSize } from '../format.js';
+import { tell } from '../notice.js';
 import { attempt } from '../problem.js';
 
 const MiB = 2 ** 20;
@@ -34,6 +35,9 @@ function currentFile(element: GraphElement, writable: boolean, onChanged: () => 
     h(
       'dl',
       { class: 'facts' },
+      // The uploaded name is known to the browser it was uploaded from; elsewhere, the name the download gets.
+      h('dt', null, 'Name'),
+      h('dd', { 'data-file': 'name' }, uploadedName(element) ?? `${element.data.name ?? element.id}.${file.extension}`),
       h('dt', null, 'Size'),
       h(
         'dd',
@@ -56,7 +60,7 @@ function currentFile(element: GraphElement, writable: boolean, onChanged: () => 
           onclick: () =>
             void attempt(status, async () => {
               await request('DELETE', `/${element.id}/file`);
-              announce('File deleted.');
+              tell('File deleted.');
               onChanged();
             }),
         },
@@ -250,7 +254,7 @@ async function startUpload(
     },
     onSuccess: () => {
       setState('done', 'Uploaded.');
-      announce('File uploaded.');
+      tell(`File uploaded: ${file.name} (${formatSize(file.size)}).`);
       onChanged();
     },
     // The package's types predate its IETF-draft protocols.

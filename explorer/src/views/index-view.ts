@@ -1,8 +1,10 @@
 // The index (GET /): the top-level nodes the user may read, paged, and a form to create a node.
 import { createElement } from '../api.js';
-import { announce, h, replace } from '../dom.js';
+import { h, replace } from '../dom.js';
 import { jsonEditor } from '../json-editor.js';
+import { tell } from '../notice.js';
 import { attempt } from '../problem.js';
+import { saveOrder } from '../property-form.js';
 import { navigate } from '../router.js';
 import { collectionSection } from './collection.js';
 import { typeField } from './create.js';
@@ -30,7 +32,8 @@ export async function renderIndex(main: HTMLElement): Promise<void> {
     if (value === undefined) return;
     void attempt(status, async () => {
       const id = await createElement({ type: type.input.value, data: value });
-      announce('Node created.');
+      saveOrder(id, value as Record<string, unknown>);
+      tell('Node created.');
       navigate(`#/${id}`);
     });
   });
@@ -43,7 +46,14 @@ export async function renderIndex(main: HTMLElement): Promise<void> {
       h(
         'div',
         { class: 'element-main' },
-        collectionSection({ heading: 'Index', path: '/', anchor: null, pageSize: 25 }),
+        collectionSection({
+          heading: 'Index',
+          path: '/',
+          anchor: null,
+          pageSize: 25,
+          // A sign-in token is the service's own record of a session, not something the person made.
+          shown: (node) => node.type !== 'Token',
+        }),
       ),
       h('div', { class: 'element-side' }, form),
     ),

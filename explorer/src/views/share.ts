@@ -8,13 +8,15 @@ import {
   findPrincipals,
   type GraphElement,
   getCollection,
+  labelOf,
   type Principal,
   principalName,
   principalsById,
   request,
 } from '../api.js';
-import { announce, field, h, replace } from '../dom.js';
+import { field, h, replace } from '../dom.js';
 import { currentUser } from '../header.js';
+import { tell } from '../notice.js';
 import { attempt, plainMessage } from '../problem.js';
 import { navigate } from '../router.js';
 import { confirmDialog } from './dialog.js';
@@ -29,6 +31,7 @@ const LEVELS: { type: string; label: string }[] = [
   { type: 'OWNS', label: 'Full access (owner: edit, share, delete, and everything under it)' },
 ];
 const GRANT_TYPES = LEVELS.map((level) => level.type);
+const PRINCIPAL_TYPES = new Set(['User', 'Group']);
 const levelOf = (type: string) => LEVELS.find((level) => level.type === type)?.label ?? type;
 
 /** The people chosen so far, each with a button that takes them off the list. */
@@ -104,34 +107,47 @@ export function shareSection(id: string): HTMLElement {
         await createElement({ type: level.value, start: person.id, end: id, data: {} });
         people.shift();
       }
-      announce(`Shared: ${levelOf(level.value)}.`);
+      tell(`Shared: ${levelOf(level.value)}.`);
       navigate(`#/${id}`);
     });
   });
   return form;
 }
 
-/** Everyone with a grant on the element, by name, with a Revoke button each. */
+/**
+ * Everyone with a grant on the element, by name, with a Revoke button each. An OWNS from a folder (the element is
+ * inside it) is no person: it is said as what it means, that the folder's access reaches the element too.
+ */
 function sharedWith(id: string): HTMLElement {
   const list = h('div', { class: 'shared-with' }, h('p', null, 'Loading…'));
   void attempt(list, async () => {
     const grants: GraphElement[] = [];
+    const parents = new Map<string, GraphElement>();
     let path: string | null = `/${id}/parents`;
     for (let pages = 0; path !== null && pages < 20; pages += 1) {
       const page: Collection = await getCollection(path);
       grants.push(...page.relations.filter((r) => r.end === id && GRANT_TYPES.includes(r.type)));
+      for (const node of page.nodes) parents.set(node.id, node);
       path = page.links.next;
     }
     const names = await principalsById(grants.map((grant) => grant.start!));
+    const folderOf = (grant: GraphElement) => {
+      const parent = parents.get(grant.start!);
+      return grant.type === 'OWNS' && !names.get(grant.start!) && parent && !PRINCIPAL_TYPES.has(parent.type)
+        ? parent
+        : null;
+    };
+    const people = grants.filter((grant) => folderOf(grant) === null);
+    const folders = grants.flatMap((grant) => folderOf(grant) ?? []);
     replace(
       list,
       h('h3', null, 'Shared with'),
-      grants.length === 0
+      people.length === 0
         ? h('p', null, 'Nobody yet.')
         : h(
             'ul',
             { class: 'grants' },
-            grants.map((grant) =>
+            people.map((grant) =>
               h(
                 'li',
                 { 'data-grant': grant.id },
@@ -142,6 +158,15 @@ function sharedWith(id: string): HTMLElement {
               ),
             ),
           ),
+      folders.map((folder) =>
+        h(
+          'p',
+          { class: 'inherited' },
+          'Inside ',
+          h('a', { href: `#/${folder.id}` }, labelOf(folder)),
+          ': whoever it is shared with has the same access here.',
+        ),
+      ),
     );
   });
   return list;
@@ -168,7 +193,7 @@ function revokeButton(relation: GraphElement, person: Principal | null | undefin
     if (!(await confirmDialog(question, own ? 'Give up ownership' : 'Revoke', warning))) return;
     try {
       await request('DELETE', `/${relation.id}`);
-      announce(`Access of ${name} revoked.`);
+      tell(`Access of ${name} revoked.`);
       navigate(`#/${relation.end}`);
     } catch (error) {
       status.textContent = plainMessage(error);
