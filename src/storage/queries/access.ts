@@ -88,7 +88,10 @@ function searchableSetwise(user: string): string {
   // A necessary condition of every relation rule (its start is the caller, its end is reachable, or a grant
   // reaches the relation itself); the exact check runs only behind it.
   const relationSuperset = `(e.start_id = ${user} OR ${reachable('e.end_id')} OR ${reachable('e.id')})`;
+  // A relation whose two ends the caller may read is searchable (trellis_allows); when the caller's principals hold
+  // no HAS_SEARCH_ACCESS, what it may search is what it may read, so the set-wise rule decides that clause too.
   return `CASE WHEN e.start_id IS NULL THEN ${reachable('e.id')}
+    WHEN (SELECT search_is_read FROM setwise) AND ${reachable('e.start_id')} AND ${reachable('e.end_id')} THEN true
     WHEN ${relationSuperset} THEN ${inlineCheck(user, 'SEARCH', 'e')}
     ELSE false END`;
 }
@@ -205,7 +208,8 @@ export const ACCESS_SET_CAPS = { grants: 10_000 };
 /**
  * The CTEs the set-wise checks read, for the caller `$1`:
  *   grants   the ends of the relations granting `permission` from the caller or its groups (at most caps.grants + 1)
- *   setwise  whether `grants` is complete, i.e. whether the checks may hash it (else they decide per candidate)
+ *   setwise  whether `grants` is complete, i.e. whether the checks may hash it (else they decide per candidate),
+ *            and whether the caller's principals hold no HAS_SEARCH_ACCESS (then SEARCH reaches what READ does)
  *   caller_keys  the caller's keys: which nodes may be decided from their rows (nodeFromRow), and for SEARCH
  *                the keys the search index files nodes under (searchableIndexed)
  * `caps` is a parameter so that the tests can run both ways of deciding on a small graph.
@@ -216,7 +220,9 @@ export const accessSetsCtes = (permission: 'READ' | 'SEARCH', caps = ACCESS_SET_
       AND g.type IN (${GRANT_TYPES[permission].map((t) => `'${t}'`).join(', ')})
     LIMIT ${caps.grants + 1}),
   setwise AS MATERIALIZED (
-    SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok),
+    SELECT (SELECT count(*) FROM grants) <= ${caps.grants} AS ok,
+      NOT EXISTS (SELECT 1 FROM elements g
+                  WHERE g.start_id = ANY(${principalsSql('$1::uuid')}) AND g.type = 'HAS_SEARCH_ACCESS') AS search_is_read),
   ${callerKeysCte(permission)}`;
 
 /**
