@@ -40,6 +40,8 @@ export interface SearchEngineOptions {
   /** Limit hits to nodes of these types / relations of these types; both absent = all elements. */
   nodeTypes: string[] | null;
   relationTypes: string[] | null;
+  /** Up to how many hits totalHits is exact (track_total_hits; absent: TOTAL_HITS_EXACT_UP_TO). */
+  trackTotalHits?: number;
   /** `sort` and `search_after`; null or absent: by score, then id. */
   sort?: Sort | null;
 }

@@ -154,6 +154,23 @@ describeBackends('search sort and search_after', (h) => {
     expect(inner).toBeTruthy();
   });
 
+  it('counts as far as track_total_hits says', async () => {
+    const none = await list(h(), ada.token, { sort: [{ priority: 'asc' }], track_total_hits: false });
+    expect(none.status, none.text).toBe(200);
+    expect([none.json.totalHits, none.json.totalHitsRelation]).toEqual([0, 'gte']);
+    expect(names(none).length).toBeGreaterThan(0);
+    const three = await list(h(), ada.token, { sort: [{ priority: 'asc' }], track_total_hits: 3 });
+    expect([three.json.totalHits, three.json.totalHitsRelation]).toEqual([3, 'gte']);
+    const all = await list(h(), ada.token, { nodeTypes: ['Nothing'], track_total_hits: 3 });
+    expect([all.json.totalHits, all.json.totalHitsRelation]).toEqual([0, 'eq']);
+    await expectBadContent(
+      h(),
+      ada.token,
+      { track_total_hits: 10_001 },
+      /track_total_hits must be true, false or an integer/,
+    );
+  });
+
   describe('refuses', () => {
     it('a sort on a field of mixed kinds or of objects, and .keyword of numbers', async () => {
       await createElement(h(), ada.token, { type: 'Mixed', data: { v: 1 } });

@@ -7,7 +7,13 @@ import type { Settings } from '../../config/schema.js';
 import { badContent } from '../../errors.js';
 import { type ExpressionOptions, resolveExpressions } from '../../search/language/expressions.js';
 import { parseSort } from '../../search/language/sort.js';
-import type { DebugFields, PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
+import {
+  type DebugFields,
+  type PathsOutput,
+  type SearchEngineOptions,
+  type SearchEngineOutput,
+  TOTAL_HITS_EXACT_UP_TO,
+} from '../../search/results.js';
 import { type ElementId, isPlainObject as isObject, parseElementId } from '../../values.js';
 import type { ElementJson } from '../elements/representation.js';
 import { type Metrics, noMetrics } from '../metrics.js';
@@ -343,6 +349,7 @@ function engineOptions(step: Step, p: JsonObject): SearchEngineOptions {
     nodeTypes: types('nodeTypes'),
     relationTypes: types('relationTypes'),
     sort,
+    trackTotalHits: trackTotalHits(p.track_total_hits, where),
   };
 }
 
@@ -354,6 +361,20 @@ function listing(output: SearchEngineOutput | null): string {
   if (output === null) return '';
   const { totalHits, totalHitsRelation, searchAfter } = output;
   return `,"totalHits":${totalHits},"totalHitsRelation":"${totalHitsRelation}"${searchAfter ? `,"searchAfter":${JSON.stringify(searchAfter)}` : ''}`;
+}
+
+/**
+ * `track_total_hits` as Elasticsearch takes it: true (the default bound), false (no count: 0 and `gte` once there
+ * is a hit) or how far the count is exact, at most the default bound.
+ */
+function trackTotalHits(value: unknown, where: string): number {
+  if (value === undefined || value === null || value === true) return TOTAL_HITS_EXACT_UP_TO;
+  if (value === false) return 0;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > TOTAL_HITS_EXACT_UP_TO)
+    throw badContent(
+      `${where}.track_total_hits must be true, false or an integer from 0 to ${TOTAL_HITS_EXACT_UP_TO}.`,
+    );
+  return value;
 }
 
 /** What later steps see of a step's output in `stepResults`. */

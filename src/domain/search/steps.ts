@@ -5,7 +5,12 @@ import { parseCypher } from '../../search/language/cypher-parse.js';
 import type { CypherLimits } from '../../search/language/limits.js';
 import { parseQueryDsl } from '../../search/language/query-dsl.js';
 import type { SortKey } from '../../search/language/sort.js';
-import type { PathsOutput, SearchEngineOptions, SearchEngineOutput } from '../../search/results.js';
+import {
+  type PathsOutput,
+  type SearchEngineOptions,
+  type SearchEngineOutput,
+  TOTAL_HITS_EXACT_UP_TO,
+} from '../../search/results.js';
 import type { Tx } from '../transactions.js';
 import type { SearchEngine } from './ports.js';
 
@@ -51,6 +56,9 @@ function combined(userId: string, query: unknown, options: SearchEngineOptions):
     ...(options.minScore === null ? {} : { min_score: options.minScore }),
     ...(options.sort ? { sort: options.sort.keys.map(sortClause) } : {}),
     ...(options.sort?.after ? { search_after: options.sort.after } : {}),
+    ...(options.trackTotalHits === undefined || options.trackTotalHits === TOTAL_HITS_EXACT_UP_TO
+      ? {}
+      : { track_total_hits: options.trackTotalHits }),
     query: { bool: { must: [query, accessFilter, ...types] } },
   };
 }

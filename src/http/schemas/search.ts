@@ -22,7 +22,7 @@ const Step = Type.Object(
     ),
     parameters: Type.Optional(
       FreeFormObject(
-        'page, pageSize, minScore, nodeTypes, relationTypes, sort (Elasticsearch syntax: [{"created": "desc"}, {"priority": {"order": "asc", "missing": "_last"}}, "_score"]), search_after (the searchAfter of the previous page), and values for expressions and $names.',
+        'page, pageSize, minScore, nodeTypes, relationTypes, sort (Elasticsearch syntax: [{"created": "desc"}, {"priority": {"order": "asc", "missing": "_last"}}, "_score"]), search_after (the searchAfter of the previous page), track_total_hits (true, false or how far to count), and values for expressions and $names.',
       ),
     ),
   },

@@ -132,7 +132,8 @@ async function searchIndex(
 }
 
 const NOTHING: SearchEngineOutput = { elements: [], totalHits: 0, totalHitsRelation: 'eq', maxScore: null };
-const COUNT_TO = TOTAL_HITS_EXACT_UP_TO + 1;
+/** How far the count goes: one past where it is exact, which tells an exact total from a lower bound. */
+const countTo = (options: SearchEngineOptions) => (options.trackTotalHits ?? TOTAL_HITS_EXACT_UP_TO) + 1;
 
 /** Whether the highest score is told: without a sort, or with one that names `_score`. */
 const scored = (options: SearchEngineOptions) => !options.sort || options.sort.keys.some((k) => k.k === 'score');
@@ -148,7 +149,7 @@ function keyedStatement(parts: SearchParts, options: SearchEngineOptions): strin
   ),
   kept AS (SELECT * FROM hits ${parts.minScore === null ? '' : `WHERE score >= ${parts.minScore}`})
   SELECT agg.*, w.id, w.type, w.score, w.sort
-  FROM (SELECT (SELECT count(*) FROM (SELECT 1 FROM kept LIMIT ${COUNT_TO}) counted) AS total,
+  FROM (SELECT (SELECT count(*) FROM (SELECT 1 FROM kept LIMIT ${countTo(options)}) counted) AS total,
                ${scored(options) ? '(SELECT max(score) FROM kept)' : 'NULL::float8'} AS max_score${sort.kinds.map((k) => `, ${k.sql} AS ${k.alias}`).join('')}) agg
   LEFT JOIN LATERAL (
     SELECT id, type, score, ${sort.values ?? 'NULL::jsonb'} AS sort FROM kept ${sort.after === null ? '' : `WHERE ${sort.after}`}
@@ -166,7 +167,7 @@ function walkStatement(parts: SearchParts, order: WalkOrder, sort: Sort | null, 
   const { params } = parts;
   const minScore = parts.minScore === null ? '' : `AND ${parts.score} >= ${parts.minScore}`;
   return `WITH ${parts.ctes}
-  SELECT (SELECT count(*) FROM (SELECT 1 FROM elements e WHERE ${parts.where} ${minScore} LIMIT ${COUNT_TO}) counted) AS total,
+  SELECT (SELECT count(*) FROM (SELECT 1 FROM elements e WHERE ${parts.where} ${minScore} LIMIT ${countTo(options)}) counted) AS total,
          ${scored(options) ? 'first_value(w.score) OVER ()' : 'NULL::float8'} AS max_score, w.id, w.type, w.score, w.sort
   FROM (
     SELECT h.id, h.type, h.score, ${parts.sort.values ?? 'NULL::jsonb'} AS sort FROM (
@@ -201,10 +202,11 @@ async function runStatement(
       metadata: r.sort === null ? { score: r.score! } : { score: r.score!, sort: r.sort },
     }));
   const counted = Number(first?.total ?? 0);
+  const exactUpTo = options.trackTotalHits ?? TOTAL_HITS_EXACT_UP_TO;
   return {
     elements,
-    totalHits: Math.min(counted, TOTAL_HITS_EXACT_UP_TO),
-    totalHitsRelation: counted > TOTAL_HITS_EXACT_UP_TO ? 'gte' : 'eq',
+    totalHits: Math.min(counted, exactUpTo),
+    totalHitsRelation: counted > exactUpTo ? 'gte' : 'eq',
     maxScore: first?.max_score ?? null,
   };
 }
