@@ -47,7 +47,7 @@ describeBackends('search totalHits bound', (h) => {
       ['Bulk', BULK, 'bulk'],
       ['Rare', 3, 'bulk extra'],
     ]);
-  }, 60_000);
+  }, 240_000); // catches a hang only: the bulk load and its rebuild take most of it
 
   /** One search-engine step (and its implicit hydration) with debug: its step output and its debug entry. */
   const engineStep = async (query: unknown, parameters: Record<string, unknown> = {}, user = alice) => {

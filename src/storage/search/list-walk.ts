@@ -21,6 +21,12 @@ export interface WalkOrder {
 export const WALK_ROWS_PER_HIT = 40;
 const MAX_WALK_ROWS = 10_000;
 
+/**
+ * Rows the count along the walk reads per hit it counts before the search index counts instead: a caller who may
+ * see one in three of the rows in the walk's order is counted along it.
+ */
+export const WALK_COUNT_ROWS_PER_HIT = 3;
+
 /** The order to walk in, or null when no index keeps the list's order. */
 export function walkOrder(query: DslQuery, sort: Sort | null): WalkOrder | null {
   if (sort === null) return query.k === 'all' ? { column: 'id', desc: false } : null;

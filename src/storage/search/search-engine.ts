@@ -24,7 +24,14 @@ import { ACCESS_SET_CAPS, accessSetsCtes, inlineCheck, readsMuch, searchableInde
 import { preparedName } from '../queries/statement-names.js';
 import { queryable } from '../transactions.js';
 import { readableElements } from './hydration.js';
-import { WALK_ROWS_PER_HIT, type WalkOrder, walkedRows, walkOrder, walkRows } from './list-walk.js';
+import {
+  WALK_COUNT_ROWS_PER_HIT,
+  WALK_ROWS_PER_HIT,
+  type WalkOrder,
+  walkedRows,
+  walkOrder,
+  walkRows,
+} from './list-walk.js';
 
 /** The SearchEngine port on the database. `caps`: access.ts ACCESS_SET_CAPS, for tests. */
 export function sqlSearchEngine(caps = ACCESS_SET_CAPS): SearchEngine {
@@ -166,8 +173,14 @@ function keyedStatement(parts: SearchParts, options: SearchEngineOptions): strin
 function walkStatement(parts: SearchParts, order: WalkOrder, sort: Sort | null, options: SearchEngineOptions): string {
   const { params } = parts;
   const minScore = parts.minScore === null ? '' : `AND ${parts.score} >= ${parts.minScore}`;
+  // The count along the walk too, while it finds enough hits within a bound of rows: what it reads then depends on
+  // the bound of the count, not on the graph (the search index would yield everything filed under the caller's keys).
+  const to = countTo(options);
+  const walkCount = `(SELECT count(*) FROM (
+      SELECT 1 FROM (${walkedRows(order, null, WALK_COUNT_ROWS_PER_HIT * to, params)}) e WHERE ${parts.where} ${minScore} LIMIT ${to}) walked)`;
+  const keyedCount = `(SELECT count(*) FROM (SELECT 1 FROM elements e WHERE ${parts.where} ${minScore} LIMIT ${to}) counted)`;
   return `WITH ${parts.ctes}
-  SELECT (SELECT count(*) FROM (SELECT 1 FROM elements e WHERE ${parts.where} ${minScore} LIMIT ${countTo(options)}) counted) AS total,
+  SELECT CASE WHEN ${walkCount} = ${to} THEN ${to} ELSE ${keyedCount} END AS total,
          ${scored(options) ? 'first_value(w.score) OVER ()' : 'NULL::float8'} AS max_score, w.id, w.type, w.score, w.sort
   FROM (
     SELECT h.id, h.type, h.score, ${parts.sort.values ?? 'NULL::jsonb'} AS sort FROM (
