@@ -109,8 +109,18 @@ function searchableSetwise(user: string): string {
 export function searchableIndexed(user: string): string {
   return `${searchKeysSql('e')} && (SELECT keys FROM caller_keys)
       AND CASE WHEN e.start_id IS NULL AND (SELECT direct FROM caller_keys) THEN ${nodeFromRow}
+        WHEN e.start_id IS NOT NULL AND (SELECT direct FROM caller_keys) AND (SELECT search_is_read FROM setwise)
+             AND ${endFromRow('e.start_id')} AND ${endFromRow('e.end_id')} THEN true
         ELSE ${searchableSetwise(user)} END`;
 }
+
+/**
+ * A relation's end decided from its row, as nodeFromRow decides a node (only a node: a relation's keys are not its
+ * readers): one probe of the primary key, where the set-wise rule probes the end's owners and creators.
+ */
+const endFromRow = (id: string) =>
+  `EXISTS (SELECT 1 FROM elements x WHERE x.id = ${id} AND x.start_id IS NULL
+             AND (x.access_keys && (SELECT keys FROM caller_keys) OR x.id = ANY((SELECT keys FROM caller_keys)::uuid[])))`;
 
 /**
  * READ for many rows at once (hydration in the search pipeline, whose statement must define
