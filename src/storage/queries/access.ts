@@ -111,8 +111,19 @@ export function searchableIndexed(user: string): string {
       AND CASE WHEN e.start_id IS NULL AND (SELECT direct FROM caller_keys) THEN ${nodeFromRow}
         WHEN e.start_id IS NOT NULL AND (SELECT direct FROM caller_keys) AND (SELECT search_is_read FROM setwise)
              AND ${endFromRow('e.start_id')} AND ${endFromRow('e.end_id')} THEN true
+        WHEN e.start_id IS NOT NULL AND (SELECT direct FROM caller_keys) AND trellis_is_access_type(e.type)
+             AND ${ownedEnd(user)} THEN true
         ELSE ${searchableSetwise(user)} END`;
 }
+
+/**
+ * An access relation whose end the caller's groups own is searchable (trellis_allows). With `direct`, a key of the
+ * end's row that is one of the caller's principals other than the caller is one of its owners (only the caller may
+ * have created anything), so the row decides: one probe of the primary key.
+ */
+const ownedEnd = (user: string) =>
+  `EXISTS (SELECT 1 FROM elements x WHERE x.id = e.end_id AND x.start_id IS NULL
+             AND x.access_keys && array_remove((SELECT principals FROM caller_keys), ${user}))`;
 
 /**
  * A relation's end decided from its row, as nodeFromRow decides a node (only a node: a relation's keys are not its
@@ -168,11 +179,11 @@ const DIRECT_KEYS_CAP = 64;
  * read every CREATED of the caller (docs/decisions/013-set-wise-access.md).
  */
 const callerKeysCte = (permission: 'READ' | 'SEARCH') => `caller_keys AS MATERIALIZED (
-    SELECT k.keys, k.grant_ends,
+    SELECT k.keys, k.grant_ends, k.principals,
       cardinality(k.keys) <= ${DIRECT_KEYS_CAP} AND NOT EXISTS (
         SELECT 1 FROM elements c WHERE c.start_id = ANY(array_remove(k.keys, $1::uuid)) AND c.type = 'CREATED') AS direct
     FROM (
-      SELECT p.ids || g.ends AS keys, g.ends AS grant_ends
+      SELECT p.ids || g.ends AS keys, g.ends AS grant_ends, p.ids AS principals
       FROM (SELECT ${principalsSql('$1::uuid')} AS ids OFFSET 0) p,
       LATERAL (SELECT ARRAY(
         SELECT g.end_id FROM unnest(p.ids) q(id), LATERAL (
