@@ -84,7 +84,11 @@ export async function startTrellis(
  * `trellis serve` as installed (bin/trellis.js), on its own and outside a run's phases (the soak, the registration
  * flood): data in `work`, on the PostgreSQL server at `databaseUrl` or the embedded database when null.
  */
-export async function startStandaloneTrellis(work: string, databaseUrl: string | null): Promise<ServerProcess> {
+export async function startStandaloneTrellis(
+  work: string,
+  databaseUrl: string | null,
+  configFile?: string,
+): Promise<ServerProcess> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -95,6 +99,7 @@ export async function startStandaloneTrellis(work: string, databaseUrl: string |
   };
   for (const key of ['DATABASE_URL', 'TRELLIS_CONFIG', 'ANONYMOUS_USER_UUID']) delete env[key];
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  if (configFile) env.TRELLIS_CONFIG = configFile;
   return startServer({
     name: 'trellis',
     command: process.execPath,
