@@ -183,20 +183,21 @@ export async function renderSearch(main: HTMLElement): Promise<void> {
   let generation = 0;
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    const chosen = sort.value();
-    remember({ q: box.value, type: type.value, shared: shared.checked, sort: chosen });
+    const wanted = { q: box.value, type: type.value, shared: shared.checked, sort: sort.value() };
+    const all = everything.checked;
+    remember(wanted);
     generation += 1;
     const mine = generation;
     // A failed search leaves no earlier results under its error (attempt empties the slot first).
     void attempt(results, async () => {
       try {
         const known = await graphStructure();
-        if (shared.checked) sharedIds ??= await sharedWithMe();
-        const parameters = typeParameters(type.value, everything.checked, known);
-        const search = { words: box.value, sort: chosen, parameters, shared: shared.checked ? sharedIds : null };
+        if (wanted.shared) sharedIds ??= await sharedWithMe();
+        const parameters = typeParameters(wanted.type, all, known);
+        const search = { words: wanted.q, sort: wanted.sort, parameters, shared: wanted.shared ? sharedIds : null };
         const words = wordsOf(search.words);
         const current = () => mine === generation;
-        const item = (element: GraphElement) => resultItem(element, words, chosen);
+        const item = (element: GraphElement) => resultItem(element, words, wanted.sort);
         await showPages(results, (after) => findPage(search, after), item, current);
         if (mine === generation) fillTypeFilter(type, known);
       } catch (error) {
