@@ -37,6 +37,11 @@ export interface Collection {
 export interface SearchResponse {
   type: '_SearchResultResponse';
   results: GraphElement[];
+  /** How many hits the last query step has: exact when `totalHitsRelation` is "eq", a lower bound when "gte". */
+  totalHits?: number;
+  totalHitsRelation?: 'eq' | 'gte';
+  /** With a sort and a full page: the `search_after` that continues right after the last hit. */
+  searchAfter?: unknown[];
   debug?: DebugEntry[];
 }
 
