@@ -3,29 +3,21 @@
 // search by a word in any property, a sign-in that ends and returns to the page with the edit kept, the warning
 // before unsaved edits are lost, sign-in across tabs, and a phone's 390 x 844 screen. Each flow makes its own data.
 
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.js';
+import type { Page } from 'playwright-core';
+import { expect, it } from 'vitest';
 import { attachFile, describeBackends } from '../helpers/harness.js';
 import {
-  buildExplorer,
   create,
   eventually,
   expectAccessible,
   namedUser,
   openElement,
+  sharedBrowser,
   signedInPage,
   TOKEN_KEY,
 } from './helpers.js';
 
-let browser: Browser;
-beforeAll(async () => {
-  buildExplorer();
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = sharedBrowser();
 
 /** The names of the buttons, inputs and forms in <main>: what a person could act on. */
 const controlsOf = (page: Page) =>
@@ -55,7 +47,7 @@ describeBackends('Explorer flows', (service) => {
     await attachFile(h, ada.token, project, Buffer.alloc(3 * 1024 * 1024, 1), 'plan.bin');
     await create(h, ada.token, { type: 'HAS_READ_ACCESS', start: grace.id, end: project, data: {} });
 
-    const { page, context } = await signedInPage(browser, h.url, grace.token);
+    const { page, context } = await signedInPage(browser(), h.url, grace.token);
     await openElement(page, h.url, project, 'Shared plan');
     expect(await page.getByRole('note').textContent()).toContain('Read only.');
     const seen = await controlsOf(page);
@@ -71,7 +63,7 @@ describeBackends('Explorer flows', (service) => {
     await expectAccessible(page, 'read-only element');
     await context.close();
 
-    const owner = await signedInPage(browser, h.url, ada.token);
+    const owner = await signedInPage(browser(), h.url, ada.token);
     await openElement(owner.page, h.url, project, 'Shared plan');
     expect(await owner.page.getByRole('note').count()).toBe(0);
     for (const name of ['Save properties', 'Delete element', 'Create child', 'Delete file'])
@@ -85,7 +77,7 @@ describeBackends('Explorer flows', (service) => {
     const grace = await user('Grace');
     const alan = await user('Alan');
     const project = await create(h, ada.token, { type: 'Project', data: { name: 'Apollo' } });
-    const { page, context, errors } = await signedInPage(browser, h.url, ada.token);
+    const { page, context, errors } = await signedInPage(browser(), h.url, ada.token);
     await openElement(page, h.url, project, 'Apollo');
     const share = page.getByRole('form', { name: 'Share' });
     expect(await share.getByLabel('Access', { exact: true }).inputValue()).toBe('HAS_READ_ACCESS');
@@ -136,7 +128,7 @@ describeBackends('Explorer flows', (service) => {
     await create(h, ada.token, { type: 'HAS_READ_ACCESS', start: grace.id, end: parent, data: {} });
     await attachFile(h, ada.token, parent, Buffer.alloc(2500, 1), 'notes.txt');
 
-    const { page, context } = await signedInPage(browser, h.url, ada.token);
+    const { page, context } = await signedInPage(browser(), h.url, ada.token);
     await openElement(page, h.url, parent, 'Parent');
     await page.getByRole('button', { name: 'Delete element' }).click();
     const dialog = page.getByRole('dialog');
@@ -172,7 +164,7 @@ describeBackends('Explorer flows', (service) => {
     });
     const recipe = await create(h, ada.token, { type: 'Recipe', data: { name: 'Paella', needs: [word] } });
     await create(h, ada.token, { type: 'NEEDS', start: recipe, end: note, data: { why: word } });
-    const { page, context } = await signedInPage(browser, h.url, ada.token);
+    const { page, context } = await signedInPage(browser(), h.url, ada.token);
     await page.goto(`${h.url}/explorer/#/search`);
     const box = page.getByLabel('Words to find');
     await box.fill(word);
@@ -205,7 +197,7 @@ describeBackends('Explorer flows', (service) => {
     const h = service();
     const ada = await user('Ada');
     const note = await create(h, ada.token, { type: 'Note', data: { name: 'Draft', words: 1 } });
-    const { page, context } = await signedInPage(browser, h.url, ada.token);
+    const { page, context } = await signedInPage(browser(), h.url, ada.token);
     await openElement(page, h.url, note, 'Draft');
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
     await page.getByLabel('Value of words').fill('42');
@@ -244,7 +236,7 @@ describeBackends('Explorer flows', (service) => {
     const h = service();
     const ada = await user('Ada');
     const note = await create(h, ada.token, { type: 'Note', data: { name: 'Order' } });
-    const { page, context } = await signedInPage(browser, h.url, ada.token);
+    const { page, context } = await signedInPage(browser(), h.url, ada.token);
     await openElement(page, h.url, note, 'Order');
     await page.getByLabel('Properties (JSON object)').fill('{"zeta": 1, "name": "Order", "alpha": 2}');
     await page.getByRole('button', { name: 'Save properties' }).click();
@@ -279,7 +271,7 @@ describeBackends('Explorer flows', (service) => {
     const ada = await user('Ada');
     const apollo = await create(h, ada.token, { type: 'Project', data: { name: `Apollo ${n}` } });
     const artemis = await create(h, ada.token, { type: 'Project', data: { name: `Artemis ${n}` } });
-    const { page, context } = await signedInPage(browser, h.url, ada.token);
+    const { page, context } = await signedInPage(browser(), h.url, ada.token);
     await openElement(page, h.url, artemis, `Artemis ${n}`);
     const relation = page.getByRole('form', { name: 'New relation' });
     await relation.getByLabel('Relation type').fill('follows me');
@@ -317,7 +309,7 @@ describeBackends('Explorer flows', (service) => {
     const h = service();
     const ada = await user('Ada');
     for (const shared of [false, true]) {
-      const { page, context } = await signedInPage(browser, h.url, null);
+      const { page, context } = await signedInPage(browser(), h.url, null);
       const login = page.getByRole('form', { name: 'Log in' });
       if (shared) await page.getByLabel('This is a shared computer').check();
       await login.getByLabel('Email').fill(ada.email);
@@ -349,7 +341,7 @@ describeBackends('Explorer flows', (service) => {
       data: { name: 'A rather long project name to wrap' },
     });
     await create(h, ada.token, { type: 'Note', data: { name: 'Child' } }, project);
-    const { page, context } = await signedInPage(browser, h.url, null, { width: 390, height: 844 });
+    const { page, context } = await signedInPage(browser(), h.url, null, { width: 390, height: 844 });
     const noSidewaysScroll = () => page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth);
     await page.getByRole('form', { name: 'Log in' }).waitFor();
     expect(await noSidewaysScroll()).toBeLessThanOrEqual(390);
@@ -384,7 +376,7 @@ describeBackends(
       const h = service();
       const ada = await namedUser(h, 'ada@throttled.test', 'Ada');
       const project = await create(h, ada.token, { type: 'Project', data: { name: 'Quiet' } });
-      const { page, context } = await signedInPage(browser, h.url, ada.token);
+      const { page, context } = await signedInPage(browser(), h.url, ada.token);
       await openElement(page, h.url, project, 'Quiet');
       const share = page.getByRole('form', { name: 'Share' });
       for (const email of ['one@throttled.test', 'two@throttled.test', 'three@throttled.test']) {

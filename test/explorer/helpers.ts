@@ -4,7 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import axe from 'axe-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { launchBrowser } from '../helpers/browser.js';
 import type { ServiceClient } from '../helpers/harness.js';
 
 export const TOKEN_KEY = 'trellis-explorer-token';
@@ -14,6 +15,28 @@ export function buildExplorer(): void {
   execFileSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../../scripts/build-explorer.ts')], {
     stdio: 'inherit',
   });
+}
+
+/** One Chromium for a file's tests, the explorer built first; call the getter once beforeAll has run. */
+export function sharedBrowser(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    buildExplorer();
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => browser!;
+}
+
+/** A fresh user per call, with a unique e-mail at `domain` (the suites share one service). */
+export function uniqueUsers(service: () => ServiceClient, domain: string) {
+  let n = 0;
+  return (name: string) => {
+    n += 1;
+    return namedUser(service(), `${name.toLowerCase()}${n}@${domain}`, `${name} ${n}`);
+  };
 }
 
 /** Polls until the assertion holds (vitest's default of one second is short for a browser). */

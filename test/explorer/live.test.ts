@@ -2,20 +2,11 @@
 // same folder; what one changes (a property saved, a child created, a child deleted) appears on the other's page
 // without a reload, in the element view, the children list and the diagram. Also the browser's own EventSource
 // follows GET /events unchanged where no Authorization header is needed (an anonymous user).
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.js';
+import { expect, it } from 'vitest';
 import { describeBackends, startHarness } from '../helpers/harness.js';
-import { buildExplorer, create, eventually, namedUser, openElement, signedInPage } from './helpers.js';
+import { create, eventually, namedUser, openElement, sharedBrowser, signedInPage } from './helpers.js';
 
-let browser: Browser;
-beforeAll(async () => {
-  buildExplorer();
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = sharedBrowser();
 
 describeBackends('Explorer live changes', (service) => {
   it('shows another person’s changes to the element, its children and the diagram without a reload', async () => {
@@ -27,13 +18,13 @@ describeBackends('Explorer live changes', (service) => {
     for (const type of ['HAS_READ_ACCESS', 'HAS_UPDATE_ACCESS', 'HAS_CREATE_ACCESS', 'HAS_DELETE_ACCESS'])
       await create(h, ada.token, { type, start: grace.id, end: folder, data: {} });
 
-    const watcher = await signedInPage(browser, h.url, ada.token);
+    const watcher = await signedInPage(browser(), h.url, ada.token);
     await openElement(watcher.page, h.url, folder, 'Plans');
     await watcher.page.getByText('First note').first().waitFor();
     const loads = { count: 0 };
     watcher.page.on('framenavigated', () => loads.count++);
 
-    const editor = await signedInPage(browser, h.url, grace.token);
+    const editor = await signedInPage(browser(), h.url, grace.token);
     await openElement(editor.page, h.url, folder, 'Plans');
     const form = editor.page.getByRole('form', { name: 'Properties' });
     await form.getByLabel('Properties (JSON object)').fill('{"name": "Plans", "status": "approved by Grace"}');
@@ -68,7 +59,7 @@ describeBackends('Explorer live changes', (service) => {
     await create(h, ada.token, { type: 'HAS_UPDATE_ACCESS', start: grace.id, end: folder, data: {} });
     await create(h, ada.token, { type: 'HAS_READ_ACCESS', start: grace.id, end: folder, data: {} });
 
-    const { page, context, errors } = await signedInPage(browser, h.url, ada.token);
+    const { page, context, errors } = await signedInPage(browser(), h.url, ada.token);
     await openElement(page, h.url, folder, 'Drafts');
     const child = page.getByRole('form', { name: 'New child' });
     await child.getByLabel('Type').fill('Note');
@@ -101,7 +92,7 @@ describeBackends('Explorer live changes', (service) => {
     try {
       const doc = await create(h, owner.token, { type: 'Doc', data: { name: 'Public' } });
       await create(h, owner.token, { type: 'HAS_READ_ACCESS', start: anonymous.id, end: doc, data: {} });
-      const context = await browser.newContext();
+      const context = await browser().newContext();
       const page = await context.newPage();
       await page.goto(`${h.url}/explorer/`);
       await page.evaluate((id) => {

@@ -1,20 +1,12 @@
 // Issue 51, item 5, in Debian's Chromium on both databases: the search's results sort by name, created, updated or a
 // property typed in, either way, kept in the address; "More results" continues with the last answer's searchAfter,
 // neither repeating nor skipping; a property of mixed kinds is said plainly; Browse shows the newest nodes first.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.js';
 import { describeBackends } from '../helpers/harness.js';
-import { buildExplorer, create, eventually, expectAccessible, namedUser, signedInPage } from './helpers.js';
+import { create, eventually, expectAccessible, namedUser, sharedBrowser, signedInPage } from './helpers.js';
 
-let browser: Browser;
-beforeAll(async () => {
-  buildExplorer();
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = sharedBrowser();
 
 /** More than a page (25): thirty memos, created in an order other than their names' (7 and 30 share no factor). */
 const MEMOS = 30;
@@ -42,7 +34,7 @@ describeBackends('Explorer sorting and paging', (service) => {
       created.push(id);
       byName.set(nameOf(n), id);
     }
-    ({ context, page } = await signedInPage(browser, h.url, ada.token));
+    ({ context, page } = await signedInPage(browser(), h.url, ada.token));
   });
   afterAll(async () => {
     await context?.close();

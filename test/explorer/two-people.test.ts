@@ -2,32 +2,19 @@
 // change made in another tab is shown and merged, never saved over; a save keeps the properties it did not change,
 // nulls included; "Only what others shared with me" finds what is inside a shared folder; and every relation reads
 // as a sentence in its direction, with the name at its other end.
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { launchBrowser } from '../helpers/browser.js';
+import type { Page } from 'playwright-core';
+import { expect, it } from 'vitest';
 import { describeBackends } from '../helpers/harness.js';
-import { buildExplorer, create, eventually, namedUser, openElement, signedInPage } from './helpers.js';
+import { create, eventually, openElement, sharedBrowser, signedInPage, uniqueUsers } from './helpers.js';
 
-let browser: Browser;
-beforeAll(async () => {
-  buildExplorer();
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = sharedBrowser();
 
 /** The JSON box of the properties form, parsed. */
 const shownProperties = async (page: Page) =>
   JSON.parse(await page.getByRole('form', { name: 'Properties' }).getByLabel('Properties (JSON object)').inputValue());
 
 describeBackends('Explorer with two people and two tabs', (service) => {
-  let n = 0;
-  /** A fresh user with a unique e-mail (the suites share one service). */
-  const user = (name: string) => {
-    n += 1;
-    return namedUser(service(), `${name.toLowerCase()}${n}@two.test`, `${name} ${n}`);
-  };
+  const user = uniqueUsers(service, 'two.test');
 
   it('shows a change made in another tab, merges it with the unsaved edit, and never saves over it', async () => {
     const h = service();
@@ -36,7 +23,7 @@ describeBackends('Explorer with two people and two tabs', (service) => {
       type: 'Note',
       data: { name: 'Budget', amount: 12000, note: 'first quarter', reviewer: null },
     });
-    const tab1 = await signedInPage(browser, h.url, ada.token);
+    const tab1 = await signedInPage(browser(), h.url, ada.token);
     await openElement(tab1.page, h.url, budget, 'Budget');
     // The other tab is a second window of the same browser (the same sign-in), as a person opens it.
     const tab2 = await tab1.context.newPage();
@@ -103,7 +90,7 @@ describeBackends('Explorer with two people and two tabs', (service) => {
       type: 'Note',
       data: { name: 'Launch checklist', reviewer: null, priority: 1, tags: ['a', null] },
     });
-    const { page, context } = await signedInPage(browser, h.url, ada.token);
+    const { page, context } = await signedInPage(browser(), h.url, ada.token);
     await openElement(page, h.url, note, 'Launch checklist');
     expect(await page.getByLabel('Type of reviewer').inputValue()).toBe('null');
     // A value that does not fit its type is said at once, beside the form.
@@ -135,7 +122,7 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     const own = await create(h, ben.token, { type: 'Note', data: { name: 'Flux of my own' } });
 
     // Ada shares the folder with Ben through the explorer.
-    const adaPage = await signedInPage(browser, h.url, ada.token);
+    const adaPage = await signedInPage(browser(), h.url, ada.token);
     await openElement(adaPage.page, h.url, folder, 'Projects');
     const share = adaPage.page.getByRole('form', { name: 'Share' });
     await share.getByLabel('E-mail or name').fill(ben.email);
@@ -180,7 +167,7 @@ describeBackends('Explorer with two people and two tabs', (service) => {
 
     // Ben: "flux" finds his own note and the two inside the shared folder; ticked, only those two; an empty query
     // ticked lists everything shared with him, the folder included.
-    const benPage = await signedInPage(browser, h.url, ben.token);
+    const benPage = await signedInPage(browser(), h.url, ben.token);
     await benPage.page.goto(`${h.url}/explorer/#/`);
     const index = benPage.page.locator('[data-collection="index"]');
     await index.getByRole('link', { name: 'Projects' }).waitFor();
