@@ -179,8 +179,11 @@ function walkStatement(parts: SearchParts, order: WalkOrder, sort: Sort | null, 
   const walkCount = `(SELECT count(*) FROM (
       SELECT 1 FROM (${walkedRows(order, null, WALK_COUNT_ROWS_PER_HIT * to, params)}) e WHERE ${parts.where} ${minScore} LIMIT ${to}) walked)`;
   const keyedCount = `(SELECT count(*) FROM (SELECT 1 FROM elements e WHERE ${parts.where} ${minScore} LIMIT ${to}) counted)`;
+  // Along the primary key the rows come in random order, each on a page of its own, where the search index yields
+  // them page by page: there the index counts.
+  const total = order.column === 'id' ? keyedCount : `CASE WHEN ${walkCount} = ${to} THEN ${to} ELSE ${keyedCount} END`;
   return `WITH ${parts.ctes}
-  SELECT CASE WHEN ${walkCount} = ${to} THEN ${to} ELSE ${keyedCount} END AS total,
+  SELECT ${total} AS total,
          ${scored(options) ? 'first_value(w.score) OVER ()' : 'NULL::float8'} AS max_score, w.id, w.type, w.score, w.sort
   FROM (
     SELECT h.id, h.type, h.score, ${parts.sort.values ?? 'NULL::jsonb'} AS sort FROM (
