@@ -173,15 +173,17 @@ function keyedStatement(parts: SearchParts, options: SearchEngineOptions): strin
 function walkStatement(parts: SearchParts, order: WalkOrder, sort: Sort | null, options: SearchEngineOptions): string {
   const { params } = parts;
   const minScore = parts.minScore === null ? '' : `AND ${parts.score} >= ${parts.minScore}`;
-  // The count along the walk too, while it finds enough hits within a bound of rows: what it reads then depends on
-  // the bound of the count, not on the graph (the search index would yield everything filed under the caller's keys).
   const to = countTo(options);
-  const walkCount = `(SELECT count(*) FROM (
-      SELECT 1 FROM (${walkedRows(order, null, WALK_COUNT_ROWS_PER_HIT * to, params)}) e WHERE ${parts.where} ${minScore} LIMIT ${to}) walked)`;
   const keyedCount = `(SELECT count(*) FROM (SELECT 1 FROM elements e WHERE ${parts.where} ${minScore} LIMIT ${to}) counted)`;
-  // Along the primary key the rows come in random order, each on a page of its own, where the search index yields
-  // them page by page: there the index counts.
-  const total = order.column === 'id' ? keyedCount : `CASE WHEN ${walkCount} = ${to} THEN ${to} ELSE ${keyedCount} END`;
+  // Along created the count follows the walk while it finds enough hits within a bound of rows, so that it reads
+  // what the bound says rather than everything filed under the caller's keys. Along the primary key the rows come
+  // in random order, each on a page of its own, where the search index yields them page by page: there it counts.
+  const total =
+    order.column === 'id'
+      ? keyedCount
+      : `CASE WHEN (SELECT count(*) FROM (
+          SELECT 1 FROM (${walkedRows(order, null, WALK_COUNT_ROWS_PER_HIT * to, params)}) e
+          WHERE ${parts.where} ${minScore} LIMIT ${to}) walked) = ${to} THEN ${to} ELSE ${keyedCount} END`;
   return `WITH ${parts.ctes}
   SELECT ${total} AS total,
          ${scored(options) ? 'first_value(w.score) OVER ()' : 'NULL::float8'} AS max_score, w.id, w.type, w.score, w.sort
