@@ -241,6 +241,7 @@ describeBackends('Explorer flows', (service) => {
     await page.getByLabel('Properties (JSON object)').fill('{"zeta": 1, "name": "Order", "alpha": 2}');
     await page.getByRole('button', { name: 'Save properties' }).click();
     await eventually(async () => (await h.request('GET', `/${note}`, { token: ada.token })).json.data.alpha).toBe(2);
+    await eventually(() => page.locator('main .notice').first().textContent()).toBe('Properties saved.');
     await openElement(page, h.url, note, 'Order');
     expect(
       await page

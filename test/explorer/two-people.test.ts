@@ -110,6 +110,45 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     await context.close();
   });
 
+  it('keeps what is typed while a save is on its way, and asks before it is lost', async () => {
+    const h = service();
+    const ada = await user('Ada');
+    const note = await create(h, ada.token, { type: 'Note', data: { name: 'In flight', words: 1, pages: 1 } });
+    const { page, context } = await signedInPage(browser(), h.url, ada.token);
+    await openElement(page, h.url, note, 'In flight');
+    // The service's answer to the save is held back until the person has typed on, as on a slow network.
+    let typedOn!: () => void;
+    const typed = new Promise<void>((resolve) => (typedOn = resolve));
+    await page.route(`**/${note}`, async (route) => {
+      if (route.request().method() !== 'PATCH') return route.fallback();
+      const answer = await route.fetch();
+      await typed;
+      await route.fulfill({ response: answer });
+    });
+    await page.getByLabel('Value of words').fill('2');
+    await page.getByRole('button', { name: 'Save properties' }).click();
+    await eventually(async () => (await h.request('GET', `/${note}`, { token: ada.token })).json.data.words).toBe(2);
+    await page.getByLabel('Value of pages').fill('9');
+    typedOn();
+    await eventually(() => page.locator('main .notice').first().textContent()).toContain('Your later changes are kept');
+    await page.unroute(`**/${note}`);
+    expect(await shownProperties(page)).toMatchObject({ words: 2, pages: 9 });
+    expect((await h.request('GET', `/${note}`, { token: ada.token })).json.data.pages).toBe(1);
+    let asked = '';
+    page.once('dialog', (dialog) => {
+      asked = dialog.message();
+      void dialog.dismiss();
+    });
+    await page.getByRole('link', { name: 'Browse' }).click();
+    await eventually(() => asked).toContain('unsaved changes');
+    await page.getByRole('button', { name: 'Save properties' }).click();
+    await eventually(async () => (await h.request('GET', `/${note}`, { token: ada.token })).json.data).toMatchObject({
+      words: 2,
+      pages: 9,
+    });
+    await context.close();
+  });
+
   it('finds what is inside a folder shared with Ben, and says every relation with names, in its direction', async () => {
     const h = service();
     const ada = await user('Ada');

@@ -149,8 +149,14 @@ async function save(
     );
     return;
   }
-  drafts.drop(id);
   saveOrder(id, value);
+  // Typing went on while the save was on its way: that edit stays a draft, merged into the version just saved.
+  const later = drafts.get(id);
+  if (later !== undefined && !sameValue(later.value, value)) {
+    tell('Properties saved. Your later changes are kept: save again to keep them too.');
+    return onChanged();
+  }
+  drafts.drop(id);
   // The service keeps no null on a change (a merge patch's null removes the property): said, not hidden.
   const emptied = Object.keys(patch).filter((key) => patch[key] === null && key in value);
   tell(
