@@ -10,6 +10,7 @@ import {
   create,
   eventually,
   expectAccessible,
+  leaveAndStay,
   namedUser,
   openElement,
   sharedBrowser,
@@ -251,13 +252,7 @@ describeBackends('Explorer flows', (service) => {
     ).toEqual(['zeta', 'name', 'alpha']);
 
     await page.getByLabel('Value of zeta').fill('7');
-    let asked = '';
-    page.once('dialog', (dialog) => {
-      asked = dialog.message();
-      void dialog.dismiss();
-    });
-    await page.getByRole('link', { name: 'Browse' }).click();
-    await eventually(() => asked).toContain('unsaved changes');
+    await leaveAndStay(page);
     expect(new URL(page.url()).hash).toBe(`#/${note}`);
     expect(await page.getByLabel('Value of zeta').inputValue()).toBe('7');
     page.once('dialog', (dialog) => void dialog.accept());

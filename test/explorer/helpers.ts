@@ -68,6 +68,17 @@ export async function openElement(page: Page, url: string, id: string, name: str
   await eventually(() => page.getByText('Loading…').count()).toBe(0);
 }
 
+/** Tries to leave an element with an unsaved edit through Browse, is asked, and stays. */
+export async function leaveAndStay(page: Page): Promise<void> {
+  let asked = '';
+  page.once('dialog', (dialog) => {
+    asked = dialog.message();
+    void dialog.dismiss();
+  });
+  await page.getByRole('link', { name: 'Browse' }).click();
+  await eventually(() => asked).toContain('unsaved changes');
+}
+
 /** Fails on any axe-core violation on the page as it is. */
 export async function expectAccessible(page: Page, view: string): Promise<void> {
   // Evaluated over the DevTools protocol, which the page's Content-Security-Policy does not restrict.

@@ -5,7 +5,7 @@
 import type { Page } from 'playwright-core';
 import { expect, it } from 'vitest';
 import { describeBackends } from '../helpers/harness.js';
-import { create, eventually, openElement, sharedBrowser, signedInPage, uniqueUsers } from './helpers.js';
+import { create, eventually, leaveAndStay, openElement, sharedBrowser, signedInPage, uniqueUsers } from './helpers.js';
 
 const browser = sharedBrowser();
 
@@ -134,13 +134,7 @@ describeBackends('Explorer with two people and two tabs', (service) => {
     await page.unroute(`**/${note}`);
     expect(await shownProperties(page)).toMatchObject({ words: 2, pages: 9 });
     expect((await h.request('GET', `/${note}`, { token: ada.token })).json.data.pages).toBe(1);
-    let asked = '';
-    page.once('dialog', (dialog) => {
-      asked = dialog.message();
-      void dialog.dismiss();
-    });
-    await page.getByRole('link', { name: 'Browse' }).click();
-    await eventually(() => asked).toContain('unsaved changes');
+    await leaveAndStay(page);
     await page.getByRole('button', { name: 'Save properties' }).click();
     await eventually(async () => (await h.request('GET', `/${note}`, { token: ada.token })).json.data).toMatchObject({
       words: 2,
