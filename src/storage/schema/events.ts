@@ -167,3 +167,12 @@ $fn$;
 CREATE TRIGGER elements_event_deleted BEFORE DELETE ON elements
   FOR EACH ROW EXECUTE FUNCTION trellis_element_deleted_trigger();
 `;
+
+/**
+ * Schema change 8: the changes trigger joins its two transition tables, which have no statistics, so the planner
+ * took one row each and chose a nested loop: an UPDATE of n rows compared n² pairs (moving a tree of 10,000 nodes
+ * rewrote 20,000 relations' search keys and spent 38 s there). Without nested loops it hashes or merges them.
+ */
+export const EVENTS_JOIN = /* sql */ `
+ALTER FUNCTION trellis_elements_changed_trigger() SET enable_nestloop = off;
+`;
