@@ -20,6 +20,7 @@ export function startJobs(services: Services, config: Config, logger: Logger, ex
     { name: 'delete-expired-tokens', intervalMs: 60_000, run: () => services.accounts.deleteExpiredTokens() },
     { name: 'clean-uploads', intervalMs: 60_000, run: () => services.uploads.cleanup() },
     { name: 'prune-events', intervalMs: 60_000, run: () => services.events.prune() },
+    { name: 'prune-webhook-deliveries', intervalMs: 60_000, run: () => services.webhooks.pruneDeliveries() },
     {
       name: 'forget-credential-failures',
       intervalMs: 60_000,

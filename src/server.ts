@@ -86,6 +86,8 @@ export async function startServer(
     await app.listen({ port: config.runtime.port, host: config.runtime.host });
     const metrics = await serveMetrics(services.metrics, config.settings.metrics, logger);
     const jobs = startJobs(services, config, logger);
+    services.dispatcher.onError = (err) => logger.error({ err }, 'webhook delivery failed');
+    await services.dispatcher.start();
     const admin = embedded ? await startAdminSocket(config, services, adminCommands, logger) : null;
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.runtime.port;
@@ -98,6 +100,7 @@ export async function startServer(
         await delay(config.settings.health.shutdownDelayInSeconds * 1000);
         await admin?.close();
         await closeHttp(app);
+        await services.dispatcher.stop();
         await jobs.stop();
         await services.blobs.settled(); // background unlinks of dropped bytes
         await db.close();

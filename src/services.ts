@@ -18,11 +18,18 @@ import { Files } from './domain/files/files.js';
 import { SearchAdmission } from './domain/search/admission.js';
 import { Search, searchAdmissionLimits } from './domain/search/pipeline.js';
 import { Uploads } from './domain/uploads/uploads.js';
+import { Dispatcher } from './domain/webhooks/dispatcher.js';
+import { SecretBox } from './domain/webhooks/secrets.js';
+import { Webhooks } from './domain/webhooks/webhooks.js';
 import { Readiness } from './health/readiness.js';
 import { CountedAccessDecisions } from './metrics/access-decisions.js';
 import { measuredBlobStore } from './metrics/blob-store.js';
 import { measuredDb } from './metrics/database.js';
 import { PromMetrics } from './metrics/registry.js';
+import { webhookMetrics } from './metrics/webhooks.js';
+import { AddressPolicy } from './outbound/address-policy.js';
+import { HttpSender } from './outbound/http-sender.js';
+import { webhookKeyFrom } from './outbound/webhook-key.js';
 import { AccessDecisions } from './storage/access-decisions.js';
 import { sqlAccountStore, sqlCredentialFailureStore, sqlRegistrationCountStore } from './storage/account-store.js';
 import type { Db } from './storage/db.js';
@@ -37,6 +44,7 @@ import { checkSchemaCurrent } from './storage/schema-state.js';
 import { sqlSearchEngine } from './storage/search/search-engine.js';
 import { sqlTransactions } from './storage/transactions.js';
 import { sqlUploadStore } from './storage/upload-store.js';
+import { sqlWebhookStore } from './storage/webhook-store.js';
 import type { Tracing } from './tracing/port.js';
 import { tracedBlobStore, tracedDb } from './tracing/wrappers.js';
 
@@ -53,6 +61,9 @@ export interface Services {
   search: Search;
   /** The change feed (GET /events); it starts listening with its first subscription. */
   events: Feed;
+  /** The webhooks API; its dispatcher delivers once the server starts it (server.ts). */
+  webhooks: Webhooks;
+  dispatcher: Dispatcher;
   capacity: Capacity;
   readiness: Readiness;
   /** The Prometheus metrics (metrics.enabled), which server.ts serves on their own listener; null when off. */
@@ -107,11 +118,11 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
     now: () => clock.now(),
     signal: (onNotify) => db.listen(EVENTS_CHANNEL, onNotify),
     settings: settings.events,
+    retained: () => webhooks.retained(),
   });
+  const { webhooks, dispatcher } = webhookServices(config, db, transactions, clock, metrics);
   const capacity = new Capacity(spaceGauge(config, db), settings.storage.minFreeSpaceInBytes);
-  metrics?.observe('trellis_uploads_in_progress', 'Uploads streaming in now.', () => files.uploadSlots.inUse);
-  metrics?.observe('trellis_searches_running', 'Searches running now.', () => search.load.running);
-  metrics?.observe('trellis_searches_waiting', 'Searches waiting for their turn now.', () => search.load.waiting);
+  if (metrics) observeLoad(metrics, files, search);
   const readiness = new Readiness({
     database: () => checkSchemaCurrent(db),
     // The disk store's folder must be readable and writable; the bucket must answer (HeadBucket).
@@ -133,11 +144,44 @@ export async function createServices(config: Config, givenDb: Db, clock: Clock):
     uploads,
     search,
     events,
+    webhooks,
+    dispatcher,
     capacity,
     readiness,
     metrics,
     tracing,
   };
+}
+
+function observeLoad(metrics: PromMetrics, files: Files, search: Search) {
+  metrics.observe('trellis_uploads_in_progress', 'Uploads streaming in now.', () => files.uploadSlots.inUse);
+  metrics.observe('trellis_searches_running', 'Searches running now.', () => search.load.running);
+  metrics.observe('trellis_searches_waiting', 'Searches waiting for their turn now.', () => search.load.waiting);
+}
+
+function webhookServices(
+  { settings, runtime }: Config,
+  db: Db,
+  transactions: ReturnType<typeof sqlTransactions>,
+  clock: Clock,
+  metrics: PromMetrics | null,
+) {
+  const secrets = new SecretBox(async () => runtime.webhookKey ?? webhookKeyFrom(runtime.dataDir));
+  const sender = new HttpSender(
+    new AddressPolicy(settings.webhooks.allowedHosts),
+    settings.webhooks.timeoutInSeconds * 1000,
+  );
+  const common = { store: sqlWebhookStore, log: sqlEventLog, transactions, sender, secrets, now: () => clock.now() };
+  const dispatcher = new Dispatcher({
+    ...common,
+    signal: (onNotify) => db.listen(EVENTS_CHANNEL, onNotify),
+    settings: settings.webhooks,
+    observer: metrics
+      ? webhookMetrics(metrics.registry, () => sqlWebhookStore.stats(transactions.direct, clock.now()))
+      : undefined,
+  });
+  const webhooks = new Webhooks({ ...common, dispatcher, settings });
+  return { webhooks, dispatcher };
 }
 
 /**

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import proxyAddr from '@fastify/proxy-addr';
 import Value from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
+import { validAllowedHost } from '../outbound/address-policy.js';
 import { BASE_RESERVED, isUuid } from '../values.js';
 import { type Config, type Runtime, type Settings, SettingsSchema, STORAGE_CEILING_BYTES } from './schema.js';
 
@@ -40,6 +41,9 @@ export function validateSettings(input: unknown): Settings {
   checkRanges(settings, given);
   checkAccountRules(settings);
   checkTrustedProxies(settings.server.trustedProxies);
+  for (const entry of settings.webhooks.allowedHosts)
+    if (!validAllowedHost(entry))
+      throw new ConfigError('webhooks.allowedHosts', `'${entry}' is not a host name, an IP address or a CIDR range`);
   if (settings.file.storage === 's3' && settings.file.s3.bucket === null)
     throw new ConfigError('file.s3.bucket', "must be set when file.storage is 's3'");
   if (settings.baseUrl !== null) settings.baseUrl = settings.baseUrl.replace(/\/+$/, '');
@@ -274,7 +278,17 @@ function readRuntime(env: NodeJS.ProcessEnv): Runtime {
     logLevel,
     configPath: env.TRELLIS_CONFIG || null,
     otlpTracesUrl: otlpTracesUrl(env),
+    webhookKey: webhookKey(env),
   };
+}
+
+function webhookKey(env: NodeJS.ProcessEnv): Buffer | null {
+  const text = env.TRELLIS_WEBHOOK_KEY;
+  if (!text) return null;
+  const key = Buffer.from(text, 'base64');
+  if (key.length !== 32 || !/^[A-Za-z0-9+/]+={0,2}$/.test(text))
+    throw new ConfigError('TRELLIS_WEBHOOK_KEY', 'must be 32 bytes in base64 (openssl rand -base64 32)');
+  return key;
 }
 
 /** The OTLP/HTTP traces URL the standard variables name (the signal's own, or the base endpoint's /v1/traces). */

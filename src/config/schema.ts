@@ -196,6 +196,22 @@ export const SettingsSchema = Type.Object(
       heartbeatInSeconds: seconds(15, 1),
       maxBufferedBytes: int(1 * MiB, 1024),
     }),
+    // Webhooks (domain/webhooks, docs/webhooks.md): how many a user may have, how long a receiver may take, the
+    // delays before each retry of a failed delivery (Standard Webhooks' schedule; the first attempt is immediate),
+    // how long a rotated secret still signs, the hosts (names, addresses or CIDRs) that may be called although they
+    // are not public, how many webhooks an instance delivers to at once, and how long the delivery log is kept.
+    webhooks: obj({
+      maxPerUser: int(20, 1),
+      timeoutInSeconds: Type.Number({ minimum: 0.1, maximum: 300, default: 15 }),
+      retryScheduleInSeconds: Type.Array(Type.Number({ minimum: 0, maximum: 7 * 86_400 }), {
+        maxItems: 50,
+        default: [5, 300, 1800, 7200, 18_000, 36_000, 50_400, 72_000, 86_400],
+      }),
+      secretOverlapInSeconds: seconds(86_400),
+      allowedHosts: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+      maxConcurrentDeliveries: int(16, 1),
+      deliveryLogRetentionInSeconds: seconds(7 * 86_400, 1),
+    }),
     // Prometheus metrics on a listener of their own, never on the service's port (src/metrics; port 0: any free one).
     metrics: obj({
       enabled: Type.Boolean({ default: true }),
@@ -224,6 +240,11 @@ export interface Runtime {
    * /v1/traces; unset (or null): no tracing (src/tracing).
    */
   otlpTracesUrl?: string | null;
+  /**
+   * TRELLIS_WEBHOOK_KEY (32 bytes in base64): the key that seals webhook secrets, which every instance on one
+   * database must share; unset, a key file in DATA_DIR is made at the first need (webhooks/key-file.ts).
+   */
+  webhookKey?: Buffer | null;
 }
 
 interface S3Credentials {

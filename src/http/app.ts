@@ -27,6 +27,7 @@ import principalRoutes from './routes/principals.js';
 import searchRoutes from './routes/search.js';
 import systemRoutes from './routes/system.js';
 import uploadRoutes from './routes/uploads.js';
+import webhookRoutes from './routes/webhooks.js';
 import { guardStorage, stoppedForSpace } from './storage-guard.js';
 import type { App } from './types.js';
 
@@ -102,6 +103,7 @@ export async function buildApp({ config, services, logger }: AppDeps): Promise<A
   await app.register(uploadRoutes, deps);
   await app.register(searchRoutes, deps);
   await app.register(eventRoutes, deps);
+  await app.register(webhookRoutes, deps);
   await app.register(explorerRoutes);
   return app;
 }

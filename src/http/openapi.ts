@@ -9,6 +9,7 @@ import { operation, resource } from './resource.js';
 import { JSON_MEDIA } from './schemas/common.js';
 import { ElementEventData, FeedEventData } from './schemas/events.js';
 import { ProblemDetails } from './schemas/problems.js';
+import { DeliveryBody } from './schemas/webhooks.js';
 import type { App } from './types.js';
 
 /** The version label of the interface (spec "Versioning"). */
@@ -31,6 +32,7 @@ const TAGS = [
   { name: 'Resumable uploads', description: 'The IETF resumable-upload draft: offsets, appends, completion.' },
   { name: 'Search', description: 'Search pipelines: query DSL, Cypher paths, hydration.' },
   { name: 'Events', description: 'The change feed: committed changes as Server-Sent Events, resumable.' },
+  { name: 'Webhooks', description: 'The change feed as signed HTTP calls (Standard Webhooks), retried, in order.' },
   { name: 'Users and tokens', description: 'Registration, tokens, passwords.' },
   { name: 'System', description: 'Instance configuration, graph structure, security.txt, this document.' },
   { name: 'Problem types', description: 'The canonical problem of each slug.' },
@@ -93,6 +95,33 @@ function finishResponses(paths: OpenApiPaths, shared: Record<string, OpenApiResp
       }
 }
 
+const signatureHeader = (description: string) => ({ required: true, schema: { type: 'string' as const }, description });
+const WEBHOOK_DELIVERY = {
+  elementEvent: {
+    post: {
+      summary: 'One change (or a ping or reset), POSTed to a webhook URL, signed as Standard Webhooks 1.0 specifies',
+      parameters: [
+        { in: 'header' as const, name: 'webhook-id', ...signatureHeader('The same on every attempt of one event.') },
+        {
+          in: 'header' as const,
+          name: 'webhook-timestamp',
+          ...signatureHeader('Seconds since the epoch, when it was signed.'),
+        },
+        {
+          in: 'header' as const,
+          name: 'webhook-signature',
+          ...signatureHeader('v1,<base64 HMAC-SHA256>, one per secret.'),
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: JSON.parse(JSON.stringify(DeliveryBody)) } },
+      },
+      responses: { '2XX': { description: 'Delivered; anything else is retried (410 disables the webhook).' } },
+    },
+  },
+};
+
 export async function registerOpenApi(app: App): Promise<void> {
   await app.register(swagger, {
     // The HEAD routes are operations of their own (resource() registers one for every GET).
@@ -127,7 +156,8 @@ export async function registerOpenApi(app: App): Promise<void> {
       document.components ??= {};
       document.components.responses ??= {};
       finishResponses(document.paths as OpenApiPaths, document.components.responses as Record<string, OpenApiResponse>);
-      return document;
+      // OpenAPI 3.1's `webhooks`: what Trellis sends to a webhook's URL (docs/webhooks.md).
+      return { ...document, webhooks: WEBHOOK_DELIVERY };
     },
   });
 

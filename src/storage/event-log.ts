@@ -10,6 +10,7 @@ const ids = (list: string[] | null): ElementId[] | null => (list === null ? null
 function eventOf(row: sql.EventRow): StoredEvent {
   return {
     cursor: { xid: BigInt(row.xid!), seq: BigInt(row.seq!) },
+    at: row.at!,
     change: row.change as Change,
     elementId: storedElementId(row.element_id!),
     type: row.type!,
@@ -52,5 +53,5 @@ export const sqlEventLog: EventLog = {
   async activeTokens(tx, hashes, now) {
     return new Set(await sql.activeTokenHashes(queryable(tx), hashes, now));
   },
-  prune: (tx, before) => sql.pruneEvents(queryable(tx), before),
+  prune: (tx, before, keep) => sql.pruneEvents(queryable(tx), before, keep),
 };

@@ -15,6 +15,22 @@ export interface PageRequest {
   pageSize?: string;
 }
 
+/**
+ * `page` from 1 and `pageSize` clamped to the configured range; non-integers are 400 bad-content. An integer of any
+ * length is clamped (the design notes: "integers out of range are clamped"): the page to one whose offset is still an
+ * exact number, far beyond any collection.
+ */
+export function pagination(query: PageRequest, limits: Settings['pageSize']): { page: number; pageSize: number } {
+  const parse = (name: string, raw: string | undefined, fallback: number) => {
+    if (raw === undefined) return fallback;
+    if (!/^-?\d+$/.test(raw)) throw new Problem('bad-content', `The query parameter '${name}' must be an integer.`);
+    return Number(raw);
+  };
+  const page = Math.min(Math.floor(Number.MAX_SAFE_INTEGER / limits.max), Math.max(1, parse('page', query.page, 1)));
+  const pageSize = Math.min(limits.max, Math.max(limits.min, parse('pageSize', query.pageSize, limits.default)));
+  return { page, pageSize };
+}
+
 export class Collections {
   constructor(
     private readonly transactions: Transactions,
@@ -23,21 +39,8 @@ export class Collections {
     private readonly settings: Settings,
   ) {}
 
-  /**
-   * `page` from 1 and `pageSize` clamped to the configured range; non-integers are 400 bad-content. An integer of
-   * any length is clamped (the design notes: "integers out of range are clamped"): the page to one whose offset is still an
-   * exact number, far beyond any collection.
-   */
   pagination(query: PageRequest): { page: number; pageSize: number } {
-    const parse = (name: string, raw: string | undefined, fallback: number) => {
-      if (raw === undefined) return fallback;
-      if (!/^-?\d+$/.test(raw)) throw new Problem('bad-content', `The query parameter '${name}' must be an integer.`);
-      return Number(raw);
-    };
-    const limits = this.settings.pageSize;
-    const page = Math.min(Math.floor(Number.MAX_SAFE_INTEGER / limits.max), Math.max(1, parse('page', query.page, 1)));
-    const pageSize = Math.min(limits.max, Math.max(limits.min, parse('pageSize', query.pageSize, limits.default)));
-    return { page, pageSize };
+    return pagination(query, this.settings.pageSize);
   }
 
   /**

@@ -36,7 +36,7 @@ const overlaps = (principals: ReadonlySet<ElementId>, list: ElementId[] | null) 
   list?.some((id) => principals.has(id)) === true;
 
 /** Whether the user may read the event's element now (for a deletion: could before it went). */
-function visible(event: StoredEvent, userId: ElementId, audience: Audience): boolean {
+export function visible(event: StoredEvent, userId: ElementId, audience: Audience): boolean {
   if (event.change !== 'deleted') return audience.readable.get(userId)?.has(event.elementId) === true;
   const principals = audience.principals.get(userId);
   if (!principals) return false;

@@ -8,7 +8,7 @@ import type { Caller, Credentials } from '../accounts/types.js';
 import type { Transactions } from '../transactions.js';
 import { type Cursor, compareCursors, formatCursor, laterCursor } from './cursor.js';
 import { accessMessage, changesAccess, deliver, idsOf, unreadableMessage } from './delivery.js';
-import type { Audience, EventLog, EventSignal, StoredEvent } from './ports.js';
+import type { Audience, EventLog, EventSignal, Retained, StoredEvent } from './ports.js';
 import { type Scope, type Sink, Subscription } from './subscription.js';
 
 interface FeedSettings {
@@ -25,6 +25,8 @@ interface FeedDeps {
   now: () => Date;
   signal: EventSignal;
   settings: FeedSettings;
+  /** What other readers of the outbox still need (webhooks); kept by the prune. */
+  retained?: () => Promise<Retained | null>;
 }
 
 /** Rows read per statement. */
@@ -149,9 +151,9 @@ export class Feed {
   }
 
   /** Drops events older than the retention window (any instance's job may; the others find nothing left). */
-  prune(): Promise<number> {
+  async prune(): Promise<number> {
     const before = new Date(this.deps.now().getTime() - this.deps.settings.retentionInSeconds * 1000);
-    return this.deps.log.prune(this.deps.transactions.direct, before);
+    return this.deps.log.prune(this.deps.transactions.direct, before, (await this.deps.retained?.()) ?? null);
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,8 @@ export type Change = 'created' | 'changed' | 'deleted' | 'file-created' | 'file-
 /** One committed change as the outbox holds it. */
 export interface StoredEvent {
   cursor: Cursor;
+  /** When the change was written. */
+  at: Date;
   change: Change;
   elementId: ElementId;
   type: string;
@@ -51,8 +53,14 @@ export interface EventLog {
   audience(tx: Tx, userIds: ElementId[], ids: ElementId[]): Promise<Audience>;
   /** Of these token hashes, the ones whose tokens are active and unexpired at `now`. */
   activeTokens(tx: Tx, hashes: string[], now: Date): Promise<Set<string>>;
-  /** Drops final events written before `before`; how many. */
-  prune(tx: Tx, before: Date): Promise<number>;
+  /** Drops final events written before `before`, but for what `keep` holds back; how many. */
+  prune(tx: Tx, before: Date, keep: Retained | null): Promise<number>;
+}
+
+/** Events that another reader (webhooks) still needs: those after `cursor`, unless written before `notBefore`. */
+export interface Retained {
+  cursor: Cursor;
+  notBefore: Date;
 }
 
 /** Wakes the feed when a commit wrote events (on any instance of the database); resolves to the way to stop. */

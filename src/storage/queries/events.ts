@@ -1,10 +1,12 @@
 // The change feed's statements over the outbox (schema/events.ts). A read takes only rows below its snapshot's xmin,
 // which no running transaction can add to (docs/decisions/028-event-order.md).
+import type { Retained } from '../../domain/events/ports.js';
 import type { Queryable } from '../db.js';
 
 export interface EventRow {
   xid: string | null;
   seq: string | null;
+  at: Date | null;
   change: string | null;
   element_id: string | null;
   type: string | null;
@@ -36,7 +38,7 @@ page AS (
 SELECT s.xmin::text AS stable,
        (SELECT (h.xid, h.seq) > ($1::xid8, $2::bigint) FROM element_events_horizon h) AS lost,
        EXISTS (SELECT 1 FROM element_events w WHERE w.xid >= s.xmin) AS pending,
-       p.xid::text AS xid, p.seq::text AS seq, p.change, p.element_id, p.type, p.start_id, p.end_id, p.body,
+       p.xid::text AS xid, p.seq::text AS seq, p.at, p.change, p.element_id, p.type, p.start_id, p.end_id, p.body,
        p.parents, p.readers, p.readers_end
 FROM s LEFT JOIN page p ON true
 ORDER BY p.xid, p.seq`;
@@ -105,13 +107,15 @@ export async function activeTokenHashes(q: Queryable, hashes: string[], now: Dat
 
 /**
  * Drops the final rows up to the last one written before $1, in feed order, and moves the horizon there: a cursor
- * below it has lost events. Concurrent prunes of several instances delete disjoint or no rows.
+ * below it has lost events. Concurrent prunes of several instances delete disjoint or no rows. Rows after `keep`'s
+ * cursor stay unless written before its `notBefore` (what enabled webhooks still have to deliver).
  */
-export async function pruneEvents(q: Queryable, before: Date): Promise<number> {
+export async function pruneEvents(q: Queryable, before: Date, keep: Retained | null): Promise<number> {
   const { rows } = await q.query<{ n: string }>(
     `WITH bound AS (
        SELECT e.xid, e.seq FROM element_events e
        WHERE e.at < $1 AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+         AND ($2::xid8 IS NULL OR (e.xid, e.seq) <= ($2::xid8, $3::bigint) OR e.at < $4)
        ORDER BY e.xid DESC, e.seq DESC LIMIT 1
      ), gone AS (
        DELETE FROM element_events e USING bound b WHERE (e.xid, e.seq) <= (b.xid, b.seq) RETURNING 1
@@ -120,7 +124,7 @@ export async function pruneEvents(q: Queryable, before: Date): Promise<number> {
        WHERE (h.xid, h.seq) < (b.xid, b.seq) RETURNING 1
      )
      SELECT count(*)::text AS n FROM gone`,
-    [before],
+    [before, keep?.cursor.xid.toString() ?? null, keep?.cursor.seq.toString() ?? '0', keep?.notBefore ?? null],
     'prune_events',
   );
   return Number(rows[0]?.n ?? 0);

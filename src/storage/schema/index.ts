@@ -9,6 +9,7 @@ import { RELATION_SEARCH_KEYS } from './relation-search-keys.js';
 import { SEARCH_FUNCTIONS, SEARCH_INDEX } from './search.js';
 import { DATA_LIMITS, EXTENSIONS, TABLES } from './tables.js';
 import { UPLOAD_GENERATIONS } from './upload-generations.js';
+import { WEBHOOKS } from './webhooks.js';
 
 export interface Migration {
   version: number;
@@ -38,4 +39,5 @@ export const migrations: Migration[] = [
   { version: 6, name: 'principal-names', sql: PRINCIPAL_NAMES },
   { version: 7, name: 'relation-search-keys', sql: RELATION_SEARCH_KEYS },
   { version: 8, name: 'events-join', sql: EVENTS_JOIN },
+  { version: 9, name: 'webhooks', sql: WEBHOOKS },
 ];

@@ -12,6 +12,7 @@ const [user, other, folder, doc, doc2, rel] = [1, 2, 3, 4, 5, 6].map(id) as Elem
 function event(n: number, fields: Partial<StoredEvent>): StoredEvent {
   return {
     cursor: { xid: 10n, seq: BigInt(n) },
+    at: new Date(0),
     change: 'created',
     elementId: doc!,
     type: 'Doc',
