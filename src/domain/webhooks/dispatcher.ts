@@ -39,8 +39,11 @@ interface DispatcherDeps {
 /** Events read per webhook and statement. */
 const BATCH = 100;
 const POLL_MS = 1000;
-/** A lease outlasts one attempt by this much, so that it never runs out while its holder is still waiting. */
-const LEASE_MARGIN_MS = 30_000;
+/**
+ * A lease lasts two attempts and this much: its holder starts no attempt that could outlast it, so it never runs out
+ * while the holder is still waiting for an answer, and a killed holder's webhooks wait no longer than that.
+ */
+const LEASE_MARGIN_MS = 5_000;
 
 /** A step's end: where the webhook stands and when it is due again. */
 interface Step {
@@ -96,7 +99,7 @@ export class Dispatcher {
   }
 
   private leaseMs(): number {
-    return this.deps.settings.timeoutInSeconds * 1000 + LEASE_MARGIN_MS;
+    return 2 * this.deps.settings.timeoutInSeconds * 1000 + LEASE_MARGIN_MS;
   }
 
   private async claim(): Promise<void> {
