@@ -16,16 +16,23 @@ class Blocked extends Error {
   readonly code = 'EBLOCKED';
 }
 
+/** How host names are resolved: the system's resolver (dns.lookup, as node:net does), all addresses at once. */
+export type Resolve = (host: string, callback: (error: Error | null, found: LookupAddress[]) => void) => void;
+const systemResolve: Resolve = (host, callback) => dnsLookup(host, { all: true }, callback);
+
 /** The addresses of `host` the policy lets a call reach, or why none: a lookup for node:net that refuses the rest. */
-function guardedLookup(policy: AddressPolicy): LookupFunction {
+function guardedLookup(policy: AddressPolicy, resolve: Resolve): LookupFunction {
   return (host, options, callback) => {
-    dnsLookup(host, { ...options, all: true }, (error, found: LookupAddress[]) => {
+    resolve(host, (error, found) => {
       if (error) return callback(error, '', 0);
       const allowed = policy.nameAllowed(host) || found.every((a) => policy.addressAllowed(a.address));
       if (!allowed || found.length === 0)
         return callback(new Blocked(`${host} resolves to an address that may not be called`), '', 0);
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, found);
-      callback(null, found[0]!.address, found[0]!.family);
+      const usable = options.family ? found.filter((a) => a.family === options.family) : found;
+      if (usable.length === 0)
+        return callback(Object.assign(new Error(`${host}: no address`), { code: 'ENOTFOUND' }), '', 0);
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, usable);
+      callback(null, usable[0]!.address, usable[0]!.family);
     });
   };
 }
@@ -39,6 +46,15 @@ function errorOf(error: NodeJS.ErrnoException): DeliveryError {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return 'dns';
   if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED|ERR_OSSL)/.test(code)) return 'tls';
   return 'network';
+}
+
+/**
+ * The first KiB of an answer as the delivery log can store it: no U+0000 (which PostgreSQL's text refuses) and no
+ * surrogate half left by the cut.
+ */
+function kept(text: string): string {
+  const head = text.slice(0, KEEP).replaceAll('\u0000', '\ufffd');
+  return /[\ud800-\udbff]$/.test(head) ? head.slice(0, -1) : head;
 }
 
 /** Seconds of a Retry-After header (delta-seconds or an HTTP date), or null. */
@@ -58,8 +74,9 @@ export class HttpSender implements WebhookSender {
   constructor(
     private readonly policy: AddressPolicy,
     private readonly timeoutMs: number,
+    resolve: Resolve = systemResolve,
   ) {
-    this.lookup = guardedLookup(policy);
+    this.lookup = guardedLookup(policy, resolve);
   }
 
   async check(url: string): Promise<string | null> {
@@ -110,15 +127,20 @@ export class HttpSender implements WebhookSender {
         request.destroy();
         finish(failed('timeout'));
       }, this.timeoutMs);
-      request.on('error', (error) => finish(failed(errorOf(error))));
+      let responded = false;
+      // Once an answer came, its reading decides (an error of the request is then the cut of a long body).
+      request.on('error', (error) => {
+        if (!responded) finish(failed(errorOf(error)));
+      });
       request.on('response', (response) => {
+        responded = true;
         readSome(response).then(
           (text) => {
             const status = response.statusCode ?? 0;
             finish({
               status,
               error: status >= 300 && status < 400 ? 'redirect' : null,
-              response: text.slice(0, KEEP),
+              response: kept(text),
               retryAfterSeconds:
                 status === 429 || status === 503
                   ? retryAfterSeconds(response.headers['retry-after'], Date.now())
@@ -146,8 +168,8 @@ function readSome(response: IncomingMessage): Promise<string> {
       size += chunk.length;
       if (size >= READ_LIMIT) {
         response.removeAllListeners('data');
-        response.destroy();
         done();
+        response.destroy();
       }
     });
     response.on('end', done);

@@ -225,6 +225,8 @@ describeBackends(
         [{ url: receiver.url, events: ['nope'] }, /'events' holds "nope"/],
         [{ url: receiver.url, id: ['x'] }, /element id/],
         [{ url: receiver.url, extra: 1 }, /'extra' is not a property/],
+        [{ url: receiver.url, description: 'a\u0000b' }, /U\+0000/],
+        [{ url: receiver.url, id: [], parent: undefined }, /1 to 100/],
         [{ url: 'http://10.1.2.3/hook' }, /may not be called/],
         [{ url: 'http://[::1]:9/hook' }, /may not be called/],
       ];

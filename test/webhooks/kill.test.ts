@@ -42,7 +42,8 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('webhooks across a ki
       b = await serveInstance(dirs[1]!, settings, env);
       const docs = () => receiver.hits.filter((x) => x.json?.data?.type === 'Doc').map((x) => x.json.data.id as string);
       const deadline = Date.now() + 60_000;
-      while (new Set(docs()).size < created.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      while (new Set(docs()).size < created.length && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 200));
       expect(receiver.hits.length).toBeGreaterThan(before);
       // Every node in order of creation; an event whose answer the kill cut off may come twice, never out of order.
       const firsts = docs().filter((id, i, all) => all.indexOf(id) === i);
@@ -50,7 +51,8 @@ describe.skipIf(!backendsUnderTest().includes('postgres'))('webhooks across a ki
       const ids = receiver.hits.map((x) => x.headers['webhook-id']);
       expect(ids.filter((id, i) => i > 0 && id === ids[i - 1]).length).toBeLessThanOrEqual(1);
     } finally {
-      for (const instance of [a, b]) if (instance && instance.exitCode === null && instance.signalCode === null) instance.kill();
+      for (const instance of [a, b])
+        if (instance && instance.exitCode === null && instance.signalCode === null) instance.kill();
       await Promise.all([a.done, b?.done]);
       await receiver.close();
       await database.drop();

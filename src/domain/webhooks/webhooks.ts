@@ -2,7 +2,7 @@
 // secrets (shown once), their delivery log, a redelivery and a ping. Another user's webhook is 404, as an element is.
 import type { Settings } from '../../config/schema.js';
 import { badContent, notFound, Problem } from '../../errors.js';
-import { type ElementId, isoTime, isPlainObject, newId, parseElementId } from '../../values.js';
+import { type ElementId, isoTime, isPlainObject, newId, parseElementId, unstorableAt } from '../../values.js';
 import type { Caller } from '../accounts/types.js';
 import { type PageRequest, pagination } from '../elements/collections.js';
 import type { Change, EventLog } from '../events/ports.js';
@@ -125,6 +125,7 @@ function parseEvents(value: unknown): Change[] {
 function parseDescription(value: unknown): string {
   if (typeof value !== 'string') throw badContent("'description' must be a string.");
   if (value.length > MAX_DESCRIPTION) throw badContent(`'description' is longer than ${MAX_DESCRIPTION} characters.`);
+  if (unstorableAt(value) !== null) throw badContent("'description' holds U+0000 or an unpaired surrogate.");
   return value;
 }
 
