@@ -32,9 +32,23 @@ export async function signOut(): Promise<void> {
   navigate('#/account');
 }
 
+/**
+ * The Webhooks link: webhooks belong to a signed-in user, so the navigation has it only while someone is signed in.
+ * It is added after the router marked the current page, so it marks itself when it is that page.
+ */
+function showWebhooksLink(signedIn: boolean): void {
+  const existing = document.getElementById('nav-webhooks');
+  if (!signedIn) return void existing?.remove();
+  if (existing) return;
+  const link = h('a', { href: '#/webhooks' }, 'Webhooks');
+  if (/^#\/webhooks($|[/?])/.test(location.hash)) link.setAttribute('aria-current', 'page');
+  document.querySelector('nav a[href="#/account"]')?.parentElement?.before(h('li', { id: 'nav-webhooks' }, link));
+}
+
 export async function showWho(): Promise<void> {
   const who = document.getElementById('who')!;
   const user = await currentUser();
+  showWebhooksLink(user !== null);
   if (!user) {
     replace(who, h('a', { href: '#/account', class: 'sign-in' }, 'Sign in'));
     return;

@@ -1,6 +1,6 @@
-// The explorer's entry: a hash router (`#/`, `#/<id>`, `#/search`, `#/account`) over views that each render into
-// <main>. Deep links work because the hash never reaches the server. Unknown routes, and paths under /explorer/
-// other than the app itself, get the app's own "not found" view.
+// The explorer's entry: a hash router (`#/`, `#/<id>`, `#/search`, `#/webhooks`, `#/account`) over views that each
+// render into <main>. Deep links work because the hash never reaches the server. Unknown routes, and paths under
+// /explorer/ other than the app itself, get the app's own "not found" view.
 import './styles.css';
 import { h, replace } from './dom.js';
 import { dirtyElement, drafts, markDirty } from './drafts.js';
@@ -13,9 +13,10 @@ import { renderAccount } from './views/account.js';
 import { forgetDiagram, renderElement } from './views/element.js';
 import { renderIndex } from './views/index-view.js';
 import { renderSearch } from './views/search.js';
+import { renderWebhooks } from './views/webhooks.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const VIEWS = new Set(['', 'search', 'account']);
+const VIEWS = new Set(['', 'search', 'webhooks', 'account']);
 
 function notFound(main: HTMLElement): void {
   replace(
@@ -46,6 +47,7 @@ async function route(): Promise<void> {
   if (!appPath || !known) notFound(main);
   else if (signIn) await renderAccount(main);
   else if (view === 'search') await renderSearch(main);
+  else if (view === 'webhooks') await renderWebhooks(main);
   else if (isElement) await renderElement(main, view.toLowerCase());
   else await renderIndex(main);
   const notice = takeNotice();
