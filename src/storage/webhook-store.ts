@@ -270,15 +270,45 @@ export const sqlWebhookStore: WebhookStore = {
     return rows.map(webhookOf);
   },
 
-  async settle(tx, id, leaseToken, s) {
+  async settle(tx, id, leaseToken, s, attempts) {
+    const column = <K extends keyof Delivery>(key: K) => attempts.map((d) => d[key]);
     await queryable(tx).query(
-      `UPDATE webhooks SET cursor_xid = $3::xid8, cursor_seq = $4, attempts = $5, due = $6,
+      `WITH logged AS (
+         INSERT INTO webhook_deliveries (id, webhook_id, message_id, event_type, payload, attempted, attempt, status,
+           error, duration_ms, response, next_retry)
+         SELECT d.id, $1, d.message_id, d.event_type, d.payload, d.attempted, d.attempt, d.status, d.error,
+           d.duration_ms, d.response, d.next_retry
+         FROM unnest($9::uuid[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::int[], $15::int[],
+           $16::text[], $17::int[], $18::text[], $19::timestamptz[])
+           AS d (id, message_id, event_type, payload, attempted, attempt, status, error, duration_ms, response, next_retry)
+         WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $1)
+       )
+       UPDATE webhooks SET cursor_xid = $3::xid8, cursor_seq = $4, attempts = $5, due = $6,
          lease_until = NULL, lease_token = NULL,
          enabled = enabled AND $7::text IS NULL,
          disabled_reason = CASE WHEN $7::text IS NULL OR NOT enabled THEN disabled_reason ELSE $7 END,
          disabled_at = CASE WHEN $7::text IS NULL OR NOT enabled THEN disabled_at ELSE $8 END
        WHERE id = $1 AND lease_token = $2`,
-      [id, leaseToken, ...cursorParams(s.cursor), s.attempts, s.due, s.disabledReason, s.now],
+      [
+        id,
+        leaseToken,
+        ...cursorParams(s.cursor),
+        s.attempts,
+        s.due,
+        s.disabledReason,
+        s.now,
+        column('id'),
+        column('messageId'),
+        column('eventType'),
+        column('payload'),
+        column('attempted'),
+        column('attempt'),
+        column('status'),
+        column('error'),
+        column('durationMs'),
+        column('response'),
+        column('nextRetry'),
+      ],
       'webhooks_settle',
     );
   },

@@ -51,17 +51,26 @@ describeBackends(
       const doc = await createElement(h(), bob.token, { type: 'Doc', data: { n: 0 } });
       const id = await create(alice.token, { events: ['changed', 'deleted'] });
       const ofDoc = () => receiver.hits.filter((x) => x.json.data.id === doc);
+      // Access is decided when an event is sent, so each step waits until a change of alice's own, committed after
+      // it, has arrived: the events before that marker were decided before the next step.
+      const mine = await createElement(h(), alice.token, { type: 'Doc', data: {} });
+      let marks = 0;
+      const marker = async () => {
+        marks++;
+        await patch(alice.token, mine, { mark: marks });
+        await eventually(async () =>
+          receiver.hits.some((x) => x.json.data.id === mine && x.json.data.element?.data.mark === marks) ? true : null,
+        );
+      };
       await patch(bob.token, doc, { n: 1 });
+      await marker();
       const grant = await createElement(h(), bob.token, { type: 'HAS_READ_ACCESS', start: alice.id, end: doc });
       await patch(bob.token, doc, { n: 2 });
-      await eventually(async () => (ofDoc().length === 1 ? true : null));
+      await marker();
       expect((await h().request('DELETE', `/${grant}`, { token: bob.token })).status).toBe(204);
       await patch(bob.token, doc, { n: 3 });
       expect((await h().request('DELETE', `/${doc}`, { token: bob.token })).status).toBe(204);
-      // The marker: alice's own change after all of bob's, delivered once those were decided.
-      const mine = await createElement(h(), alice.token, { type: 'Doc', data: {} });
-      await patch(alice.token, mine, { n: 9 });
-      await eventually(async () => (receiver.hits.some((x) => x.json.data.id === mine) ? true : null));
+      await marker();
       expect(ofDoc().map((x) => [x.json.type, x.json.data.element.data.n])).toEqual([['element.changed', 2]]);
       await h().request('DELETE', `/webhooks/${id}`, { token: alice.token });
     });

@@ -11,7 +11,7 @@ import { idsOf, inScope, visible } from '../events/delivery.js';
 import type { Audience, EventLog, EventSignal, StoredEvent } from '../events/ports.js';
 import type { Transactions } from '../transactions.js';
 import { eventMessage, type Message, resetMessage, signedHeaders } from './messages.js';
-import type { SendOutcome, StoredWebhook, WebhookSender, WebhookStore } from './ports.js';
+import type { Delivery, SendOutcome, StoredWebhook, WebhookSender, WebhookStore } from './ports.js';
 import type { SecretBox } from './secrets.js';
 
 interface DispatchSettings {
@@ -39,6 +39,12 @@ interface DispatcherDeps {
 /** Events read per webhook and statement. */
 const BATCH = 100;
 const POLL_MS = 1000;
+const CLAIM_SPACING_MS = 20;
+/**
+ * How many of the dispatcher's statements may run at once, whatever the deliveries in flight: under a write load
+ * its reads of the outbox took every connection of the pool and the requests waited for them.
+ */
+const DB_LANES = 2;
 /**
  * A lease lasts two attempts and this much: its holder starts no attempt that could outlast it, so it never runs out
  * while the holder is still waiting for an answer, and a killed holder's webhooks wait no longer than that.
@@ -63,7 +69,25 @@ export class Dispatcher {
   private readonly work = new Set<Promise<void>>();
   onError: (error: unknown) => void = () => {};
 
+  /** Statements of the dispatcher running now, and those waiting for one of the DB_LANES. */
+  private lanes = 0;
+  private readonly waiting: (() => void)[] = [];
+
   constructor(private readonly deps: DispatcherDeps) {}
+
+  /** Runs a statement in one of DB_LANES: the pool's connections are the requests' first. */
+  private async db<T>(statement: () => Promise<T>): Promise<T> {
+    if (this.lanes < DB_LANES) this.lanes++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await statement();
+    } finally {
+      // A waiting statement takes the lane over; else it is free.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.lanes--;
+    }
+  }
 
   async start(): Promise<void> {
     this.stopSignal = await this.deps.signal(() => this.wake());
@@ -93,7 +117,9 @@ export class Dispatcher {
         this.running = null;
         if (this.wanted) {
           this.wanted = false;
-          this.wake();
+          // Commits notify many times a second under load: the claims after the first wait a little and serve them
+          // together.
+          setTimeout(() => this.wake(), CLAIM_SPACING_MS).unref();
         }
       });
   }
@@ -107,7 +133,9 @@ export class Dispatcher {
     if (free <= 0) return;
     const now = this.deps.now();
     const until = new Date(now.getTime() + this.leaseMs());
-    const claimed = await this.deps.store.claim(this.deps.transactions.direct, now, until, free, [...this.active]);
+    const claimed = await this.db(() =>
+      this.deps.store.claim(this.deps.transactions.direct, now, until, free, [...this.active]),
+    );
     for (const webhook of claimed) {
       this.active.add(webhook.id);
       const job = this.deliverAll(webhook, until)
@@ -125,21 +153,30 @@ export class Dispatcher {
   private async deliverAll(webhook: StoredWebhook, leaseUntil: Date): Promise<void> {
     const { store, transactions } = this.deps;
     let step: Step = { cursor: webhook.cursor, attempts: webhook.attempts, due: this.deps.now(), disabledReason: null };
+    // The attempts are logged with the webhook's new state, in one statement: a crash before it loses the log of
+    // attempts whose events are then sent again (the cursor did not move either).
+    const log: Delivery[] = [];
     try {
-      step = await this.steps(webhook, leaseUntil, step);
+      step = await this.steps(webhook, leaseUntil, step, log);
     } finally {
-      await store.settle(transactions.direct, webhook.id, webhook.leaseToken!, { ...step, now: this.deps.now() });
+      const state = { ...step, now: this.deps.now() };
+      await this.db(() => store.settle(transactions.direct, webhook.id, webhook.leaseToken!, state, log));
     }
   }
 
-  private async steps(webhook: StoredWebhook, leaseUntil: Date, from: Step): Promise<Step> {
+  private async steps(webhook: StoredWebhook, leaseUntil: Date, from: Step, attempts: Delivery[]): Promise<Step> {
     const { log, transactions } = this.deps;
     let step = from;
     const timeoutMs = this.deps.settings.timeoutInSeconds * 1000;
     for (;;) {
-      const page = await log.read(transactions.direct, step.cursor, BATCH, null);
+      const page = await this.db(() => log.read(transactions.direct, step.cursor, BATCH, null));
       if (page.lost) {
-        const sent = await this.attempt(webhook, resetMessage(webhook.id, page.stable, this.deps.now()), step);
+        const sent = await this.attempt(
+          webhook,
+          resetMessage(webhook.id, page.stable, this.deps.now()),
+          step,
+          attempts,
+        );
         if (sent.attempts > 0 || sent.disabledReason) return sent;
         step = { ...sent, cursor: page.stable };
         continue;
@@ -151,7 +188,7 @@ export class Dispatcher {
           continue;
         }
         if (this.deps.now().getTime() + timeoutMs > leaseUntil.getTime()) return step;
-        const sent = await this.attempt(webhook, eventMessage(event), step);
+        const sent = await this.attempt(webhook, eventMessage(event), step, attempts);
         if (sent.attempts > 0 || sent.disabledReason) return sent;
         step = { ...sent, cursor: event.cursor };
       }
@@ -165,7 +202,7 @@ export class Dispatcher {
     const watched =
       webhook.scope.kind === 'ids' ? [...webhook.scope.ids] : webhook.scope.kind === 'parent' ? [webhook.scope.id] : [];
     const ids = [...new Set([...idsOf(events), ...watched])];
-    return this.deps.log.audience(this.deps.transactions.direct, [webhook.ownerId], ids);
+    return this.db(() => this.deps.log.audience(this.deps.transactions.direct, [webhook.ownerId], ids));
   }
 
   private wants(webhook: StoredWebhook, event: StoredEvent, audience: Audience): boolean {
@@ -187,12 +224,12 @@ export class Dispatcher {
   }
 
   /** One attempt of a message; the step after it (attempts 0: delivered). */
-  private async attempt(webhook: StoredWebhook, message: Message, step: Step): Promise<Step> {
+  private async attempt(webhook: StoredWebhook, message: Message, step: Step, log: Delivery[]): Promise<Step> {
     const outcome = await this.send(webhook, message);
     const now = this.deps.now();
     const attempt = step.attempts + 1;
     const next = nextStep(outcome, attempt, now, this.deps.settings.retryScheduleInSeconds);
-    await this.deps.store.record(this.deps.transactions.direct, {
+    log.push({
       id: newId(),
       webhookId: webhook.id,
       messageId: message.id,

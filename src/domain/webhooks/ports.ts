@@ -98,8 +98,8 @@ export interface WebhookStore {
    * no other instance takes them until then.
    */
   claim(tx: Tx, now: Date, leaseUntil: Date, limit: number, exclude: ElementId[]): Promise<StoredWebhook[]>;
-  /** The webhook's state after a delivery step, if the lease is still its own; the lease is released. */
-  settle(tx: Tx, id: ElementId, leaseToken: string, state: SettledState): Promise<void>;
+  /** Logs the attempts and sets the webhook's state after them, if the lease is still its own (then released). */
+  settle(tx: Tx, id: ElementId, leaseToken: string, state: SettledState, attempts: Delivery[]): Promise<void>;
   record(tx: Tx, delivery: Delivery): Promise<void>;
   /** The oldest cursor an enabled webhook still stands at (null: none). */
   oldestCursor(tx: Tx): Promise<Cursor | null>;
