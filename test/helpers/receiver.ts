@@ -78,3 +78,14 @@ export async function startReceiver(): Promise<Receiver> {
       }),
   };
 }
+
+/** Resolves with what `probe` finds once it finds something (not null), or throws after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | null>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await probe();
+    if (found !== null) return found;
+    if (Date.now() > deadline) throw new Error('not reached in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

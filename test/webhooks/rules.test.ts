@@ -3,22 +3,12 @@
 // another, and a reset for a webhook whose events were pruned while it was disabled.
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { createElement, describeBackends, userWithToken } from '../helpers/harness.js';
-import { type Receiver, startReceiver } from '../helpers/receiver.js';
+import { eventually, type Receiver, startReceiver } from '../helpers/receiver.js';
 
 const SETTINGS = {
   webhooks: { allowedHosts: ['127.0.0.1'], retryScheduleInSeconds: [10, 20], timeoutInSeconds: 1, maxPerUser: 3 },
   events: { retentionInSeconds: 60 },
 };
-
-async function eventually<T>(probe: () => Promise<T | null>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe();
-    if (found !== null) return found;
-    if (Date.now() > deadline) throw new Error('not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describeBackends(
   'webhook delivery rules',

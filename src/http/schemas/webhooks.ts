@@ -1,13 +1,12 @@
 // Schemas of /webhooks (src/http/routes/webhooks.ts, docs/webhooks.md), and of what a delivery sends.
 import { type TSchema, Type } from 'typebox';
+import { CHANGES } from '../../domain/webhooks/ports.js';
 import { empty, json, LOCATION, requestBody, Uuid } from './common.js';
 import { ElementEventData } from './events.js';
 import { problems } from './problems.js';
 
 const TAGS = ['Webhooks'];
-const Change = Type.Union(
-  ['created', 'changed', 'deleted', 'file-created', 'file-replaced', 'file-removed'].map((c) => Type.Literal(c)),
-);
+const Change = Type.Union(CHANGES.map((c) => Type.Literal(c)));
 const Time = Type.String({ description: 'ISO 8601, as element times are written.' });
 const Nullable = (schema: TSchema) => Type.Union([schema, Type.Null()]);
 

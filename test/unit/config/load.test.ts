@@ -305,8 +305,24 @@ describe('loadConfig, further', () => {
       logLevel: 'info',
       configPath: null,
       otlpTracesUrl: null,
+      webhookKey: null,
     });
     expect(settings).toEqual(validateSettings({}));
+  });
+
+  it('reads TRELLIS_WEBHOOK_KEY as 32 bytes in base64, and checks webhooks.allowedHosts', () => {
+    const key = Buffer.alloc(32, 7);
+    expect(loadConfig({ TRELLIS_WEBHOOK_KEY: key.toString('base64') }).runtime.webhookKey).toEqual(key);
+    for (const bad of [Buffer.alloc(16).toString('base64'), 'not base64 at all!'])
+      expect(() => loadConfig({ TRELLIS_WEBHOOK_KEY: bad })).toThrow(
+        /^invalid configuration: TRELLIS_WEBHOOK_KEY: must be 32 bytes in base64/,
+      );
+    expect(
+      validateSettings({ webhooks: { allowedHosts: ['hooks.internal', '10.0.0.0/8'] } }).webhooks.allowedHosts,
+    ).toEqual(['hooks.internal', '10.0.0.0/8']);
+    expect(() => validateSettings({ webhooks: { allowedHosts: ['10.0.0.0/40'] } })).toThrow(
+      /webhooks\.allowedHosts: '10\.0\.0\.0\/40' is not a host name, an IP address or a CIDR range/,
+    );
   });
 
   it('reads the database URL, log level, session token and port bounds from the environment', () => {
