@@ -98,6 +98,11 @@ describeBackends(
         nextRetry: null,
       });
       expect((await h().request('GET', `/webhooks/${id}`, { token: alice.token })).json.lastDelivery.status).toBe(200);
+      // The metrics count the deliveries and say how many webhooks are enabled.
+      const metrics = await h().services.metrics!.registry.metrics();
+      expect(metrics).toMatch(/^trellis_webhook_deliveries_total\{outcome="success"\} [1-9]\d*$/m);
+      expect(metrics).toMatch(/^trellis_webhooks_enabled [1-9]\d*$/m);
+      expect(metrics).toMatch(/^trellis_webhook_lag_seconds \d/m);
       expect((await h().request('DELETE', `/webhooks/${id}`, { token: alice.token })).status).toBe(204);
     });
 
