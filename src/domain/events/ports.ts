@@ -6,6 +6,16 @@ import type { Cursor } from './cursor.js';
 
 export type Change = 'created' | 'changed' | 'deleted' | 'file-created' | 'file-replaced' | 'file-removed';
 
+/** Every change, in the order the documentation lists them. */
+export const CHANGES: readonly Change[] = [
+  'created',
+  'changed',
+  'deleted',
+  'file-created',
+  'file-replaced',
+  'file-removed',
+];
+
 /** One committed change as the outbox holds it. */
 export interface StoredEvent {
   cursor: Cursor;

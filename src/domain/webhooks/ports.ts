@@ -6,15 +6,6 @@ import type { Change } from '../events/ports.js';
 import type { Scope } from '../events/subscription.js';
 import type { Tx } from '../transactions.js';
 
-export const CHANGES: readonly Change[] = [
-  'created',
-  'changed',
-  'deleted',
-  'file-created',
-  'file-replaced',
-  'file-removed',
-];
-
 /** A webhook as stored; the secrets sealed (webhooks/secrets.ts). */
 export interface StoredWebhook {
   id: ElementId;

@@ -5,19 +5,12 @@ import { badContent, notFound, Problem } from '../../errors.js';
 import { type ElementId, isoTime, isPlainObject, newId, parseElementId, unstorableAt } from '../../values.js';
 import type { Caller } from '../accounts/types.js';
 import { type PageRequest, pagination } from '../elements/collections.js';
-import type { Change, EventLog } from '../events/ports.js';
+import { CHANGES, type Change, type EventLog, type Retained } from '../events/ports.js';
 import type { Scope } from '../events/subscription.js';
 import type { Transactions } from '../transactions.js';
 import type { Dispatcher } from './dispatcher.js';
 import { type Message, pingMessage } from './messages.js';
-import {
-  CHANGES,
-  type Delivery,
-  type StoredWebhook,
-  type WebhookChanges,
-  type WebhookSender,
-  type WebhookStore,
-} from './ports.js';
+import type { Delivery, StoredWebhook, WebhookChanges, WebhookSender, WebhookStore } from './ports.js';
 import { newSecret, type SecretBox } from './secrets.js';
 
 interface WebhooksDeps {
@@ -342,7 +335,7 @@ export class Webhooks {
    * What the outbox must keep for enabled webhooks: the events after the oldest cursor, unless older than the
    * retention and the whole retry schedule together.
    */
-  async retained(): Promise<{ cursor: { xid: bigint; seq: bigint }; notBefore: Date } | null> {
+  async retained(): Promise<Retained | null> {
     const cursor = await this.deps.store.oldestCursor(this.deps.transactions.direct);
     if (!cursor) return null;
     const { webhooks, events } = this.deps.settings;

@@ -1,4 +1,5 @@
 // /webhooks: each endpoint parses its path ids and makes one call into the domain's Webhooks.
+import type { FastifyReply } from 'fastify';
 import type { PageRequest } from '../../domain/elements/collections.js';
 import { notFound } from '../../errors.js';
 import { type ElementId, parseElementId } from '../../values.js';
@@ -25,11 +26,8 @@ function idOf(text: unknown): ElementId {
   return id;
 }
 
-const send = (
-  reply: { code(n: number): { type(t: string): { send(b: string): unknown } } },
-  status: number,
-  body: unknown,
-) => reply.code(status).type(JSON_TYPE).send(JSON.stringify(body));
+const send = (reply: FastifyReply, status: number, body: unknown) =>
+  reply.code(status).type(JSON_TYPE).send(JSON.stringify(body));
 
 export default async function webhookRoutes(app: App, { services }: RouteDeps) {
   const { webhooks } = services;

@@ -1,10 +1,11 @@
 // Schema of GET /events, the change feed over Server-Sent Events (src/http/routes/events.ts, docs/events.md).
 import { Type } from 'typebox';
+import { CHANGES } from '../../domain/events/ports.js';
 import { Element, header, type ResponseSpec, Uuid } from './common.js';
 import { problems } from './problems.js';
 
 const Change = Type.Union(
-  ['created', 'changed', 'deleted', 'file-created', 'file-replaced', 'file-removed'].map((c) => Type.Literal(c)),
+  CHANGES.map((c) => Type.Literal(c)),
   { description: 'What happened to the element; also the SSE event name.' },
 );
 

@@ -1,6 +1,6 @@
 // Schemas of /webhooks (src/http/routes/webhooks.ts, docs/webhooks.md), and of what a delivery sends.
 import { type TSchema, Type } from 'typebox';
-import { CHANGES } from '../../domain/webhooks/ports.js';
+import { CHANGES } from '../../domain/events/ports.js';
 import { empty, json, LOCATION, requestBody, Uuid } from './common.js';
 import { ElementEventData } from './events.js';
 import { problems } from './problems.js';

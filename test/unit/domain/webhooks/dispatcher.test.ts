@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { nextStep } from '../../../../src/domain/webhooks/dispatcher.js';
 import type { SendOutcome } from '../../../../src/domain/webhooks/ports.js';
 
-const now = new Date('2026-12-02T10:00:00Z');
+const now = new Date();
 const outcome = (fields: Partial<SendOutcome>): SendOutcome => ({
   status: null,
   error: null,
