@@ -3,9 +3,16 @@
 // a cursor taken at any point resumes with exactly the rest. Concurrent transactions need a server: on PGlite
 // they take turns, so these run on PostgreSQL.
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { type Follower, follow } from '../helpers/events.js';
-import { createElement, describeBackends, startHarness, userWithToken } from '../helpers/harness.js';
+import {
+  createElement,
+  describeBackends,
+  scratchPostgresDatabase,
+  startHarness,
+  userWithToken,
+} from '../helpers/harness.js';
 
 describeBackends('change feed order', (h) => {
   const open: Follower[] = [];
@@ -102,6 +109,37 @@ describeBackends('change feed order', (h) => {
     // Commit order: late, then early, which is also what GET shows last.
     expect(feed.changes().map((m) => m.data.element.data.v)).toEqual(['late', 'early']);
     expect((await h().request('GET', `/${doc}`, { token: alice.token })).json.data.v).toBe('early');
+  });
+
+  it('a long writer in another database on the same server holds nothing back', async (ctx) => {
+    if (h().backend === 'pglite') ctx.skip();
+    const elsewhere = await scratchPostgresDatabase();
+    const other = new pg.Client({ connectionString: elsewhere.url });
+    await other.connect();
+    try {
+      // Its transaction id is running for the whole test, below every id written here.
+      await other.query('BEGIN');
+      await other.query('CREATE TABLE t (x int)');
+      const alice = await userWithToken(h(), 'alice@elsewhere.dev');
+      const feed = watch(h().url, '/events', alice.token);
+      await feed.until((r) => r.length > 0);
+      const doc = await createElement(h(), alice.token, { type: 'Doc', data: { n: 1 } });
+      await feed.until((r) => r.some((m) => m.data.id === doc));
+      expect(
+        feed
+          .changes()
+          .filter((m) => m.data.id === doc)
+          .map((m) => m.event),
+      ).toEqual(['created']);
+      const { rows } = await h().db.query<{ pending: string }>(
+        `SELECT count(*)::text AS pending FROM element_events WHERE xid >= trellis_events_stable()`,
+      );
+      expect(rows[0]!.pending).toBe('0');
+    } finally {
+      await other.query('ROLLBACK');
+      await other.end();
+      await elsewhere.drop();
+    }
   });
 
   it('a change made through one instance reaches the other’s subscribers, which resume there too', async (ctx) => {

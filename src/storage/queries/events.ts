@@ -1,5 +1,5 @@
-// The change feed's statements over the outbox (schema/events.ts). A read takes only rows below its snapshot's xmin,
-// which no running transaction can add to (docs/decisions/028-event-order.md).
+// The change feed's statements over the outbox (schema/events.ts). A read takes only rows below the point that no
+// running transaction of this database can add to (trellis_events_stable, docs/decisions/028-event-order.md).
 import type { Retained } from '../../domain/events/ports.js';
 import type { Queryable } from '../db.js';
 
@@ -22,12 +22,12 @@ export interface EventRow {
 }
 
 /**
- * One page after ($1, $2), at or below ($3, $4) when $3 is given, at most $5 rows; every row carries the snapshot's
- * xmin, whether the cursor lies below the pruned horizon, and whether committed rows wait above the xmin (a LEFT
+ * One page after ($1, $2), at or below ($3, $4) when $3 is given, at most $5 rows; every row carries the stable
+ * point, whether the cursor lies below the pruned horizon, and whether committed rows wait above it (a LEFT
  * JOIN, so an empty page still answers one row of these).
  */
 const READ = `
-WITH s AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+WITH s AS MATERIALIZED (SELECT trellis_events_stable() AS xmin),
 page AS (
   SELECT e.* FROM element_events e, s
   WHERE (e.xid, e.seq) > ($1::xid8, $2::bigint) AND e.xid < s.xmin
@@ -114,7 +114,7 @@ export async function pruneEvents(q: Queryable, before: Date, keep: Retained | n
   const { rows } = await q.query<{ n: string }>(
     `WITH bound AS (
        SELECT e.xid, e.seq FROM element_events e
-       WHERE e.at < $1 AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+       WHERE e.at < $1 AND e.xid < trellis_events_stable()
          AND ($2::xid8 IS NULL OR (e.xid, e.seq) <= ($2::xid8, $3::bigint) OR e.at < $4)
        ORDER BY e.xid DESC, e.seq DESC LIMIT 1
      ), gone AS (

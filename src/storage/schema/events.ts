@@ -7,8 +7,9 @@
 //        it waited for;
 //   seq  drawn from a sequence after the row lock is held, so two changes of one element compare in commit order.
 //
-// A reader takes only rows whose xid is below its snapshot's xmin: every transaction with such an id has ended, so
-// no row can appear later below that point, and a reader never skips a slow writer's row.
+// A reader takes only rows whose xid is below its snapshot's xmin, ids of other databases aside (schema change 10):
+// every transaction here with such an id has ended, so no row can appear later below that point, and a reader never
+// skips a slow writer's row.
 import { elementJsonSql } from '../queries/element-json.js';
 
 /** The channel every commit that wrote events notifies (no payload: readers read the outbox). */
@@ -175,4 +176,27 @@ CREATE TRIGGER elements_event_deleted BEFORE DELETE ON elements
  */
 export const EVENTS_JOIN = /* sql */ `
 ALTER FUNCTION trellis_elements_changed_trigger() SET enable_nestloop = off;
+`;
+
+/**
+ * Schema change 10: the point below which the outbox is final (its stable point), for this database only. Transaction ids are shared by
+ * every database on the server, so the snapshot's xmin waits for a long writer in another database too (a
+ * migration, a bulk load, another application), and the feed and the webhooks stalled behind it. Running ids that
+ * pg_stat_activity places in another database cannot write here and are passed over; an id it cannot place (a
+ * prepared transaction, a backend that ended since) still holds the point, and so does the snapshot's xmax, below
+ * which every id has been handed out.
+ */
+export const EVENTS_STABLE = /* sql */ `
+CREATE FUNCTION trellis_events_stable() RETURNS xid8 LANGUAGE sql VOLATILE AS $fn$
+  WITH snap AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
+  elsewhere AS MATERIALIZED (
+    SELECT a.backend_xid::text::bigint AS xid32 FROM pg_stat_activity a
+    WHERE a.backend_xid IS NOT NULL
+      AND a.datid <> (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+  )
+  SELECT COALESCE(
+    (SELECT min(x) FROM snap, pg_snapshot_xip(snap.s) x
+     WHERE NOT EXISTS (SELECT 1 FROM elsewhere o WHERE o.xid32 = x::text::bigint % 4294967296)),
+    (SELECT pg_snapshot_xmax(s) FROM snap))
+$fn$;
 `;

@@ -3,7 +3,7 @@
 // applied one: a database records the versions it has and is not given them again.
 import { ACCESS_EPOCH, ACCESS_INDEX, ACCESS_KEYS, ACCESS_RULES } from './access.js';
 import { NORMALISED_IDENTIFIERS, REGISTRATION_COUNTS } from './accounts.js';
-import { EVENTS, EVENTS_JOIN } from './events.js';
+import { EVENTS, EVENTS_JOIN, EVENTS_STABLE } from './events.js';
 import { PRINCIPAL_NAMES } from './principals.js';
 import { RELATION_SEARCH_KEYS } from './relation-search-keys.js';
 import { SEARCH_FUNCTIONS, SEARCH_INDEX } from './search.js';
@@ -40,4 +40,5 @@ export const migrations: Migration[] = [
   { version: 7, name: 'relation-search-keys', sql: RELATION_SEARCH_KEYS },
   { version: 8, name: 'events-join', sql: EVENTS_JOIN },
   { version: 9, name: 'webhooks', sql: WEBHOOKS },
+  { version: 10, name: 'events-stable', sql: EVENTS_STABLE },
 ];
