@@ -184,10 +184,11 @@ ALTER FUNCTION trellis_elements_changed_trigger() SET enable_nestloop = off;
  * migration, a bulk load, another application), and the feed and the webhooks stalled behind it. Running ids that
  * pg_stat_activity places in another database cannot write here and are passed over; an id it cannot place (a
  * prepared transaction, a backend that ended since) still holds the point, and so does the snapshot's xmax, below
- * which every id has been handed out.
+ * which every id has been handed out. STABLE, so that it reads the calling statement's snapshot: a VOLATILE function
+ * takes a later one, and a reader would move past rows committed after its own snapshot without having seen them.
  */
 export const EVENTS_STABLE = /* sql */ `
-CREATE FUNCTION trellis_events_stable() RETURNS xid8 LANGUAGE sql VOLATILE AS $fn$
+CREATE FUNCTION trellis_events_stable() RETURNS xid8 LANGUAGE sql STABLE AS $fn$
   WITH snap AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
   elsewhere AS MATERIALIZED (
     SELECT a.backend_xid::text::bigint AS xid32 FROM pg_stat_activity a
