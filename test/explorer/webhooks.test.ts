@@ -1,7 +1,7 @@
 // The explorer's Webhooks page in Chromium, as a person uses it against a receiver on a loopback socket (allowed by
-// webhooks.allowedHosts): create one and see its secret once, ping it, disable and enable it, rotate its secret,
-// be told why an inward address is refused, and delete it. A ping is sent while the request waits, so no
-// dispatcher runs here.
+// webhooks.allowedHosts): create one and see its secret once, ping it and send the ping again, disable and enable
+// it, rotate its secret, be told why an inward address is refused, and delete it. A ping is sent while the request
+// waits, so no dispatcher runs here.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
@@ -19,7 +19,7 @@ describeBackends(
   (service) => {
     const user = uniqueUsers(service, 'webhooks.test');
 
-    it('creates, pings, disables, enables, rotates and deletes a webhook, and shows a refused address', async () => {
+    it('creates, pings, redelivers, disables, enables, rotates and deletes a webhook, and shows a refused address', async () => {
       const h = service();
       const wendy = await user('Wendy');
       const receiver = await startReceiver();
@@ -58,7 +58,7 @@ describeBackends(
       expect(await page.content()).not.toContain(firstSecret);
 
       // Ping: the receiver gets a signed webhook.ping, and the page says it answered 200.
-      await card.getByRole('button', { name: 'Ping' }).click();
+      await card.getByRole('button', { name: 'Ping', exact: true }).click();
       await receiver.until(1);
       expect(receiver.hits[0]!.json.type).toBe('webhook.ping');
       new Webhook(firstSecret).verify(receiver.hits[0]!.body, receiver.hits[0]!.headers as Record<string, string>);
@@ -69,6 +69,17 @@ describeBackends(
       await eventually(() => table.getByRole('row').count()).toBe(2);
       expect(await table.textContent()).toContain('webhook.ping');
       await expectAccessible(page, 'webhooks, pinged, recent deliveries');
+
+      // Sent again from the table: the same message (same webhook-id), signed afresh, and a new row for it.
+      await table.getByRole('button', { name: /^Send again: webhook\.ping of / }).click();
+      await receiver.until(2);
+      expect(receiver.hits[1]!.headers['webhook-id']).toBe(receiver.hits[0]!.headers['webhook-id']);
+      new Webhook(firstSecret).verify(receiver.hits[1]!.body, receiver.hits[1]!.headers as Record<string, string>);
+      await eventually(() => card.getByText(/^webhook\.ping delivered again/).textContent()).toMatch(/answered 200/);
+      await eventually(() => table.getByRole('row').count()).toBe(3);
+      const log = (await h.request('GET', `/webhooks/${id}/deliveries`, { token: wendy.token })).json;
+      expect(log.totalItems).toBe(2);
+      expect(log.items[0].eventId).toBe(log.items[1].eventId);
       if (SCREENSHOTS) {
         mkdirSync(SCREENSHOTS, { recursive: true });
         await page.screenshot({ path: join(SCREENSHOTS, 'webhooks.png'), fullPage: true });
@@ -89,9 +100,9 @@ describeBackends(
       const secondSecret = (await card.locator('.secret-value').textContent()) ?? '';
       expect(secondSecret).toMatch(/^whsec_/);
       expect(secondSecret).not.toBe(firstSecret);
-      await card.getByRole('button', { name: 'Ping' }).click();
-      await receiver.until(2);
-      const signedAgain = receiver.hits[1]!;
+      await card.getByRole('button', { name: 'Ping', exact: true }).click();
+      await receiver.until(3);
+      const signedAgain = receiver.hits[2]!;
       new Webhook(secondSecret).verify(signedAgain.body, signedAgain.headers as Record<string, string>);
 
       // An inward address: the service's refusal, detail and all, under the form; nothing is created.

@@ -1,6 +1,6 @@
 // The signed-in user's webhooks (docs/webhooks.md): each one's address, what it sends, whether it is enabled (and
-// why not) and its last delivery, its recent deliveries on demand; a form to create one, and Ping, Disable or
-// Enable, Rotate secret and Delete on each. The service shows a secret in one answer only, so the page shows it
+// why not) and its last delivery, its recent deliveries on demand, each of which can be sent again; a form to
+// create one, and Ping, Disable or Enable, Rotate secret and Delete on each. The service shows a secret in one answer only, so the page shows it
 // once, where it was made, and never keeps it.
 import { request } from '../api.js';
 import { announce, field, h, replace, uid } from '../dom.js';
@@ -155,8 +155,11 @@ function showSecret(slot: HTMLElement, secret: string, what: string): void {
   panel.focus();
 }
 
-/** The recent deliveries as a table, newest first. */
-async function showRecent(slot: HTMLElement, webhook: Webhook): Promise<void> {
+/**
+ * The recent deliveries as a table, newest first; "Send again" on a row hands its delivery to `again`, which sends
+ * the same message (same id, so a receiver that keeps ids sees a repeat, not a new change).
+ */
+async function showRecent(slot: HTMLElement, webhook: Webhook, again: (d: Delivery) => void): Promise<void> {
   const page = (await request<Page<Delivery>>('GET', `/webhooks/${webhook.id}/deliveries?pageSize=${RECENT}`)).body;
   const items = page.items.slice(0, RECENT);
   if (items.length === 0) return replace(slot, h('p', { class: 'empty' }, 'No deliveries yet.'));
@@ -173,7 +176,7 @@ async function showRecent(slot: HTMLElement, webhook: Webhook): Promise<void> {
         h(
           'tr',
           null,
-          ['When', 'Event', 'Attempt', 'Outcome', 'Next try'].map((name) => h('th', { scope: 'col' }, name)),
+          ['When', 'Event', 'Attempt', 'Outcome', 'Next try', 'Action'].map((name) => h('th', { scope: 'col' }, name)),
         ),
       ),
       h(
@@ -188,6 +191,20 @@ async function showRecent(slot: HTMLElement, webhook: Webhook): Promise<void> {
             cell(String(d.attempt)),
             cell(outcomeText(d)),
             cell(d.nextRetry ? formatDate(d.nextRetry) : '—'),
+            h(
+              'td',
+              null,
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'small',
+                  'aria-label': `Send again: ${d.eventType} of ${formatDate(d.attempted)}`,
+                  onclick: () => again(d),
+                },
+                'Send again',
+              ),
+            ),
           ),
         ),
       ),
@@ -199,18 +216,27 @@ async function showRecent(slot: HTMLElement, webhook: Webhook): Promise<void> {
 function actions(webhook: () => Webhook, show: (w: Webhook) => void, slots: ItemSlots, removed: () => Promise<void>) {
   const path = () => `/webhooks/${webhook().id}`;
   const recentOpen = () => slots.recentButton.getAttribute('aria-expanded') === 'true';
+  const recentShown = () => showRecent(slots.recent, webhook(), (d) => void attempt(slots.outcome, () => resend(d)));
   const refresh = async () => {
     show((await request<Webhook>('GET', path())).body);
-    if (recentOpen()) await showRecent(slots.recent, webhook());
+    if (recentOpen()) await recentShown();
   };
+  /** Says what came of a ping or a resend: "Ping delivered: the receiver answered 200 in 3 ms." */
+  const report = async (delivery: Delivery, delivered: string, failed: string) => {
+    const said = `${succeeded(delivery) ? delivered : failed}: the receiver ${outcomeText(delivery)}.`;
+    await refresh();
+    slots.outcome.replaceChildren(h('p', { class: succeeded(delivery) ? 'notice' : 'warning' }, said));
+    announce(said);
+  };
+  const resend = async (d: Delivery) =>
+    report(
+      (await request<Delivery>('POST', `${path()}/deliveries/${d.id}/redeliver`)).body,
+      `${d.eventType} delivered again`,
+      `${d.eventType} not delivered again`,
+    );
   return {
-    ping: async () => {
-      const delivery = (await request<Delivery>('POST', `${path()}/ping`)).body;
-      const said = `Ping ${succeeded(delivery) ? 'delivered' : 'not delivered'}: the receiver ${outcomeText(delivery)}.`;
-      await refresh();
-      slots.outcome.replaceChildren(h('p', { class: succeeded(delivery) ? 'notice' : 'warning' }, said));
-      announce(said);
-    },
+    ping: async () =>
+      report((await request<Delivery>('POST', `${path()}/ping`)).body, 'Ping delivered', 'Ping not delivered'),
     toggle: async () => {
       const enabled = !webhook().enabled;
       show((await request<Webhook>('PATCH', path(), { enabled })).body);
@@ -231,7 +257,7 @@ function actions(webhook: () => Webhook, show: (w: Webhook) => void, slots: Item
       const open = !recentOpen();
       slots.recentButton.setAttribute('aria-expanded', String(open));
       slots.recentButton.textContent = open ? 'Hide recent deliveries' : 'Show recent deliveries';
-      if (open) await showRecent(slots.recent, webhook());
+      if (open) await recentShown();
       else slots.recent.replaceChildren();
     },
     remove: async () => {
